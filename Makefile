@@ -1,0 +1,29 @@
+# tilebake: `make demo` builds the embedded sample and serves it; `make test` runs the tests.
+SHELL := /bin/bash
+CONFIG ?= data/sample/config.json
+OUT ?= build/sample
+PORT ?= 8080
+TILEBAKE := node bin/tilebake.js
+
+.PHONY: setup demo build test typecheck bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	$(TILEBAKE) build --config $(CONFIG) --out $(OUT)
+
+demo: build
+	@bash scripts/demo.sh $(OUT) $(PORT)
+
+typecheck: setup
+	npx tsc -p tsconfig.json
+
+test: setup typecheck
+	npx vitest run
+
+bench: setup
+	bash bench/run-all.sh
+
+clean:
+	rm -rf build

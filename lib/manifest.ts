@@ -1,0 +1,143 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeFileAtomic } from './atomic.ts';
+import { UserError } from './errors.ts';
+import type { Store } from './storage.ts';
+
+/**
+ * `<out>/manifest.json`: everything a build produced. The server reads only this file and the
+ * files it names (paths relative to the output folder, always with `/`).
+ */
+export interface Manifest {
+  /** Format version of this file. */
+  version: 1;
+  /** ISO time of the last change. */
+  generatedAt: string;
+  /** Tile archives served at /data/{id}/{z}/{x}/{y}.{ext}: vector tilesets and terrain tiles. */
+  tilesets: Record<string, TilesetEntry>;
+  /** Rendered styles served at /styles/{id}/... */
+  styles: Record<string, StyleEntry>;
+  /** Folder of glyph PBFs `<fontstack>/<start>-<end>.pbf`, served at /fonts/... */
+  fonts?: string;
+  /** The elevation index answering /height. */
+  elevation?: ElevationEntry;
+}
+
+export type TileFormat = 'pbf' | 'png' | 'jpg' | 'webp';
+
+export interface TilesetEntry {
+  /** PMTiles archive, relative to the output folder. */
+  archive: string;
+  kind: 'vector' | 'terrain';
+  format: TileFormat;
+  /** Terrain tiles only: how heights are packed into RGB. */
+  encoding?: 'terrarium' | 'mapbox';
+  name?: string;
+  attribution?: string;
+  description?: string;
+  minzoom: number;
+  maxzoom: number;
+  /** [west, south, east, north] in degrees. */
+  bounds: [number, number, number, number];
+  /** [lon, lat, zoom]. */
+  center: [number, number, number];
+  /** MVT layers (vector only), as in TileJSON. */
+  vector_layers?: unknown[];
+  /** Number of addressed tiles and archive size, for humans. */
+  tiles: number;
+  bytes: number;
+}
+
+export interface StyleArchive {
+  archive: string;
+  format: 'png' | 'jpg';
+  scale: 1 | 2;
+  tiles: number;
+  bytes: number;
+}
+
+export interface StyleEntry {
+  /** The prepared style JSON (sources, sprite, glyphs still in the build's neutral form). */
+  style: string;
+  /** Sprite base path without `.json`/`.png` or `@2x` (sprite.json, sprite@2x.png ...). */
+  sprite?: string;
+  name?: string;
+  attribution?: string;
+  minzoom: number;
+  maxzoom: number;
+  bounds: [number, number, number, number];
+  center: [number, number, number];
+  /** Key `${scale}x.${format}`, e.g. `1x.png`, `2x.jpg`. */
+  archives: Record<string, StyleArchive>;
+}
+
+export interface ElevationEntry {
+  /** The quantised elevation index file. */
+  index: string;
+  /** DEM files it was built from (as given), for humans. */
+  sources: string[];
+  /** [west, south, east, north] covered by at least one source. */
+  bounds: [number, number, number, number];
+  /** Quantisation step in metres. */
+  precision: number;
+  bytes: number;
+}
+
+/** A manifest with nothing in it yet. */
+export function emptyManifest(): Manifest {
+  return { version: 1, generatedAt: new Date().toISOString(), tilesets: {}, styles: {} };
+}
+
+/** Check the shape of a parsed manifest; `where` names it in errors. */
+export function parseManifest(text: string, where: string): Manifest {
+  let m: unknown;
+  try {
+    m = JSON.parse(text);
+  } catch (e) {
+    throw new UserError(`${where}: not valid JSON (${(e as Error).message})`);
+  }
+  const o = m as Partial<Manifest>;
+  if (typeof o !== 'object' || o === null || o.version !== 1) {
+    throw new UserError(`${where}: field "version": expected 1 (a tilebake manifest)`);
+  }
+  if (typeof o.tilesets !== 'object' || o.tilesets === null) throw new UserError(`${where}: field "tilesets": expected an object`);
+  if (typeof o.styles !== 'object' || o.styles === null) throw new UserError(`${where}: field "styles": expected an object`);
+  return o as Manifest;
+}
+
+/** Read `manifest.json` from a store (local folder or URL). */
+export async function loadManifest(store: Store): Promise<Manifest> {
+  const bytes = await store.readFile('manifest.json');
+  const where = `${store.location.replace(/\/$/, '')}/manifest.json`;
+  if (!bytes) throw new UserError(`${where}: not found (run \`tilebake build\` first)`);
+  return parseManifest(Buffer.from(bytes).toString('utf8'), where);
+}
+
+/** Read a local manifest, or an empty one when the folder has none yet. */
+export async function readManifestOrEmpty(outDir: string): Promise<Manifest> {
+  const p = join(outDir, 'manifest.json');
+  try {
+    return parseManifest(await readFile(p, 'utf8'), p);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return emptyManifest();
+    throw e;
+  }
+}
+
+/**
+ * Change a local manifest: read it (or start empty), apply `change`, write it atomically.
+ * Stages call this with only their own section, so `--only` builds keep the others.
+ */
+let queue: Promise<unknown> = Promise.resolve();
+export function updateManifest(outDir: string, change: (m: Manifest) => void): Promise<Manifest> {
+  const run = async () => {
+    const m = await readManifestOrEmpty(outDir);
+    change(m);
+    m.generatedAt = new Date().toISOString();
+    await writeFileAtomic(join(outDir, 'manifest.json'), `${JSON.stringify(m, null, 2)}\n`);
+    return m;
+  };
+  const next = queue.then(run, run);
+  queue = next.catch(() => undefined);
+  return next;
+}

@@ -1,0 +1,159 @@
+import yargs, { type Argv } from 'yargs';
+import { isUserError } from '../lib/errors.ts';
+
+/** Parse `i/n` for --shard. */
+function parseShard(s: string | undefined): { index: number; count: number } | undefined {
+  if (s === undefined) return undefined;
+  const m = /^(\d+)\/(\d+)$/.exec(s);
+  const index = m ? Number(m[1]) : NaN;
+  const count = m ? Number(m[2]) : NaN;
+  if (!m || count < 1 || index < 0 || index >= count) {
+    throw new Error(`--shard: expected i/n with 0 <= i < n (got "${s}")`);
+  }
+  return { index, count };
+}
+
+/** The yargs program; exported for tests of the command-line contract. */
+export function program(argv: string[]): Argv {
+  return yargs(argv)
+    .scriptName('tilebake')
+    .usage('$0 <command> [options]\n\nBake vector, raster and elevation outputs ahead of time, then serve them.')
+    .command(
+      'build',
+      'Run the build described by a config file (vector, render, elevation stages) and write <out>/manifest.json',
+      (y) =>
+        y
+          .option('config', { alias: 'c', type: 'string', demandOption: true, describe: 'Build config JSON' })
+          .option('out', { alias: 'o', type: 'string', describe: 'Output folder (default: the config\'s "out")' })
+          .option('only', { choices: ['vector', 'render', 'elevation'] as const, describe: 'Run one stage only' })
+          .option('shard', { type: 'string', describe: 'Render only shard i of n (i/n, 0-based) into a partial archive; see `merge`' })
+          .option('workers', { type: 'number', describe: 'Render pool size (default: number of cores)' }),
+      async (a) => {
+        const { loadConfig } = await import('./config/index.ts');
+        const { build } = await import('./build.ts');
+        const config = await loadConfig(a.config);
+        await build(config, { out: a.out, only: a.only, shard: parseShard(a.shard), workers: a.workers });
+      },
+    )
+    .command(
+      'vector <input> <output>',
+      'Pack vector tiles (MBTiles, PMTiles or a z/x/y folder) into a PMTiles v3 archive',
+      (y) =>
+        y
+          .positional('input', { type: 'string', demandOption: true, describe: 'MBTiles file, PMTiles file or z/x/y.pbf folder' })
+          .positional('output', { type: 'string', demandOption: true, describe: 'Output .pmtiles file' })
+          .option('name', { type: 'string', describe: 'Metadata name' })
+          .option('attribution', { type: 'string', describe: 'Metadata attribution' }),
+      async (a) => {
+        const { packVectorTiles } = await import('./vector.ts');
+        await packVectorTiles(a.input, a.output, { name: a.name, attribution: a.attribution });
+      },
+    )
+    .command(
+      'inspect <archive>',
+      'Print a PMTiles archive\'s header, tile count per zoom and metadata',
+      (y) =>
+        y
+          .positional('archive', { type: 'string', demandOption: true, describe: 'A .pmtiles file' })
+          .option('json', { type: 'boolean', default: false, describe: 'Print JSON' }),
+      async (a) => {
+        const { inspect } = await import('./inspect.ts');
+        await inspect(a.archive, { json: a.json });
+      },
+    )
+    .command(
+      'elevation',
+      'Build the elevation index (and terrain tiles) from DEM files alone and record it in <out>/manifest.json',
+      (y) =>
+        y
+          .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'Output folder' })
+          .option('precision', { type: 'number', default: 0.1, describe: 'Quantisation step in metres' })
+          .option('terrain', { type: 'boolean', default: true, describe: 'Also write terrain-RGB tiles' })
+          .option('encoding', { choices: ['terrarium', 'mapbox'] as const, default: 'terrarium' as const, describe: 'Terrain-RGB encoding' })
+          .option('format', { choices: ['png', 'webp'] as const, default: 'png' as const, describe: 'Terrain tile format' })
+          .option('maxzoom', { type: 'number', default: 12, describe: 'Terrain tiles max zoom' })
+          .positional('dems', { type: 'string', array: true, describe: 'DEM files or globs (.hgt, .hgt.gz, .zip, GeoTIFF)' })
+          .usage('$0 elevation --out DIR DEM...'),
+      async (a) => {
+        const { elevationCommand } = await import('./elevation.ts');
+        const dems = a._.slice(1).map(String);
+        await elevationCommand(a.out, dems, {
+          precision: a.precision,
+          terrain: a.terrain ? { id: 'terrain', encoding: a.encoding, format: a.format, minzoom: 0, maxzoom: a.maxzoom } : false,
+        });
+      },
+    )
+    .command(
+      'merge <output> <partials..>',
+      'Merge partial archives from sharded builds (`build --shard i/n`) into one PMTiles archive',
+      (y) =>
+        y
+          .positional('output', { type: 'string', demandOption: true, describe: 'Final .pmtiles file' })
+          .positional('partials', { type: 'string', array: true, demandOption: true, describe: 'Partial .pmtiles files' }),
+      async (a) => {
+        const { mergeArchives } = await import('./merge.ts');
+        await mergeArchives(a.partials as string[], a.output);
+      },
+    )
+    .command(
+      'serve',
+      'Serve a build folder (local path or http(s):// base URL of object storage)',
+      (y) =>
+        y
+          .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'Build folder or http(s):// base URL' })
+          .option('port', { type: 'number', default: 8080, describe: 'Port for everything' })
+          .option('host', { type: 'string', default: '0.0.0.0', describe: 'Address to listen on' })
+          .option('routing-port', { type: 'number', describe: 'Also serve /height on this port' })
+          .option('public-url', { type: 'string', describe: 'Base URL clients use (for TileJSON and style URLs)' })
+          .option('tokens-file', { type: 'string', describe: 'Bearer tokens, one per line (`sha256:<hex>` for a hash)' })
+          .option('auth', { type: 'boolean', default: true, describe: 'Require bearer tokens (--no-auth to disable)' })
+          .option('workers', { type: 'number', describe: 'HTTP worker processes (default: number of cores)' })
+          .option('cache-control', { type: 'string', default: 'public, max-age=86400', describe: 'Cache-Control of tiles' })
+          .option('cors', { type: 'string', default: '*', describe: 'Access-Control-Allow-Origin (empty to disable)' })
+          .option('cache-mb', { type: 'number', default: 256, describe: 'Memory for cached tiles and elevation blocks, per worker (MB)' })
+          .option('log-level', { type: 'string', default: 'info', describe: 'pino log level' }),
+      async (a) => {
+        const { serve } = await import('../static-server/serve.ts');
+        await serve({
+          out: a.out,
+          port: a.port,
+          host: a.host,
+          routingPort: a['routing-port'],
+          publicUrl: a['public-url'],
+          tokensFile: a['tokens-file'],
+          auth: a.auth,
+          workers: a.workers,
+          cacheControl: a['cache-control'],
+          cors: a.cors,
+          cacheMb: a['cache-mb'],
+          logLevel: a['log-level'],
+        });
+      },
+    )
+    .demandCommand(1, 'Name a command (see --help).')
+    .strict()
+    .help()
+    .alias('help', 'h')
+    .version(false)
+    .wrap(Math.min(110, process.stdout.columns || 110));
+}
+
+/** Run the CLI; user errors print one message and exit non-zero, without a stack trace. */
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await program(argv)
+      .fail((msg, err, y) => {
+        if (err) throw err;
+        process.stderr.write(`${y.help ? '' : ''}tilebake: ${msg}\nRun with --help for usage.\n`);
+        process.exit(2);
+      })
+      .parseAsync();
+  } catch (e) {
+    if (isUserError(e)) {
+      process.stderr.write(`tilebake: ${e.message}\n`);
+      process.exit(e.exitCode);
+    }
+    process.stderr.write(`tilebake: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+
+/** Bounding box [west, south, east, north] in degrees. */
+export const bboxSchema = z
+  .tuple([z.number().min(-180).max(180), z.number().min(-85.0511287798066).max(85.0511287798066), z.number().min(-180).max(180), z.number().min(-85.0511287798066).max(85.0511287798066)])
+  .refine((b) => b[0] < b[2] && b[1] < b[3], { message: 'expected [west, south, east, north] with west < east and south < north' });
+
+/** One style to pre-render. */
+export const styleSchema = z.strictObject({
+  /** MapLibre style JSON, relative to the config file. */
+  style: z.string().min(1),
+  /** Tileset id that `mbtiles://…`/`pmtiles://…`/TileJSON sources of the style resolve to (default: the only tileset). */
+  tileset: z.string().min(1).optional(),
+  minzoom: z.number().int().min(0).max(24).default(0),
+  maxzoom: z.number().int().min(0).max(24).default(14),
+  /** Area to render; default: the tileset's bounds. */
+  bbox: bboxSchema.optional(),
+  scales: z.array(z.union([z.literal(1), z.literal(2)], { error: 'expected 1 or 2' })).min(1).default([1, 2]),
+  formats: z.array(z.enum(['png', 'jpg'], { error: 'expected "png" or "jpg"' })).min(1).default(['png', 'jpg']),
+});
+
+/** Renderer settings shared by every style. */
+export const renderSchema = z
+  .strictObject({
+    /** Tiles per metatile side. */
+    metatile: z.number().int().min(1).max(16).default(4),
+    /** Margin in CSS pixels (1x) rendered around a metatile and cropped away. */
+    margin: z.number().int().min(0).max(512).default(64),
+    /** Pool size; default: number of cores. */
+    workers: z.number().int().min(1).max(64).optional(),
+    png: z.strictObject({ compressionLevel: z.number().int().min(0).max(9).default(6), palette: z.boolean().default(false) }).prefault({}),
+    jpeg: z.strictObject({ quality: z.number().int().min(1).max(100).default(85) }).prefault({}),
+    /** Per-metatile timeout before the browser is restarted. */
+    timeoutMs: z.number().int().min(1000).default(60_000),
+    /** Retries of a failed metatile before the build fails. */
+    retries: z.number().int().min(0).max(10).default(2),
+  })
+  .prefault({});
+
+export type StyleConfig = z.infer<typeof styleSchema>;
+export type RenderConfig = z.infer<typeof renderSchema>;

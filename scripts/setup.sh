@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what tilebake needs: Debian packages (Chromium, GDAL, nginx, wrk) and the npm packages.
+# Idempotent and quick when everything is already there. Used by `make setup` and `.ci/run`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(chromium fonts-dejavu-core gdal-bin libgdal-dev nginx-light wrk sqlite3)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing Debian packages: ${missing[*]}"
+    bash -c "$cmd" >/tmp/tilebake-apt.log 2>&1 || { tail -30 /tmp/tilebake-apt.log; echo "setup: apt-get failed (log: /tmp/tilebake-apt.log)"; exit 1; }
+  else
+    echo "setup: missing Debian packages: ${missing[*]}. Run as root:"
+    echo "  sudo sh -c '$cmd'"
+    exit 1
+  fi
+fi
+
+# gdal-async must link Debian's GDAL; without these settings it compiles its bundled GDAL (~37 min).
+export npm_config_build_from_source=gdal-async npm_config_shared_gdal=true
+command -v gdal-config >/dev/null || { echo "setup: gdal-config missing (libgdal-dev) - refusing to build gdal-async's bundled GDAL"; exit 1; }
+
+stamp=node_modules/.tilebake-setup
+if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then
+  echo "setup: npm ci (builds better-sqlite3 and gdal-async against Debian's GDAL, ~2-3 min the first time)"
+  npm ci --no-audit --no-fund --loglevel=error
+  touch "$stamp"
+fi
+node -e "if (require('gdal-async').bundled) { console.error('setup: gdal-async was built with its bundled GDAL; remove node_modules and rerun'); process.exit(1) }"

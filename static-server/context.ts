@@ -1,0 +1,54 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Manifest } from '../lib/manifest.ts';
+import type { Store } from '../lib/storage.ts';
+
+/** Options of `tilebake serve` (see pipeline/cli.ts for the flags). */
+export interface ServeOptions {
+  /** Build folder or http(s):// base URL. */
+  out: string;
+  port: number;
+  host: string;
+  /** Optional second listener serving /height only (the interface's routing host). */
+  routingPort?: number;
+  /** Base URL clients use, for absolute URLs in TileJSON and style JSON. Default: from the request. */
+  publicUrl?: string;
+  tokensFile?: string;
+  /** false only with an explicit --no-auth. */
+  auth: boolean;
+  /** HTTP worker processes (default: number of cores). */
+  workers?: number;
+  cacheControl: string;
+  /** Access-Control-Allow-Origin; empty string disables CORS. */
+  cors: string;
+  /** Memory budget for cached tiles and decoded elevation blocks, per worker, in MB. */
+  cacheMb: number;
+  logLevel: string;
+}
+
+/** What route modules get: the store, its manifest, options and URL helpers. */
+export interface ServerContext {
+  store: Store;
+  manifest: Manifest;
+  options: ServeOptions;
+  /** Absolute base URL without trailing slash: --public-url, else from the request's Host. */
+  baseUrl(req: FastifyRequest): string;
+}
+
+/** A route module: registers its routes on the app (tile host, or the routing listener). */
+export type RouteModule = (app: FastifyInstance, ctx: ServerContext) => Promise<void>;
+
+/**
+ * Thrown by route handlers; the app's error handler turns it into
+ * `{"error": message, "status": status, ...extra}` with `headers`.
+ */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
