@@ -1,0 +1,72 @@
+import { open, stat } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { UserError } from '../../lib/errors.ts';
+import type { InputKind, TileSource } from './common.ts';
+
+export type { InputKind, SourceMetadata, SourceTile, TileSource } from './common.ts';
+
+/** First bytes of an SQLite 3 database file. */
+const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
+/** First bytes of a PMTiles archive ("PM"); v3 continues "Tiles" then the version byte 3. */
+const PMTILES_MAGIC = Buffer.from('PMTiles', 'latin1');
+const PMTILES_V2_MAGIC = Buffer.from('PM', 'latin1');
+const PMTILES_VERSION_BYTE = 7;
+const PMTILES_V3 = 3;
+const SNIFF_BYTES = 16;
+
+/** Read the first bytes of a file. */
+async function head(path: string): Promise<Buffer> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(SNIFF_BYTES);
+    const { bytesRead } = await fh.read(buf, 0, SNIFF_BYTES, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Decide what an input is from its content (a folder, SQLite or PMTiles magic bytes), not its name. */
+export async function detectInputKind(path: string): Promise<InputKind> {
+  let isDir: boolean;
+  try {
+    isDir = (await stat(path)).isDirectory();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new UserError(code === 'ENOENT' ? `${path}: no such file or folder` : `${path}: cannot open (${code ?? String(e)})`, { cause: e });
+  }
+  if (isDir) return 'folder';
+  let bytes: Buffer;
+  try {
+    bytes = await head(path);
+  } catch (e) {
+    throw new UserError(`${path}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`, { cause: e });
+  }
+  if (bytes.subarray(0, SQLITE_MAGIC.length).equals(SQLITE_MAGIC)) return 'mbtiles';
+  if (bytes.subarray(0, PMTILES_MAGIC.length).equals(PMTILES_MAGIC)) {
+    const v = bytes[PMTILES_VERSION_BYTE];
+    if (v !== PMTILES_V3) throw new UserError(`${path}: PMTiles spec version ${v} is not supported (expected version 3)`);
+    return 'pmtiles';
+  }
+  if (bytes.subarray(0, PMTILES_V2_MAGIC.length).equals(PMTILES_V2_MAGIC) && extname(path).toLowerCase() === '.pmtiles') {
+    throw new UserError(`${path}: PMTiles v1/v2 archives are not supported (expected version 3; convert with \`pmtiles convert\`)`);
+  }
+  const ext = extname(path).toLowerCase();
+  if (ext === '.mbtiles') throw new UserError(`${path}: not an MBTiles file (not an SQLite database)`);
+  if (ext === '.pmtiles') throw new UserError(`${path}: not a PMTiles archive (bad magic bytes)`);
+  if (bytes.length === 0) throw new UserError(`${path}: empty file (expected MBTiles, PMTiles or a z/x/y folder)`);
+  throw new UserError(`${path}: unknown input (expected an MBTiles SQLite file, a PMTiles v3 archive or a z/x/y tile folder)`);
+}
+
+/** Open any supported input as a TileSource. */
+export async function openTileSource(path: string): Promise<TileSource> {
+  const kind = await detectInputKind(path);
+  switch (kind) {
+    case 'mbtiles':
+      return (await import('./mbtiles.ts')).openMbtiles(path);
+    case 'pmtiles':
+      return (await import('./pmtiles.ts')).openPmtiles(path);
+    case 'folder':
+      return (await import('./folder.ts')).openFolder(path);
+  }
+}

@@ -1,0 +1,76 @@
+import { tileIdToZxy } from 'pmtiles';
+import { openArchiveFile } from '../../lib/pmtiles/index.ts';
+import { UserError } from '../../lib/errors.ts';
+import { asInputError, defaultCenter, formatOfTileType, type SourceMetadata, type SourceTile, type TileSource } from './common.ts';
+
+/** Metadata keys normalised into SourceMetadata fields; others are carried over in `extra`. */
+const KNOWN_KEYS = new Set(['name', 'attribution', 'description', 'version', 'bounds', 'center', 'minzoom', 'maxzoom', 'format', 'vector_layers']);
+
+/** Open an existing PMTiles v3 archive; tiles stream from its directory entries as stored. */
+export async function openPmtiles(path: string): Promise<TileSource> {
+  let archive: Awaited<ReturnType<typeof openArchiveFile>>;
+  try {
+    archive = await openArchiveFile(path);
+  } catch (e) {
+    throw asInputError(e, path, 'not a readable PMTiles v3 archive');
+  }
+  try {
+    const h = archive.header;
+    const format = formatOfTileType(h.tileType);
+    if (!format) throw new UserError(`${path}: header "tileType" ${h.tileType}: expected MVT, PNG, JPEG or WebP tiles`);
+    let raw: unknown;
+    try {
+      raw = await archive.metadata();
+    } catch (e) {
+      throw asInputError(e, path, 'cannot read the metadata JSON');
+    }
+    const meta = (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
+    const str = (k: string) => (typeof meta[k] === 'string' ? (meta[k] as string) : undefined);
+    const bounds: [number, number, number, number] = [h.minLon, h.minLat, h.maxLon, h.maxLat];
+    const center: [number, number, number] =
+      h.centerLon === 0 && h.centerLat === 0 && h.centerZoom === 0 ? defaultCenter(bounds, h.minZoom, h.maxZoom) : [h.centerLon, h.centerLat, h.centerZoom];
+    const extra: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(meta)) if (!KNOWN_KEYS.has(k)) extra[k] = v;
+    const metadata: SourceMetadata = {
+      name: str('name'),
+      attribution: str('attribution'),
+      description: str('description'),
+      version: str('version'),
+      bounds,
+      center,
+      minzoom: h.minZoom,
+      maxzoom: h.maxZoom,
+      vector_layers: Array.isArray(meta.vector_layers) ? meta.vector_layers : undefined,
+      extra,
+    };
+    const a = archive;
+    return {
+      path,
+      kind: 'pmtiles',
+      format,
+      compression: h.tileCompression,
+      metadata,
+      count: h.numAddressedTiles,
+      async *tiles(): AsyncIterable<SourceTile> {
+        try {
+          for await (const e of a.entries()) {
+            const data = await a.readRange(e.offset, e.length);
+            if (data.length !== e.length) throw new Error(`tile data truncated at offset ${e.offset}`);
+            for (let i = 0; i < e.runLength; i++) {
+              const [z, x, y] = i === 0 ? [e.z, e.x, e.y] : tileIdToZxy(e.tileId + i);
+              yield { z, x, y, data };
+            }
+          }
+        } catch (e) {
+          throw asInputError(e, path, 'corrupt PMTiles archive');
+        }
+      },
+      async close() {
+        await a.close();
+      },
+    };
+  } catch (e) {
+    await archive.close();
+    throw asInputError(e, path, 'not a readable PMTiles v3 archive');
+  }
+}

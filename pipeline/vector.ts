@@ -1,0 +1,156 @@
+import { mkdir } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { UserError } from '../lib/errors.ts';
+import { updateManifest, type TilesetEntry, type TileFormat } from '../lib/manifest.ts';
+import { PMTilesWriter } from '../lib/pmtiles/index.ts';
+import type { BuildConfig } from './config/index.ts';
+import { createProgress } from './progress.ts';
+import { tileTypeOf, type SourceMetadata, type TileSource } from './sources/common.ts';
+import { openTileSource } from './sources/index.ts';
+
+/** Overrides of the input's own metadata. */
+export interface PackOptions {
+  name?: string;
+  attribution?: string;
+  description?: string;
+  /** Label of the progress bar (default: the output file). */
+  label?: string;
+}
+
+/** What `packVectorTiles` wrote. */
+export interface PackResult {
+  output: string;
+  format: TileFormat;
+  /** Metadata as written into the archive (after overrides). */
+  metadata: SourceMetadata;
+  /** Addressed tiles, directory entries and distinct tile contents in the archive. */
+  tiles: number;
+  tileEntries: number;
+  tileContents: number;
+  /** Archive size in bytes. */
+  bytes: number;
+}
+
+/** The archive metadata JSON for a source: its extra keys, then the normalised TileJSON fields. */
+export function archiveMetadata(m: SourceMetadata, format: TileFormat): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...m.extra };
+  const set = (k: string, v: unknown) => {
+    if (v !== undefined) out[k] = v;
+  };
+  set('name', m.name);
+  set('attribution', m.attribution);
+  set('description', m.description);
+  set('version', m.version);
+  out.format = format;
+  out.type = m.extra.type ?? (format === 'pbf' ? 'overlay' : 'baselayer');
+  out.bounds = m.bounds;
+  out.center = m.center;
+  out.minzoom = m.minzoom;
+  out.maxzoom = m.maxzoom;
+  if (format === 'pbf') out.vector_layers = m.vector_layers ?? [];
+  return out;
+}
+
+/** Pack an opened source into a PMTiles archive at `output` (temp file + rename; nothing left on failure). */
+export async function packSource(source: TileSource, output: string, opts: PackOptions = {}): Promise<PackResult> {
+  if (resolve(source.path) === resolve(output)) {
+    throw new UserError(`${output}: the output would overwrite the input (choose another output path)`);
+  }
+  const metadata: SourceMetadata = {
+    ...source.metadata,
+    name: opts.name ?? source.metadata.name,
+    attribution: opts.attribution ?? source.metadata.attribution,
+    description: opts.description ?? source.metadata.description,
+  };
+  await mkdir(dirname(output), { recursive: true });
+  const writer = await PMTilesWriter.create(output, {
+    tileType: tileTypeOf(source.format),
+    tileCompression: source.compression,
+    metadata: archiveMetadata(metadata, source.format),
+    bounds: metadata.bounds,
+    center: metadata.center,
+  });
+  const progress = createProgress(opts.label ?? output, source.count);
+  try {
+    let added = 0;
+    for await (const t of source.tiles()) {
+      await writer.addTile(t.z, t.x, t.y, t.data);
+      progress.tick();
+      added++;
+    }
+    if (added === 0) throw new UserError(`${source.path}: no tiles to pack`);
+    progress.setTotal(added);
+    const r = await writer.finish();
+    return {
+      output,
+      format: source.format,
+      metadata,
+      tiles: r.addressedTiles,
+      tileEntries: r.tileEntries,
+      tileContents: r.tileContents,
+      bytes: r.bytes,
+    };
+  } catch (e) {
+    await writer.abort();
+    throw e;
+  } finally {
+    progress.done();
+  }
+}
+
+/** `tilebake vector IN OUT.pmtiles`: pack MBTiles, PMTiles or a z/x/y folder into a PMTiles v3 archive. */
+export async function packVectorTiles(input: string, output: string, opts: PackOptions = {}): Promise<PackResult> {
+  const source = await openTileSource(input);
+  try {
+    return await packSource(source, output, opts);
+  } finally {
+    await source.close();
+  }
+}
+
+/** The manifest entry of a packed vector tileset, relative to the output folder. */
+export function tilesetEntry(id: string, r: PackResult): TilesetEntry {
+  const m = r.metadata;
+  return {
+    archive: `data/${id}.pmtiles`,
+    kind: 'vector',
+    format: r.format,
+    name: m.name,
+    attribution: m.attribution,
+    description: m.description,
+    minzoom: m.minzoom,
+    maxzoom: m.maxzoom,
+    bounds: m.bounds,
+    center: m.center,
+    vector_layers: r.format === 'pbf' ? (m.vector_layers ?? []) : undefined,
+    tiles: r.tiles,
+    bytes: r.bytes,
+  };
+}
+
+/** Summary of a vector stage run. */
+export interface VectorStageResult {
+  tilesets: number;
+  tiles: number;
+  bytes: number;
+}
+
+/** Build stage: write `<out>/data/<id>.pmtiles` for every configured tileset and record each in the manifest. */
+export async function runVectorStage(config: BuildConfig, outDir: string): Promise<VectorStageResult> {
+  const result: VectorStageResult = { tilesets: 0, tiles: 0, bytes: 0 };
+  for (const t of Object.values(config.tilesets)) {
+    const output = join(outDir, 'data', `${t.id}.pmtiles`);
+    const r = await packVectorTiles(t.source, output, { name: t.name, attribution: t.attribution, description: t.description, label: `vector ${t.id}` });
+    await updateManifest(outDir, (m) => {
+      m.tilesets[t.id] = tilesetEntry(t.id, r);
+    });
+    result.tilesets++;
+    result.tiles += r.tiles;
+    result.bytes += r.bytes;
+  }
+  // Vector tilesets no longer in the config disappear from the manifest (terrain entries stay).
+  await updateManifest(outDir, (m) => {
+    for (const [id, e] of Object.entries(m.tilesets)) if (e.kind === 'vector' && !config.tilesets[id]) delete m.tilesets[id];
+  });
+  return result;
+}
