@@ -1,0 +1,7 @@
+/**
+ * PMTiles v3 for tilebake: a streaming writer (pipeline) and a range-read reader (server).
+ */
+export { Compression, TileType, zxyToTileId, tileIdToZxy } from 'pmtiles';
+export type { Header } from 'pmtiles';
+export { PMTilesWriter, type WriterOptions, type WriterResult } from './writer.ts';
+export { DuplicateTileError } from './tile-index.ts';

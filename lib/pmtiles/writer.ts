@@ -1,0 +1,307 @@
+/**
+ * Streaming PMTiles v3 writer. Tiles may arrive in any order: their bytes are appended to a temp data
+ * file as they come (deduplicated by hash), only directory entries stay in memory, and `finish()`
+ * writes header, root, metadata, leaves and the tile data in tile-id (clustered) order into a temp
+ * archive beside the final path, then renames it into place.
+ */
+import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { Compression, TileType, zxyToTileId, tileIdToZxy, type Header } from 'pmtiles';
+import { tempPathFor } from '../atomic.ts';
+import { UserError } from '../errors.ts';
+import { isValidTile, type BBox } from '../tile-math.ts';
+import { buildDirectories, gzipInternal } from './directory.ts';
+import { HEADER_SIZE, SPEC_VERSION, serializeHeader } from './header.ts';
+import { contentKey, TileIndex, type IndexLayout } from './tile-index.ts';
+
+/** How the archive is described; tile bytes are stored exactly as given. */
+export interface WriterOptions {
+  tileType: TileType;
+  /** How the caller already compressed each tile's bytes. */
+  tileCompression: Compression;
+  /** JSON metadata (name, attribution, vector_layers, …); `bounds`, `center`, `minzoom`, `maxzoom` are filled in when absent. */
+  metadata?: Record<string, unknown>;
+  /** `[w, s, e, n]`; default: the extent of the tiles at the deepest zoom written. */
+  bounds?: [number, number, number, number];
+  /** `[lon, lat, zoom]`; default: centre of the bounds at the min zoom. */
+  center?: [number, number, number];
+  /** Force leaf directories of this many entries (tests); default: automatic, root only when it fits. */
+  leafEntries?: number;
+}
+
+/** Summary of a finished archive. */
+export interface WriterResult {
+  addressedTiles: number;
+  tileEntries: number;
+  tileContents: number;
+  bytes: number;
+  minZoom: number;
+  maxZoom: number;
+}
+
+/** Size of the append buffer for tile data and of the copy buffer in `finish()`. */
+const IO_BUFFER_BYTES = 1 << 20;
+/** Largest tile a directory entry can address (uint32 length). */
+const MAX_TILE_BYTES = 0xffffffff;
+
+type State = 'open' | 'finishing' | 'done' | 'aborted';
+
+async function writeAll(fh: FileHandle, buf: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
+async function readExactly(fh: FileHandle, buf: Uint8Array, length: number, position: number): Promise<void> {
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await fh.read(buf, done, length - done, position + done);
+    if (bytesRead === 0) throw new Error(`PMTiles writer: temp data file ended at ${position + done}, expected ${position + length}`);
+    done += bytesRead;
+  }
+}
+
+/** Copy `length` bytes from `src@srcPos` to `dst@dstPos` through `buf` (bounded memory). */
+async function copyRange(src: FileHandle, srcPos: number, dst: FileHandle, dstPos: number, length: number, buf: Uint8Array): Promise<void> {
+  for (let done = 0; done < length; ) {
+    const n = Math.min(buf.length, length - done);
+    await readExactly(src, buf, n, srcPos + done);
+    await writeAll(dst, buf.subarray(0, n), dstPos + done);
+    done += n;
+  }
+}
+
+function checkOptions(opts: WriterOptions): void {
+  if (TileType[opts.tileType] === undefined) throw new RangeError(`PMTiles writer: unknown tileType ${opts.tileType}`);
+  if (Compression[opts.tileCompression] === undefined) throw new RangeError(`PMTiles writer: unknown tileCompression ${opts.tileCompression}`);
+  const b = opts.bounds;
+  if (b && (b.length !== 4 || !b.every(Number.isFinite) || b[0] > b[2] || b[1] > b[3])) {
+    throw new RangeError(`PMTiles writer: bounds must be finite [w, s, e, n] with w ≤ e and s ≤ n, got ${JSON.stringify(b)}`);
+  }
+  const c = opts.center;
+  if (c && (c.length !== 3 || !c.every(Number.isFinite))) {
+    throw new RangeError(`PMTiles writer: center must be finite [lon, lat, zoom], got ${JSON.stringify(c)}`);
+  }
+}
+
+/** Streaming PMTiles v3 writer; see the module comment. Await each `addTile` (it applies back-pressure). */
+export class PMTilesWriter {
+  private readonly index = new TileIndex();
+  private buf = Buffer.allocUnsafe(IO_BUFFER_BYTES);
+  private used = 0;
+  private flushedBytes = 0;
+  private io: Promise<void> = Promise.resolve();
+  private state: State = 'open';
+
+  private constructor(
+    private readonly finalPath: string,
+    private readonly opts: WriterOptions,
+    private readonly archiveTmp: string,
+    private readonly dataTmp: string,
+    private readonly data: FileHandle,
+  ) {}
+
+  /** Start an archive that `finish()` will rename onto `finalPath`; nothing appears there before. */
+  static async create(finalPath: string, opts: WriterOptions): Promise<PMTilesWriter> {
+    checkOptions(opts);
+    const archiveTmp = tempPathFor(finalPath);
+    const dataTmp = `${archiveTmp}.tiles`;
+    try {
+      await mkdir(dirname(finalPath), { recursive: true });
+      return new PMTilesWriter(finalPath, opts, archiveTmp, dataTmp, await open(dataTmp, 'w+'));
+    } catch (e) {
+      throw new UserError(`${finalPath}: cannot create the archive (${(e as NodeJS.ErrnoException).code ?? String(e)})`, { cause: e });
+    }
+  }
+
+  /** Add tile z/x/y (XYZ scheme, any order). `data` is stored as given (already compressed per tileCompression). */
+  async addTile(z: number, x: number, y: number, data: Uint8Array): Promise<void> {
+    if (!isValidTile(z, x, y)) throw new RangeError(`PMTiles writer: invalid tile address ${z}/${x}/${y}`);
+    await this.add(zxyToTileId(z, x, y), z, x, y, data);
+  }
+
+  /** Add a tile by its Hilbert tile id. */
+  async addTileId(tileId: number, data: Uint8Array): Promise<void> {
+    if (!Number.isSafeInteger(tileId) || tileId < 0) throw new RangeError(`PMTiles writer: invalid tile id ${tileId}`);
+    const [z, x, y] = tileIdToZxy(tileId);
+    await this.add(tileId, z, x, y, data);
+  }
+
+  private async add(tileId: number, z: number, x: number, y: number, data: Uint8Array): Promise<void> {
+    if (this.state !== 'open') throw new Error(`PMTiles writer for ${this.finalPath}: addTile after ${this.state === 'aborted' ? 'abort' : 'finish'}()`);
+    if (data.length === 0) throw new RangeError(`PMTiles writer: tile ${z}/${x}/${y} is empty (PMTiles entries need at least one byte)`);
+    if (data.length > MAX_TILE_BYTES) throw new RangeError(`PMTiles writer: tile ${z}/${x}/${y} is larger than 4 GiB`);
+    // All bookkeeping happens synchronously, so concurrent calls cannot interleave badly.
+    const key = contentKey(data);
+    let c = this.index.findContent(key, data.length);
+    let flushed = false;
+    if (c < 0) {
+      c = this.index.addContent(key, data.length);
+      flushed = this.append(data);
+    }
+    this.index.addTile(tileId, z, x, y, c);
+    if (flushed) await this.io;
+  }
+
+  /** Append to the buffer; returns true when a write to the temp data file was queued. */
+  private append(data: Uint8Array): boolean {
+    if (this.used + data.length <= this.buf.length) {
+      this.buf.set(data, this.used);
+      this.used += data.length;
+      return false;
+    }
+    this.flush();
+    if (data.length <= this.buf.length) {
+      this.buf.set(data, 0);
+      this.used = data.length;
+    } else {
+      this.queueWrite(Buffer.from(data));
+    }
+    return true;
+  }
+
+  /** Queue the buffered bytes for writing and start a fresh buffer. */
+  private flush(): void {
+    if (this.used === 0) return;
+    const chunk = this.buf.subarray(0, this.used);
+    this.buf = Buffer.allocUnsafe(IO_BUFFER_BYTES);
+    this.used = 0;
+    this.queueWrite(chunk);
+  }
+
+  private queueWrite(chunk: Uint8Array): void {
+    const position = this.flushedBytes;
+    this.flushedBytes += chunk.length;
+    this.io = this.io.then(() => writeAll(this.data, chunk, position));
+    this.io.catch(() => {}); // surfaced by the next await of this.io
+  }
+
+  /** Assemble the archive (clustered, deduplicated, run-length encoded) and rename it onto the final path. */
+  async finish(): Promise<WriterResult> {
+    if (this.state !== 'open') throw new Error(`PMTiles writer for ${this.finalPath}: finish() after ${this.state === 'aborted' ? 'abort' : 'finish'}()`);
+    this.state = 'finishing';
+    try {
+      this.flush();
+      await this.io;
+      const layout = this.index.layout();
+      const result = await this.assemble(layout);
+      await this.data.close();
+      await rm(this.dataTmp, { force: true });
+      await rename(this.archiveTmp, this.finalPath);
+      this.state = 'done';
+      return result;
+    } catch (e) {
+      await this.cleanup();
+      this.state = 'aborted';
+      throw e;
+    }
+  }
+
+  /** Drop everything written so far; the final path is left untouched. */
+  async abort(): Promise<void> {
+    if (this.state === 'done' || this.state === 'aborted') return;
+    this.state = 'aborted';
+    await this.io.catch(() => {});
+    await this.cleanup();
+  }
+
+  private async cleanup(): Promise<void> {
+    await this.data.close().catch(() => {});
+    await rm(this.dataTmp, { force: true });
+    await rm(this.archiveTmp, { force: true });
+  }
+
+  private buildMetadata(h: Header): Uint8Array {
+    const meta: Record<string, unknown> = { ...(this.opts.metadata ?? {}) };
+    meta.bounds ??= [h.minLon, h.minLat, h.maxLon, h.maxLat];
+    meta.center ??= [h.centerLon, h.centerLat, h.centerZoom];
+    meta.minzoom ??= h.minZoom;
+    meta.maxzoom ??= h.maxZoom;
+    return gzipInternal(Buffer.from(JSON.stringify(meta), 'utf8'));
+  }
+
+  private async assemble(layout: IndexLayout): Promise<WriterResult> {
+    const dirs = buildDirectories(layout.entries, this.opts.leafEntries);
+    const bounds: BBox = this.opts.bounds ?? layout.extent ?? [-180, -85.0511287798066, 180, 85.0511287798066];
+    const center = this.opts.center ?? [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2, layout.minZoom];
+    const header: Header = {
+      specVersion: SPEC_VERSION,
+      rootDirectoryOffset: HEADER_SIZE,
+      rootDirectoryLength: dirs.root.length,
+      jsonMetadataOffset: 0,
+      jsonMetadataLength: 0,
+      leafDirectoryOffset: 0,
+      leafDirectoryLength: dirs.leafBytes,
+      tileDataOffset: 0,
+      tileDataLength: layout.dataLength,
+      numAddressedTiles: layout.addressedTiles,
+      numTileEntries: layout.entries.count,
+      numTileContents: layout.tileContents,
+      clustered: true,
+      internalCompression: Compression.Gzip,
+      tileCompression: this.opts.tileCompression,
+      tileType: this.opts.tileType,
+      minZoom: layout.minZoom,
+      maxZoom: layout.maxZoom,
+      minLon: bounds[0],
+      minLat: bounds[1],
+      maxLon: bounds[2],
+      maxLat: bounds[3],
+      centerZoom: Math.round(center[2]),
+      centerLon: center[0],
+      centerLat: center[1],
+    };
+    const metadata = this.buildMetadata(header);
+    header.jsonMetadataOffset = HEADER_SIZE + dirs.root.length;
+    header.jsonMetadataLength = metadata.length;
+    header.leafDirectoryOffset = header.jsonMetadataOffset + metadata.length;
+    header.tileDataOffset = header.leafDirectoryOffset + dirs.leafBytes;
+
+    const out = await open(this.archiveTmp, 'w');
+    try {
+      let pos = 0;
+      for (const part of [serializeHeader(header), dirs.root, metadata, ...dirs.leaves]) {
+        await writeAll(out, part, pos);
+        pos += part.length;
+      }
+      await this.copyTileData(layout, out, header.tileDataOffset);
+      await out.sync();
+    } finally {
+      await out.close();
+    }
+    return {
+      addressedTiles: layout.addressedTiles,
+      tileEntries: layout.entries.count,
+      tileContents: layout.tileContents,
+      bytes: header.tileDataOffset + layout.dataLength,
+      minZoom: layout.minZoom,
+      maxZoom: layout.maxZoom,
+    };
+  }
+
+  /** Copy the tile contents from the temp data file in output order, coalescing contiguous ranges. */
+  private async copyTileData(layout: IndexLayout, out: FileHandle, dataOffset: number): Promise<void> {
+    const buf = Buffer.allocUnsafe(IO_BUFFER_BYTES);
+    if (layout.dataInOrder) {
+      await copyRange(this.data, 0, out, dataOffset, layout.dataLength, buf);
+      return;
+    }
+    let outPos = dataOffset;
+    let runStart = 0;
+    let runLength = 0;
+    for (const c of layout.outputOrder) {
+      const [offset, length] = this.index.contentRange(c);
+      if (runLength > 0 && offset === runStart + runLength) {
+        runLength += length;
+        continue;
+      }
+      await copyRange(this.data, runStart, out, outPos, runLength, buf);
+      outPos += runLength;
+      runStart = offset;
+      runLength = length;
+    }
+    await copyRange(this.data, runStart, out, outPos, runLength, buf);
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Web Mercator (EPSG:3857) XYZ tile math: pure functions, no I/O.
+ * Tiles use the XYZ scheme (y = 0 at the north edge), bounding boxes are `[west, south, east, north]` in degrees.
+ */
+
+/** `[west, south, east, north]` in degrees (WGS84). */
+export type BBox = [number, number, number, number];
+
+/** One tile address in the XYZ scheme. */
+export interface TileCoord {
+  z: number;
+  x: number;
+  y: number;
+}
+
+/** Inclusive column/row range of the tiles covering a bbox at one zoom. */
+export interface TileRange {
+  minX: number;
+  minY: number;
+  maxX: number;
+  maxY: number;
+}
+
+/** Deepest zoom a PMTiles v3 tile id can address (ids stay below 2^53). */
+export const MAX_ZOOM = 26;
+/** Latitude limit of Web Mercator: the square world spans ±this many degrees. */
+export const MAX_LATITUDE = 85.0511287798066;
+/** Tolerance (in tile units) so a bbox edge lying on a tile edge does not pull in the neighbour tile. */
+const EDGE_EPSILON = 1e-9;
+
+function clamp(v: number, lo: number, hi: number): number {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+/** Fractional tile column of `lon` at zoom `z` (0 … 2^z). */
+function fracX(lon: number, z: number): number {
+  return ((clamp(lon, -180, 180) + 180) / 360) * 2 ** z;
+}
+
+/** Fractional tile row of `lat` at zoom `z` (0 at the north edge … 2^z at the south edge). */
+function fracY(lat: number, z: number): number {
+  const phi = (clamp(lat, -MAX_LATITUDE, MAX_LATITUDE) * Math.PI) / 180;
+  return ((1 - Math.log(Math.tan(phi) + 1 / Math.cos(phi)) / Math.PI) / 2) * 2 ** z;
+}
+
+/** The tile containing `lon`/`lat` at zoom `z`; coordinates outside the Mercator square are clamped onto it. */
+export function lonLatToTile(lon: number, lat: number, z: number): { x: number; y: number } {
+  const n = 2 ** z;
+  return {
+    x: clamp(Math.floor(fracX(lon, z)), 0, n - 1),
+    y: clamp(Math.floor(fracY(lat, z)), 0, n - 1),
+  };
+}
+
+/** Longitude of the west edge of column `x` at zoom `z`. */
+function tileLon(x: number, z: number): number {
+  return (x / 2 ** z) * 360 - 180;
+}
+
+/** Latitude of the north edge of row `y` at zoom `z`. */
+function tileLat(y: number, z: number): number {
+  return (Math.atan(Math.sinh(Math.PI * (1 - (2 * y) / 2 ** z))) * 180) / Math.PI;
+}
+
+/** Bounds of tile z/x/y as `[west, south, east, north]` in degrees. */
+export function tileBounds(z: number, x: number, y: number): BBox {
+  return [tileLon(x, z), tileLat(y + 1, z), tileLon(x + 1, z), tileLat(y, z)];
+}
+
+/** True for an integer tile address inside the zoom's grid (0 ≤ x, y < 2^z, 0 ≤ z ≤ MAX_ZOOM). */
+export function isValidTile(z: number, x: number, y: number): boolean {
+  if (!Number.isInteger(z) || !Number.isInteger(x) || !Number.isInteger(y)) return false;
+  if (z < 0 || z > MAX_ZOOM) return false;
+  const n = 2 ** z;
+  return x >= 0 && y >= 0 && x < n && y < n;
+}
+
+/**
+ * Inclusive tile range covering `bbox` at zoom `z` (clamped to the Mercator square).
+ * An edge lying exactly on a tile boundary does not include the tile beyond it.
+ */
+export function tileRangeForBBox(bbox: BBox, z: number): TileRange {
+  const [west, south, east, north] = bbox;
+  if (!(west <= east) || !(south <= north)) {
+    throw new RangeError(`bbox [${bbox.join(', ')}] must be [west, south, east, north] with west ≤ east and south ≤ north`);
+  }
+  const n = 2 ** z;
+  const minX = clamp(Math.floor(fracX(west, z) + EDGE_EPSILON), 0, n - 1);
+  const minY = clamp(Math.floor(fracY(north, z) + EDGE_EPSILON), 0, n - 1);
+  const maxX = clamp(Math.ceil(fracX(east, z) - EDGE_EPSILON) - 1, minX, n - 1);
+  const maxY = clamp(Math.ceil(fracY(south, z) - EDGE_EPSILON) - 1, minY, n - 1);
+  return { minX, minY, maxX, maxY };
+}
+
+/** Every tile covering `bbox` from `minZoom` to `maxZoom` (inclusive), zoom by zoom, row-major within a zoom. */
+export function* tilesInBBox(bbox: BBox, minZoom: number, maxZoom: number): Generator<TileCoord> {
+  for (let z = minZoom; z <= maxZoom; z++) {
+    const r = tileRangeForBBox(bbox, z);
+    for (let y = r.minY; y <= r.maxY; y++) {
+      for (let x = r.minX; x <= r.maxX; x++) yield { z, x, y };
+    }
+  }
+}
+
+/** Number of tiles `tilesInBBox(bbox, minZoom, maxZoom)` yields, computed without enumerating them. */
+export function tileCountInBBox(bbox: BBox, minZoom: number, maxZoom: number): number {
+  let count = 0;
+  for (let z = minZoom; z <= maxZoom; z++) {
+    const r = tileRangeForBBox(bbox, z);
+    count += (r.maxX - r.minX + 1) * (r.maxY - r.minY + 1);
+  }
+  return count;
+}
