@@ -5,3 +5,11 @@ export { Compression, TileType, zxyToTileId, tileIdToZxy } from 'pmtiles';
 export type { Header } from 'pmtiles';
 export { PMTilesWriter, type WriterOptions, type WriterResult } from './writer.ts';
 export { DuplicateTileError } from './tile-index.ts';
+export {
+  openArchive,
+  openArchiveFile,
+  type ArchiveEntry,
+  type ArchiveReader,
+  type OpenArchiveOptions,
+  type TileLocation,
+} from './reader.ts';
