@@ -1,5 +1,4 @@
-import { mkdir } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { updateManifest, type TilesetEntry, type TileFormat } from '../lib/manifest.ts';
 import { PMTilesWriter } from '../lib/pmtiles/index.ts';
@@ -62,7 +61,6 @@ export async function packSource(source: TileSource, output: string, opts: PackO
     attribution: opts.attribution ?? source.metadata.attribution,
     description: opts.description ?? source.metadata.description,
   };
-  await mkdir(dirname(output), { recursive: true });
   const writer = await PMTilesWriter.create(output, {
     tileType: tileTypeOf(source.format),
     tileCompression: source.compression,
@@ -74,6 +72,8 @@ export async function packSource(source: TileSource, output: string, opts: PackO
   try {
     let added = 0;
     for await (const t of source.tiles()) {
+      // A zero-length blob is "no tile" (some MBTiles store empty tiles that way).
+      if (t.data.length === 0) continue;
       await writer.addTile(t.z, t.x, t.y, t.data);
       progress.tick();
       added++;
@@ -92,6 +92,9 @@ export async function packSource(source: TileSource, output: string, opts: PackO
     };
   } catch (e) {
     await writer.abort();
+    if (e instanceof Error && e.name === 'DuplicateTileError') {
+      throw new UserError(`${source.path}: ${e.message.replace(/^PMTiles writer: /, '')} (the input holds the same tile twice)`, { cause: e });
+    }
     throw e;
   } finally {
     progress.done();

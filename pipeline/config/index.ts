@@ -56,16 +56,66 @@ export interface BuildConfig extends Omit<RawConfig, 'tilesets' | 'out' | 'fonts
   };
 }
 
-/** `$.a.b[0]` from a zod issue path. */
+/** Keys written with a dot in JSON paths (ids may contain "-"); others get `["..."]`. */
+const PLAIN_KEY = /^[A-Za-z0-9_$-]+$/;
+
+/** `$.a.b[0]` (or `$.a["b c"]`) from a zod issue path. */
 export function jsonPath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>((s, k) => (typeof k === 'number' ? `${s}[${k}]` : `${s}.${String(k)}`), '$');
+  return path.reduce<string>((s, k) => {
+    if (typeof k === 'number') return `${s}[${k}]`;
+    const key = String(k);
+    return PLAIN_KEY.test(key) ? `${s}.${key}` : `${s}[${JSON.stringify(key)}]`;
+  }, '$');
+}
+
+/** Minimal view of zod 4 schema internals, used only to list the fields allowed at a path. */
+interface SchemaDef {
+  type: string;
+  shape?: Record<string, { _zod: { def: SchemaDef } }>;
+  innerType?: { _zod: { def: SchemaDef } };
+  valueType?: { _zod: { def: SchemaDef } };
+  element?: { _zod: { def: SchemaDef } };
+  options?: { _zod: { def: SchemaDef } }[];
+  in?: { _zod: { def: SchemaDef } };
+}
+
+/** The object fields the schema allows at `path`, or undefined when there is no object there. */
+export function fieldsAt(path: readonly PropertyKey[], def: SchemaDef = (configSchema as unknown as { _zod: { def: SchemaDef } })._zod.def): string[] | undefined {
+  const unwrap = (d: SchemaDef): SchemaDef => {
+    if (d.innerType) return unwrap(d.innerType._zod.def);
+    if (d.type === 'pipe' && d.in) return unwrap(d.in._zod.def);
+    if (d.type === 'union' && d.options) return unwrap((d.options.find((o) => unwrap(o._zod.def).type === 'object') ?? d.options[0])._zod.def);
+    return d;
+  };
+  let d = unwrap(def);
+  for (const k of path) {
+    if (d.type === 'object' && d.shape && typeof k === 'string' && d.shape[k]) d = unwrap(d.shape[k]._zod.def);
+    else if (d.type === 'record' && d.valueType) d = unwrap(d.valueType._zod.def);
+    else if (d.type === 'array' && d.element) d = unwrap(d.element._zod.def);
+    else return undefined;
+  }
+  return d.type === 'object' && d.shape ? Object.keys(d.shape) : undefined;
+}
+
+/** One line per problem: `$.path: what was expected`. */
+function issueLines(issue: z.core.$ZodIssue): string[] {
+  if (issue.code === 'unrecognized_keys') {
+    const allowed = fieldsAt(issue.path);
+    const hint = allowed ? ` (expected one of: ${allowed.join(', ')})` : '';
+    return issue.keys.map((k) => `${jsonPath([...issue.path, k])}: unknown field${hint}`);
+  }
+  if (issue.code === 'invalid_key') {
+    const why = issue.issues.map((i) => i.message).join('; ');
+    return [`${jsonPath(issue.path)}: invalid key: ${why}`];
+  }
+  return [`${jsonPath(issue.path)}: ${issue.message}`];
 }
 
 /** Validate a parsed config object; `file` is only used for messages and to resolve paths. */
 export function parseConfig(raw: unknown, file: string): BuildConfig {
   const r = configSchema.safeParse(raw);
   if (!r.success) {
-    const lines = r.error.issues.map((i) => `  ${jsonPath(i.path)}: ${i.message}`);
+    const lines = r.error.issues.flatMap(issueLines).map((l) => `  ${l}`);
     throw new UserError(`${file}: invalid config\n${lines.join('\n')}`, { exitCode: 2 });
   }
   const c = r.data;
@@ -93,6 +143,16 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
   return { ...c, file: resolve(file), out: abs(c.out), fonts: c.fonts ? abs(c.fonts) : undefined, tilesets, styles, elevation };
 }
 
+/** ` at line L, column C` from a JSON.parse message that names a position, else ''. */
+function jsonErrorPlace(text: string, message: string): string {
+  const m = /position (\d+)/.exec(message);
+  if (!m) return '';
+  const before = text.slice(0, Number(m[1]));
+  const line = before.split('\n').length;
+  const column = before.length - before.lastIndexOf('\n');
+  return ` at line ${line}, column ${column}`;
+}
+
 /** Read and validate a config file. */
 export async function loadConfig(file: string): Promise<BuildConfig> {
   let text: string;
@@ -105,7 +165,7 @@ export async function loadConfig(file: string): Promise<BuildConfig> {
   try {
     raw = JSON.parse(text);
   } catch (e) {
-    throw new UserError(`${file}: not valid JSON (${(e as Error).message})`, { exitCode: 2 });
+    throw new UserError(`${file}: not valid JSON${jsonErrorPlace(text, (e as Error).message)} (${(e as Error).message})`, { exitCode: 2 });
   }
   return parseConfig(raw, file);
 }
