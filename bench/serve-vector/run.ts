@@ -1,0 +1,266 @@
+/**
+ * Benchmark: serving vector tiles. tilebake vs tileserver-gl-light (same MBTiles) vs nginx (the same
+ * tiles as static gzip files), one server at a time in A B A B order, loaded by Debian's wrk with a Lua
+ * script cycling through every tile in shuffled order (keep-alive, 64 connections, gzip accepted).
+ *
+ *   node --import tsx bench/serve-vector/run.ts [--duration 20] [--warmup 5] [--rounds 2] [--mbtiles F]
+ *
+ * Prints req/s, p50/p99 latency and the ratios; writes bench/serve-vector/RESULTS.md.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
+import { ensurePeers } from '../peers.ts';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '64' },
+    mbtiles: { type: 'string', default: join(root, 'data/liechtenstein/liechtenstein_omt.mbtiles') },
+  },
+});
+const work = join(root, 'bench/results/serve-vector');
+const TOKEN = 'bench-token-not-secret';
+const TILESET = 'bench';
+
+interface Server {
+  name: string;
+  port: number;
+  prefix: string;
+  token?: string;
+  start(): ChildProcess;
+}
+
+interface Run {
+  server: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+/** A seeded shuffle so every run uses the same order. */
+function shuffle<T>(a: T[], seed = 42): T[] {
+  let s = seed;
+  const rnd = () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [a[i], a[j]] = [a[j], a[i]];
+  }
+  return a;
+}
+
+/** Every tile of the MBTiles as XYZ, with its stored (gzip) bytes. */
+function readTiles(file: string): { z: number; x: number; y: number; data: Buffer }[] {
+  const db = new Database(file, { readonly: true });
+  const rows = db.prepare('SELECT zoom_level z, tile_column x, tile_row y, tile_data data FROM tiles').all() as {
+    z: number;
+    x: number;
+    y: number;
+    data: Buffer;
+  }[];
+  db.close();
+  return rows.map((r) => ({ ...r, y: (1 << r.z) - 1 - r.y }));
+}
+
+/** Parse wrk's output (with --latency) into req/s and percentiles in ms. */
+function parseWrk(out: string): Omit<Run, 'server'> {
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  const ms = (label: string) => {
+    const m = new RegExp(`^\\s+${label}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(out);
+    if (!m) return NaN;
+    const v = Number(m[1]);
+    return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+  };
+  const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*?(\d+) timeout/.exec(out)?.[1] ?? 0);
+  return { rps, p50: ms('50'), p99: ms('99'), errors };
+}
+
+async function waitReady(url: string, token: string | undefined, proc: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`${url}: server exited with ${proc.exitCode}`);
+    try {
+      const res = await fetch(url, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+      if (res.status === 200) return;
+    } catch {
+      /* not yet listening */
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${url}: not ready after 60 s`);
+}
+
+async function stop(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null) return;
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGTERM');
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Check that a server returns the stored bytes for a sample of tiles before measuring it. */
+async function verify(s: Server, tiles: { z: number; x: number; y: number; data: Buffer }[]): Promise<void> {
+  for (const t of tiles.slice(0, 20)) {
+    const res = await fetch(`http://127.0.0.1:${s.port}${s.prefix}${t.z}/${t.x}/${t.y}.pbf`, {
+      headers: { 'Accept-Encoding': 'gzip', ...(s.token ? { Authorization: `Bearer ${s.token}` } : {}) },
+    });
+    // fetch decompresses gzip transparently: compare with the gunzipped stored bytes.
+    const body = Buffer.from(await res.arrayBuffer());
+    const { gunzipSync } = await import('node:zlib');
+    if (res.status !== 200 || !body.equals(gunzipSync(t.data))) {
+      throw new Error(`${s.name}: tile ${t.z}/${t.x}/${t.y} wrong (HTTP ${res.status}, ${body.length} bytes)`);
+    }
+  }
+}
+
+function wrk(s: Server, list: string, seconds: number): string {
+  const conns = Number(args.connections);
+  return execFileSync(
+    'wrk',
+    ['-t2', `-c${conns}`, `-d${seconds}s`, '--latency', '-s', join(root, 'bench/serve-vector/tiles.lua'), `http://127.0.0.1:${s.port}`, '--', list, s.prefix, s.token ?? ''],
+    { encoding: 'utf8' },
+  );
+}
+
+async function main(): Promise<void> {
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
+  const peers = ensurePeers();
+  const mbtiles = resolve(args.mbtiles);
+  const tiles = readTiles(mbtiles);
+
+  // tilebake: pack the MBTiles.
+  const out = join(work, 'tilebake');
+  const config = join(work, 'config.json');
+  writeFileSync(config, JSON.stringify({ out, tilesets: { [TILESET]: mbtiles } }));
+  execFileSync(process.execPath, [join(root, 'bin/tilebake.js'), 'build', '--config', config, '--only', 'vector'], {
+    stdio: 'inherit',
+    env: { ...process.env, TILEBAKE_QUIET: '1' },
+  });
+
+  // nginx: the same stored gzip bytes as static files.
+  const staticRoot = join(work, 'static');
+  for (const t of tiles) {
+    const p = join(staticRoot, 'data', TILESET, String(t.z), String(t.x), `${t.y}.pbf`);
+    mkdirSync(dirname(p), { recursive: true });
+    writeFileSync(p, t.data);
+  }
+  const nginxPrefix = join(work, 'nginx');
+  mkdirSync(join(nginxPrefix, 'logs'), { recursive: true });
+  const nginxPort = 18771;
+  writeFileSync(
+    join(nginxPrefix, 'nginx.conf'),
+    `worker_processes auto;
+pid ${nginxPrefix}/nginx.pid;
+error_log ${nginxPrefix}/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  client_body_temp_path ${nginxPrefix}/tmp-body;
+  proxy_temp_path ${nginxPrefix}/tmp-proxy;
+  fastcgi_temp_path ${nginxPrefix}/tmp-fastcgi;
+  uwsgi_temp_path ${nginxPrefix}/tmp-uwsgi;
+  scgi_temp_path ${nginxPrefix}/tmp-scgi;
+  server {
+    listen 127.0.0.1:${nginxPort};
+    root ${staticRoot};
+    location /data/ {
+      types { } default_type application/x-protobuf;
+      add_header Content-Encoding gzip;
+      add_header Cache-Control "public, max-age=86400";
+    }
+  }
+}
+`,
+  );
+
+  // tileserver-gl-light: the same MBTiles.
+  const tsglConfig = join(work, 'tileserver-gl.json');
+  writeFileSync(
+    tsglConfig,
+    JSON.stringify({ options: { paths: { root: dirname(mbtiles), mbtiles: dirname(mbtiles) } }, styles: {}, data: { [TILESET]: { mbtiles: mbtiles.split('/').pop() } } }),
+  );
+
+  const list = join(work, 'tiles.txt');
+  writeFileSync(list, `${shuffle(tiles.map((t) => `${t.z}/${t.x}/${t.y}.pbf`)).join('\n')}\n`);
+
+  const servers: Server[] = [
+    {
+      name: 'tilebake',
+      port: 18770,
+      prefix: `/data/${TILESET}/`,
+      token: TOKEN,
+      start: () =>
+        spawn(process.execPath, [join(root, 'bin/tilebake.js'), 'serve', '--out', out, '--port', '18770', '--host', '127.0.0.1', '--log-level', 'warn'], {
+          env: { ...process.env, TILEBAKE_TOKENS: TOKEN },
+          stdio: ['ignore', 'ignore', 'inherit'],
+        }),
+    },
+    {
+      name: 'tileserver-gl-light',
+      port: 18772,
+      prefix: `/data/${TILESET}/`,
+      start: () => spawn(peers.tileserverGl, ['--port', '18772', '--bind', '127.0.0.1', '--config', tsglConfig, '--silent'], { stdio: 'ignore' }),
+    },
+    {
+      name: 'nginx',
+      port: nginxPort,
+      prefix: `/data/${TILESET}/`,
+      start: () => spawn('/usr/sbin/nginx', ['-p', nginxPrefix, '-c', join(nginxPrefix, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' }),
+    },
+  ];
+
+  const runs: Run[] = [];
+  const duration = Number(args.duration);
+  const warmup = Number(args.warmup);
+  console.log(`${tiles.length} tiles from ${mbtiles}; wrk -t2 -c${args.connections}, ${warmup} s warm-up + ${duration} s, ${args.rounds} rounds (A B C A B C)`);
+  for (let round = 1; round <= Number(args.rounds); round++) {
+    for (const s of servers) {
+      const proc = s.start();
+      try {
+        const t0 = tiles[0];
+        await waitReady(`http://127.0.0.1:${s.port}${s.prefix}${t0.z}/${t0.x}/${t0.y}.pbf`, s.token, proc);
+        await verify(s, tiles);
+        wrk(s, list, warmup);
+        const r = { server: s.name, ...parseWrk(wrk(s, list, duration)) };
+        runs.push(r);
+        console.log(`round ${round} ${s.name.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  errors ${r.errors}`);
+      } finally {
+        await stop(proc);
+      }
+    }
+  }
+
+  const mean = (name: string, k: 'rps' | 'p50' | 'p99') => {
+    const rs = runs.filter((r) => r.server === name);
+    return rs.reduce((s, r) => s + r[k], 0) / rs.length;
+  };
+  const tb = mean('tilebake', 'rps');
+  const rows = servers.map((s) => `| ${s.name} | ${mean(s.name, 'rps').toFixed(0)} | ${mean(s.name, 'p50').toFixed(2)} | ${mean(s.name, 'p99').toFixed(2)} | ${(tb / mean(s.name, 'rps')).toFixed(2)}× |`);
+  const cpu = execFileSync('sh', ['-c', "nproc; grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], { encoding: 'utf8' }).trim().split('\n');
+  const md = `# bench/serve-vector results
+
+${new Date().toISOString().slice(0, 10)}, ${cpu[0]} cores (${cpu[1]?.trim()}), wrk -t2 -c${args.connections} keep-alive, Accept-Encoding: gzip,
+${tiles.length} tiles of \`${mbtiles.replace(`${root}/`, '')}\` in shuffled order, ${warmup} s warm-up + ${duration} s per run,
+${args.rounds} rounds in A B C order; mean of the rounds. wrk runs on the same 2 cores as the server.
+
+| server | req/s | p50 ms | p99 ms | tilebake ÷ this |
+|---|---:|---:|---:|---:|
+${rows.join('\n')}
+`;
+  writeFileSync(join(root, 'bench/serve-vector/RESULTS.md'), md);
+  console.log(`\n${md}`);
+}
+
+await main();
