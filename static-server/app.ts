@@ -1,0 +1,195 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { isUserError } from '../lib/errors.ts';
+import { AuthResult, checkAuthorization, rejectUnauthorized } from './auth.ts';
+import { HttpError, type RouteModule, type ServerContext } from './context.ts';
+import { registerVectorRoutes } from './routes/vector.ts';
+
+/** Which listener an app is for: `tiles` (--port) serves everything, `routing` only /height. */
+export type AppRole = 'tiles' | 'routing';
+
+/** What `buildApp` needs besides the context. */
+export interface AppOptions {
+  role: AppRole;
+  /** SHA-256 hashes of the accepted tokens; null serves without auth (--no-auth). */
+  tokenHashes: readonly Buffer[] | null;
+  /** pino destination stream (tests capture logs with it); default stdout. */
+  logStream?: NodeJS.WritableStream;
+}
+
+/** HTTP statuses the app answers itself. */
+const enum Status {
+  NoContent = 204,
+  BadRequest = 400,
+  NotFound = 404,
+  MethodNotAllowed = 405,
+  Internal = 500,
+}
+
+/** Paths reachable without a token. */
+export const HEALTH_PATH = '/health';
+/** True for /health with or without a query string. */
+function isHealth(url: string): boolean {
+  return url === HEALTH_PATH || url.startsWith(`${HEALTH_PATH}?`);
+}
+
+/** Methods a 405 answer is given for when a path exists under other methods. */
+const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
+/** Request headers browsers may send cross-origin. */
+const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, If-None-Match';
+/** Response headers browsers may read cross-origin. */
+const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate';
+/** How long browsers may cache a preflight answer, in seconds. */
+const CORS_MAX_AGE_S = 86400;
+/** Marker on routes this file adds to answer 405, so they are not counted as real routes. */
+const METHOD_NOT_ALLOWED_ROUTE = Symbol('tilebake.405');
+
+/**
+ * Route modules written by other parts of the project, registered when their file exists:
+ * styles.ts (raster tiles, style.json, sprites, fonts) and height.ts (/height).
+ */
+const OPTIONAL_ROUTES: ReadonlyArray<{ file: string; exportName: string; roles: readonly AppRole[] }> = [
+  { file: './routes/styles.ts', exportName: 'registerStyleRoutes', roles: ['tiles'] },
+  { file: './routes/height.ts', exportName: 'registerHeightRoutes', roles: ['tiles', 'routing'] },
+];
+
+/** Load an optional route module, or undefined when its file does not exist (yet). */
+async function optionalRouteModule(file: string, exportName: string): Promise<RouteModule | undefined> {
+  const url = new URL(file, import.meta.url);
+  if (!existsSync(fileURLToPath(url))) return undefined;
+  const mod = (await import(url.href)) as Record<string, unknown>;
+  const fn = mod[exportName];
+  if (typeof fn !== 'function') throw new Error(`${fileURLToPath(url)}: expected an exported function ${exportName}`);
+  return fn as RouteModule;
+}
+
+/** Per-request log lines at debug level (no per-request info logging on the hot path); failures at error. */
+class DebugRequestLogs extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error) reply.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
+    else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+  }
+
+  override routeNotFound(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'route not found');
+  }
+}
+
+/** The JSON error body `{"error", "status", ...extra}`. */
+function errorBody(status: number, message: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { error: message, status, ...extra };
+}
+
+/** Map any error to the JSON error response; unexpected errors are logged and answered 500. */
+function handleError(this: FastifyInstance, err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): void {
+  if (err instanceof HttpError || err.name === 'HttpError') {
+    const e = err as HttpError;
+    reply.headers(e.headers).code(e.status).send(errorBody(e.status, e.message, e.extra));
+    return;
+  }
+  const status = (err as FastifyError).statusCode;
+  if (status !== undefined && status >= Status.BadRequest && status < Status.Internal) {
+    reply.code(status).send(errorBody(status, err.message));
+    return;
+  }
+  req.log.error({ err: isUserError(err) ? err.message : err }, 'request failed');
+  reply.code(Status.Internal).send(errorBody(Status.Internal, 'internal server error'));
+}
+
+/**
+ * Build the fastify app for one listener: JSON errors, 404 and 405 answers, CORS with preflight,
+ * bearer auth on everything but GET /health and OPTIONS, and the route modules of its role.
+ */
+export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<FastifyInstance> {
+  const { options } = ctx;
+  const app = Fastify({
+    logger: {
+      level: options.logLevel,
+      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' },
+      ...(opts.logStream ? { stream: opts.logStream } : {}),
+    },
+    logController: new DebugRequestLogs(),
+    return503OnClosing: true,
+  });
+  const cors = options.cors;
+  const hashes = opts.tokenHashes;
+
+  // One onRequest hook for CORS and auth: the hot path pays for a single hook.
+  app.addHook('onRequest', (req, reply, done) => {
+    if (cors !== '') {
+      reply.header('access-control-allow-origin', cors);
+      reply.header('access-control-expose-headers', CORS_EXPOSE_HEADERS);
+      if (cors !== '*') reply.header('vary', 'Origin');
+    }
+    if (hashes === null || req.method === 'OPTIONS' || (isHealth(req.url) && (req.method === 'GET' || req.method === 'HEAD'))) {
+      done();
+      return;
+    }
+    const result = checkAuthorization(req.headers.authorization, hashes);
+    if (result === AuthResult.Ok) done();
+    else {
+      try {
+        rejectUnauthorized(result);
+      } catch (e) {
+        done(e as Error);
+      }
+    }
+  });
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(Status.NotFound).send(errorBody(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]}`));
+  });
+
+  // Record every route's methods, to answer 405 with Allow for the other methods afterwards.
+  const methodsByUrl = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    if ((route.config as Record<symbol, unknown> | undefined)?.[METHOD_NOT_ALLOWED_ROUTE]) return;
+    if (route.url.includes('*')) return;
+    const set = methodsByUrl.get(route.url) ?? new Set<string>();
+    for (const m of [route.method].flat()) set.add(m);
+    methodsByUrl.set(route.url, set);
+  });
+
+  app.get(HEALTH_PATH, async () => ({ status: 'ok' }));
+  if (opts.role === 'tiles') await registerVectorRoutes(app, ctx);
+  for (const { file, exportName, roles } of OPTIONAL_ROUTES) {
+    if (!roles.includes(opts.role)) continue;
+    const register = await optionalRouteModule(file, exportName);
+    if (register) await register(app, ctx);
+  }
+
+  // CORS preflight (and plain OPTIONS) on any path.
+  app.options('*', (req, reply) => {
+    if (cors !== '') {
+      reply.header('access-control-allow-methods', 'GET, HEAD, POST, OPTIONS');
+      reply.header('access-control-allow-headers', CORS_ALLOW_HEADERS);
+      reply.header('access-control-max-age', String(CORS_MAX_AGE_S));
+    }
+    reply.header('allow', 'GET, HEAD, POST, OPTIONS');
+    reply.code(Status.NoContent).send();
+  });
+
+  // After all route modules (including ones registered as plugins): 405 for the other methods.
+  app.register(async (scope) => {
+    for (const [url, methods] of methodsByUrl) {
+      const others = ALL_METHODS.filter((m) => !methods.has(m));
+      if (others.length === 0) continue;
+      const allow = [...methods, 'OPTIONS'].join(', ');
+      scope.route({
+        method: others,
+        url,
+        config: { [METHOD_NOT_ALLOWED_ROUTE]: true },
+        handler: async (req) => {
+          throw new HttpError(Status.MethodNotAllowed, `method ${req.method} not allowed on ${req.url.split('?')[0]}`, { allow: [...methods] }, { allow });
+        },
+      });
+    }
+  });
+  await app.ready();
+  return app;
+}

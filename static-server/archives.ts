@@ -1,0 +1,176 @@
+import { Compression } from 'pmtiles';
+import { openArchive } from '../lib/pmtiles/index.ts';
+import type { Store } from '../lib/storage.ts';
+import type { ServerContext } from './context.ts';
+import { tileBody, type TileBody } from './tile-response.ts';
+
+/** Bytes in a megabyte. */
+const MB = 1024 * 1024;
+/** Share of `--cache-mb` given to tiles when an elevation index also needs its block cache. */
+export const TILE_CACHE_SHARE_WITH_ELEVATION = 0.5;
+/** Rough per-entry overhead of the tile cache (key string, map slot, body object, ETag). */
+const ENTRY_OVERHEAD_BYTES = 160;
+
+/** An archive opened for serving. */
+export interface ServedArchive {
+  /** Path of the archive relative to the store. */
+  readonly path: string;
+  /** True when the archive stores tiles gzip-compressed. */
+  readonly gzip: boolean;
+  /** Min and max zoom from the archive header. */
+  readonly minzoom: number;
+  readonly maxzoom: number;
+}
+
+interface OpenArchive extends ServedArchive {
+  readonly index: number;
+  getTile(z: number, x: number, y: number): Promise<Uint8Array | undefined>;
+  close(): Promise<void>;
+}
+
+/** A tile cache bounded in bytes; least recently used entries go first. `null` caches "no tile". */
+export class TileLru {
+  private readonly map = new Map<string, TileBody | null>();
+  private used = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  /** The cached value (moved to most recent), or undefined when not cached. */
+  get(key: string): TileBody | null | undefined {
+    const v = this.map.get(key);
+    if (v !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+
+  /** Insert a value, evicting the least recently used entries beyond the budget. */
+  set(key: string, value: TileBody | null): void {
+    const size = TileLru.sizeOf(key, value);
+    if (size > this.maxBytes) return;
+    const old = this.map.get(key);
+    if (old !== undefined) {
+      this.used -= TileLru.sizeOf(key, old);
+      this.map.delete(key);
+    }
+    this.map.set(key, value);
+    this.used += size;
+    for (const [k, v] of this.map) {
+      if (this.used <= this.maxBytes) break;
+      this.map.delete(k);
+      this.used -= TileLru.sizeOf(k, v);
+    }
+  }
+
+  /** Bytes accounted to the cached entries. */
+  get bytes(): number {
+    return this.used;
+  }
+
+  /** Number of cached entries. */
+  get size(): number {
+    return this.map.size;
+  }
+
+  private static sizeOf(key: string, value: TileBody | null): number {
+    return ENTRY_OVERHEAD_BYTES + key.length * 2 + (value ? value.bytes.length : 0);
+  }
+}
+
+/**
+ * The archives a server reads, each opened once on first use (the reader caches its directories),
+ * and one tile cache (stored bytes + ETag) shared by all of them.
+ */
+export class Archives {
+  private readonly opened = new Map<string, Promise<OpenArchive>>();
+  private readonly pending = new Map<string, Promise<TileBody | null>>();
+  private nextIndex = 0;
+  /** The tile cache (exposed for tests and stats). */
+  readonly cache: TileLru;
+
+  constructor(private readonly store: Store, cacheBytes: number) {
+    this.cache = new TileLru(cacheBytes);
+  }
+
+  /** Open (once) the archive at `path` relative to the store. */
+  open(path: string): Promise<ServedArchive> {
+    return this.openInternal(path);
+  }
+
+  private openInternal(path: string): Promise<OpenArchive> {
+    let p = this.opened.get(path);
+    if (!p) {
+      const index = this.nextIndex++;
+      p = (async (): Promise<OpenArchive> => {
+        const source = await this.store.openRange(path);
+        const archive = await openArchive(source);
+        const h = archive.header;
+        return {
+          path,
+          index,
+          gzip: h.tileCompression === Compression.Gzip,
+          minzoom: h.minZoom,
+          maxzoom: h.maxZoom,
+          getTile: (z, x, y) => archive.getTile(z, x, y),
+          close: () => archive.close(),
+        };
+      })();
+      // A failed open is not cached: the next request tries again.
+      p.catch(() => this.opened.delete(path));
+      this.opened.set(path, p);
+    }
+    return p;
+  }
+
+  /**
+   * The stored tile with its ETag, or null when the archive has no tile there. Cached (including
+   * misses); concurrent requests for the same uncached tile share one read.
+   */
+  async tile(path: string, z: number, x: number, y: number): Promise<TileBody | null> {
+    const archive = await this.openInternal(path);
+    const key = `${archive.index}/${z}/${x}/${y}`;
+    const hit = this.cache.get(key);
+    if (hit !== undefined) return hit;
+    let p = this.pending.get(key);
+    if (!p) {
+      p = archive.getTile(z, x, y).then(
+        (bytes) => {
+          const body = bytes && bytes.length > 0 ? tileBody(bytes) : null;
+          this.cache.set(key, body);
+          this.pending.delete(key);
+          return body;
+        },
+        (e: unknown) => {
+          this.pending.delete(key);
+          throw e;
+        },
+      );
+      this.pending.set(key, p);
+    }
+    return p;
+  }
+
+  /** Close every opened archive. */
+  async close(): Promise<void> {
+    const all = [...this.opened.values()];
+    this.opened.clear();
+    await Promise.allSettled(all.map(async (p) => (await p).close()));
+  }
+}
+
+const byContext = new WeakMap<ServerContext, Archives>();
+
+/**
+ * The Archives of a server context (created on first use): route modules share one tile cache
+ * bounded by `--cache-mb` (half of it when an elevation index is served too).
+ */
+export function archivesOf(ctx: ServerContext): Archives {
+  let a = byContext.get(ctx);
+  if (!a) {
+    const share = ctx.manifest.elevation ? TILE_CACHE_SHARE_WITH_ELEVATION : 1;
+    a = new Archives(ctx.store, Math.floor(ctx.options.cacheMb * MB * share));
+    byContext.set(ctx, a);
+  }
+  return a;
+}

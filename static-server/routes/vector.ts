@@ -1,0 +1,123 @@
+import type { FastifyInstance } from 'fastify';
+import type { TilesetEntry } from '../../lib/manifest.ts';
+import { archivesOf } from '../archives.ts';
+import { HttpError, type ServerContext } from '../context.ts';
+import { checkZoom, parseTileCoord, splitTileFile } from '../coords.ts';
+import { sendTile, TILE_CONTENT_TYPES, type TileSendOptions } from '../tile-response.ts';
+
+/** HTTP statuses of the data routes. */
+const enum Status {
+  NoContent = 204,
+  NotFound = 404,
+}
+
+/** TileJSON version written by `/data/{tileset}.json`. */
+export const TILEJSON_VERSION = '3.0.0';
+/** Cache-Control of TileJSON documents (they change when the build changes). */
+const METADATA_CACHE_CONTROL = 'public, max-age=300';
+/** Suffix of TileJSON requests. */
+const JSON_SUFFIX = '.json';
+
+/** A manifest tileset with what its hot path needs precomputed. */
+interface ServedTileset {
+  id: string;
+  entry: TilesetEntry;
+  send: TileSendOptions;
+  /** Set once `send.gzip` reflects the archive header. */
+  compressionKnown: boolean;
+}
+
+/** Route params of a tile request. */
+interface TileParams {
+  tileset: string;
+  z: string;
+  x: string;
+  file: string;
+}
+
+/** Build the TileJSON 3.0.0 document of one tileset, with absolute tile URLs under `baseUrl`. */
+export function tileJson(id: string, entry: TilesetEntry, baseUrl: string): Record<string, unknown> {
+  const doc: Record<string, unknown> = {
+    tilejson: TILEJSON_VERSION,
+    name: entry.name ?? id,
+    ...(entry.description ? { description: entry.description } : {}),
+    ...(entry.attribution ? { attribution: entry.attribution } : {}),
+    scheme: 'xyz',
+    tiles: [`${baseUrl}/data/${encodeURIComponent(id)}/{z}/{x}/{y}.${entry.format}`],
+    minzoom: entry.minzoom,
+    maxzoom: entry.maxzoom,
+    bounds: entry.bounds,
+    center: entry.center,
+    format: entry.format,
+  };
+  if (entry.kind === 'vector') doc.vector_layers = entry.vector_layers ?? [];
+  if (entry.kind === 'terrain' && entry.encoding) doc.encoding = entry.encoding;
+  return doc;
+}
+
+/**
+ * `GET /data/{tileset}/{z}/{x}/{y}.{ext}` (vector tilesets as .pbf, terrain tilesets in their
+ * format) and `GET /data/{tileset}.json` (TileJSON) for the manifest's tilesets.
+ */
+export async function registerVectorRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
+  const archives = archivesOf(ctx);
+  const tilesets = new Map<string, ServedTileset>();
+  for (const [id, entry] of Object.entries(ctx.manifest.tilesets)) {
+    tilesets.set(id, {
+      id,
+      entry,
+      send: {
+        contentType: TILE_CONTENT_TYPES[entry.format] ?? 'application/octet-stream',
+        gzip: false,
+        cacheControl: ctx.options.cacheControl,
+      },
+      compressionKnown: false,
+    });
+  }
+
+  const tilesetOr404 = (id: string): ServedTileset => {
+    const ts = tilesets.get(id);
+    if (!ts) {
+      throw new HttpError(Status.NotFound, `unknown tileset "${id}"`, { tilesets: [...tilesets.keys()] });
+    }
+    return ts;
+  };
+
+  app.get<{ Params: TileParams }>('/data/:tileset/:z/:x/:file', async (req, reply) => {
+    const { tileset, z: zText, x: xText, file } = req.params;
+    const ts = tilesetOr404(tileset);
+    const parts = splitTileFile(file);
+    if (!parts) {
+      throw new HttpError(Status.NotFound, `tile file "${file}": expected {y}.${ts.entry.format}`);
+    }
+    const { z, x, y } = parseTileCoord(zText, xText, parts.y);
+    if (parts.ext !== ts.entry.format || parts.scale !== 1) {
+      throw new HttpError(
+        Status.NotFound,
+        `tileset "${ts.id}" serves {z}/{x}/{y}.${ts.entry.format} tiles (asked for ${parts.scale === 2 ? '@2x' : ''}.${parts.ext})`,
+      );
+    }
+    checkZoom(z, ts.entry.minzoom, ts.entry.maxzoom, `tileset "${ts.id}"`);
+    const tile = await archives.tile(ts.entry.archive, z, x, y);
+    if (tile === null) {
+      reply.header('cache-control', ts.send.cacheControl);
+      return reply.code(Status.NoContent).send();
+    }
+    if (!ts.compressionKnown) {
+      // Learn the archive's tile compression once (the archive is open by now).
+      ts.send = { ...ts.send, gzip: (await archives.open(ts.entry.archive)).gzip };
+      ts.compressionKnown = true;
+    }
+    return sendTile(req, reply, tile, ts.send);
+  });
+
+  app.get<{ Params: { file: string } }>('/data/:file', async (req, reply) => {
+    const { file } = req.params;
+    if (!file.endsWith(JSON_SUFFIX)) {
+      throw new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (TileJSON is /data/{tileset}.json)`);
+    }
+    const ts = tilesetOr404(file.slice(0, -JSON_SUFFIX.length));
+    reply.header('cache-control', METADATA_CACHE_CONTROL);
+    return tileJson(ts.id, ts.entry, ctx.baseUrl(req));
+  });
+}

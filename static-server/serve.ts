@@ -1,0 +1,184 @@
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { pino, type Logger } from 'pino';
+import { loadManifest } from '../lib/manifest.ts';
+import { openStore } from '../lib/storage.ts';
+import { buildApp } from './app.ts';
+import { archivesOf } from './archives.ts';
+import { loadTokenHashes, TOKENS_ENV } from './auth.ts';
+import type { ServeOptions, ServerContext } from './context.ts';
+
+/** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
+export const SHUTDOWN_GRACE_MS = 30_000;
+/** Exit code when shutdown did not finish in time or a worker could not start. */
+const EXIT_FAILURE = 1;
+/** Messages between the cluster primary and its workers. */
+const enum Msg {
+  Ready = 'tilebake:ready',
+  Shutdown = 'tilebake:shutdown',
+}
+
+/** A started server: its listener URLs and a graceful close. */
+export interface RunningServer {
+  /** `http://host:port` of the main listener. */
+  url: string;
+  /** `http://host:port` of the routing listener (/height), when --routing-port is set. */
+  routingUrl?: string;
+  /** The fastify apps (tests use `inject`). */
+  apps: FastifyInstance[];
+  /** Stop accepting, let in-flight requests finish, close the archives. */
+  close(): Promise<void>;
+}
+
+/** Extra inputs of `startServer` (tests capture the log stream). */
+export interface StartOptions {
+  /** Token hashes already loaded; default: from TILEBAKE_TOKENS and --tokens-file. */
+  tokenHashes?: readonly Buffer[] | null;
+  logStream?: NodeJS.WritableStream;
+}
+
+/** The token hashes for the options: null with --no-auth, else loaded (throws when none). */
+async function tokensFor(options: ServeOptions): Promise<readonly Buffer[] | null> {
+  return options.auth ? loadTokenHashes(process.env[TOKENS_ENV], options.tokensFile) : null;
+}
+
+/** `http://host:port` of a listening app. */
+function urlOf(app: FastifyInstance): string {
+  const a = app.server.address() as AddressInfo;
+  const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+  return `http://${host}:${a.port}`;
+}
+
+/** Open the store and manifest, build the app(s) and listen. Used in-process and by each cluster worker. */
+export async function startServer(options: ServeOptions, start: StartOptions = {}): Promise<RunningServer> {
+  const tokenHashes = start.tokenHashes !== undefined ? start.tokenHashes : await tokensFor(options);
+  const store = openStore(options.out);
+  const manifest = await loadManifest(store);
+  const publicUrl = options.publicUrl?.replace(/\/+$/, '');
+  const ctx: ServerContext = {
+    store,
+    manifest,
+    options,
+    baseUrl: publicUrl ? () => publicUrl : (req: FastifyRequest) => `${req.protocol}://${req.host}`,
+  };
+  const apps: FastifyInstance[] = [];
+  const closeAll = async () => {
+    await Promise.allSettled(apps.map((a) => a.close()));
+    await archivesOf(ctx).close();
+  };
+  try {
+    const tiles = await buildApp(ctx, { role: 'tiles', tokenHashes, logStream: start.logStream });
+    apps.push(tiles);
+    await tiles.listen({ port: options.port, host: options.host });
+    let routingUrl: string | undefined;
+    if (options.routingPort !== undefined) {
+      const routing = await buildApp(ctx, { role: 'routing', tokenHashes, logStream: start.logStream });
+      apps.push(routing);
+      await routing.listen({ port: options.routingPort, host: options.host });
+      routingUrl = urlOf(routing);
+    }
+    return { url: urlOf(tiles), routingUrl, apps, close: closeAll };
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
+}
+
+/** Close on SIGTERM/SIGINT (or `onMessage` shutdown), finishing in-flight requests, then exit 0. */
+function closeOnSignals(server: RunningServer, log: Logger): void {
+  let closing = false;
+  const shutdown = (why: string) => {
+    if (closing) return;
+    closing = true;
+    log.info({ signal: why }, 'shutting down: finishing in-flight requests');
+    setTimeout(() => {
+      log.error(`in-flight requests still running after ${SHUTDOWN_GRACE_MS} ms; exiting`);
+      process.exit(EXIT_FAILURE);
+    }, SHUTDOWN_GRACE_MS).unref();
+    server.close().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        log.error({ err: e }, 'error while closing');
+        process.exit(EXIT_FAILURE);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('message', (m) => {
+    if (m === Msg.Shutdown) shutdown('primary');
+  });
+}
+
+/** Fork `count` workers sharing the ports; restart crashed ones; on SIGTERM stop them all, then exit. */
+async function runPrimary(options: ServeOptions, count: number, log: Logger): Promise<void> {
+  // Fail early, once, with a clear message, instead of in every worker.
+  await tokensFor(options);
+  await loadManifest(openStore(options.out));
+
+  let shuttingDown = false;
+  let readyCount = 0;
+  const everReady = new WeakSet<Worker>();
+  const fork = () => {
+    const w = cluster.fork();
+    w.on('message', (m: { type?: string; url?: string; routingUrl?: string }) => {
+      if (m?.type !== Msg.Ready) return;
+      everReady.add(w);
+      readyCount++;
+      if (readyCount === count) {
+        log.info({ url: m.url, routingUrl: m.routingUrl, workers: count, out: options.out }, 'tilebake listening');
+      }
+    });
+  };
+  cluster.on('exit', (w, code, signal) => {
+    if (shuttingDown) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    if (!everReady.has(w)) {
+      log.error({ code, signal }, 'a worker failed to start; stopping');
+      shuttingDown = true;
+      for (const other of Object.values(cluster.workers ?? {})) other?.kill();
+      process.exitCode = EXIT_FAILURE;
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(EXIT_FAILURE);
+      return;
+    }
+    log.error({ code, signal }, 'a worker died; starting a new one');
+    fork();
+  });
+  const shutdown = (why: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    log.info({ signal: why }, 'shutting down workers');
+    for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(Msg.Shutdown);
+    setTimeout(() => process.exit(EXIT_FAILURE), SHUTDOWN_GRACE_MS + 1000).unref();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  for (let i = 0; i < count; i++) fork();
+}
+
+/**
+ * `tilebake serve`: one HTTP worker per core sharing the port(s) (`--workers 1` runs in this
+ * process). Refuses to start without tokens unless `--no-auth`. SIGTERM stops accepting
+ * connections, lets in-flight requests finish and exits 0.
+ */
+export async function serve(options: ServeOptions): Promise<void> {
+  const log = pino({ level: options.logLevel });
+  const count = Math.max(1, options.workers ?? availableParallelism());
+  if (cluster.isWorker) {
+    const server = await startServer(options);
+    closeOnSignals(server, log);
+    process.send?.({ type: Msg.Ready, url: server.url, routingUrl: server.routingUrl });
+    return;
+  }
+  if (count === 1) {
+    const server = await startServer(options);
+    closeOnSignals(server, log);
+    log.info({ url: server.url, routingUrl: server.routingUrl, workers: 1, out: options.out }, 'tilebake listening');
+    return;
+  }
+  await runPrimary(options, count, log);
+}

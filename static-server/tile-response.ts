@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/** Stored tile bytes with their strong ETag, computed once when the tile enters the cache. */
+export interface TileBody {
+  /** The bytes as stored in the archive (gzip for most vector tiles). */
+  bytes: Buffer;
+  /** Strong ETag of the stored representation, quoted. */
+  etag: string;
+}
+
+/** How `sendTile` answers. */
+export interface TileSendOptions {
+  /** Content-Type of the (decompressed) tile, e.g. `application/x-protobuf`, `image/png`. */
+  contentType: string;
+  /** True when the archive stores tiles gzip-compressed (PMTiles tile compression gzip). */
+  gzip: boolean;
+  /** Cache-Control header value (`--cache-control`). */
+  cacheControl: string;
+}
+
+/** Status codes of tile responses. */
+const enum Status {
+  NotModified = 304,
+}
+
+/** Bytes of the ETag hash kept (128 bits of SHA-256, base64url). */
+const ETAG_HASH_BYTES = 16;
+/** Suffix that makes the ETag of the decompressed representation differ from the gzip one. */
+const IDENTITY_ETAG_SUFFIX = '-identity';
+/** The two magic bytes that start a gzip member. */
+const GZIP_MAGIC_0 = 0x1f;
+const GZIP_MAGIC_1 = 0x8b;
+
+/** Content types by tile extension. */
+export const TILE_CONTENT_TYPES: Readonly<Record<string, string>> = Object.freeze({
+  pbf: 'application/x-protobuf',
+  mvt: 'application/vnd.mapbox-vector-tile',
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+});
+
+/** Wrap stored bytes with their strong ETag (a hash of the stored bytes). */
+export function tileBody(bytes: Uint8Array): TileBody {
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const hash = createHash('sha256').update(buf).digest().subarray(0, ETAG_HASH_BYTES).toString('base64url');
+  return { bytes: buf, etag: `"${hash}"` };
+}
+
+/** True when the bytes start with the gzip magic number. */
+function isGzip(bytes: Buffer): boolean {
+  return bytes.length > 1 && bytes[0] === GZIP_MAGIC_0 && bytes[1] === GZIP_MAGIC_1;
+}
+
+/**
+ * Whether an Accept-Encoding header allows gzip: `gzip` or `*` listed without `q=0`
+ * (an explicit `gzip;q=0` wins over `*`).
+ */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (!header) return false;
+  if (header === 'gzip' || (header.indexOf(';') < 0 && /(^|[\s,])gzip($|[\s,])/i.test(header))) return true;
+  let star = false;
+  for (const part of header.split(',')) {
+    const [name, ...params] = part.trim().toLowerCase().split(';');
+    let q = 1;
+    for (const p of params) {
+      const m = /^\s*q\s*=\s*([0-9.]+)\s*$/.exec(p);
+      if (m) q = Number(m[1]);
+    }
+    if (name.trim() === 'gzip') return q > 0;
+    if (name.trim() === '*') star = q > 0;
+  }
+  return star;
+}
+
+/** Whether an If-None-Match header matches `etag` (weak comparison, `*` matches anything). */
+export function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header === etag) return true;
+  for (const part of header.split(',')) {
+    const tag = part.trim();
+    if (tag === '*' || tag === etag || (tag.startsWith('W/') && tag.slice(2) === etag)) return true;
+  }
+  return false;
+}
+
+/**
+ * Send a stored tile: strong ETag and If-None-Match → 304, Cache-Control, `Vary: Accept-Encoding`,
+ * gzip negotiation (stored gzip bytes with `Content-Encoding: gzip` when the client accepts gzip,
+ * else the decompressed bytes under their own ETag). Shared by the vector and raster routes.
+ */
+export function sendTile(req: FastifyRequest, reply: FastifyReply, tile: TileBody, opts: TileSendOptions): FastifyReply {
+  const gzipped = opts.gzip && isGzip(tile.bytes);
+  const asGzip = gzipped && acceptsGzip(req.headers['accept-encoding']);
+  const etag = gzipped && !asGzip ? tile.etag.slice(0, -1) + IDENTITY_ETAG_SUFFIX + '"' : tile.etag;
+  reply.header('etag', etag);
+  reply.header('cache-control', opts.cacheControl);
+  const vary = reply.getHeader('vary');
+  reply.header('vary', vary ? `${String(vary)}, Accept-Encoding` : 'Accept-Encoding');
+  if (etagMatches(req.headers['if-none-match'], etag)) {
+    return reply.code(Status.NotModified).send();
+  }
+  reply.header('content-type', opts.contentType);
+  if (asGzip) {
+    reply.header('content-encoding', 'gzip');
+    return reply.send(tile.bytes);
+  }
+  return reply.send(gzipped ? gunzipSync(tile.bytes) : tile.bytes);
+}
