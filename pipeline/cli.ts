@@ -62,7 +62,7 @@ export function program(argv: string[]): Argv {
       },
     )
     .command(
-      'elevation',
+      'elevation [dems..]',
       'Build the elevation index (and terrain tiles) from DEM files alone and record it in <out>/manifest.json',
       (y) =>
         y
@@ -76,7 +76,7 @@ export function program(argv: string[]): Argv {
           .usage('$0 elevation --out DIR DEM...'),
       async (a) => {
         const { elevationCommand } = await import('./elevation.ts');
-        const dems = a._.slice(1).map(String);
+        const dems = (a.dems ?? []).map(String);
         await elevationCommand(a.out, dems, {
           precision: a.precision,
           terrain: a.terrain ? { id: 'terrain', encoding: a.encoding, format: a.format, minzoom: 0, maxzoom: a.maxzoom } : false,

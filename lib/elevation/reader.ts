@@ -1,0 +1,221 @@
+import type { RangeSource } from '../storage.ts';
+import { bilinear, locate } from './bilinear.ts';
+import { decodeBlock } from './codec.ts';
+import { CodeWidth, DIR_ENTRY_BYTES, PREAMBLE_BYTES, blockDims, decodeMeta, decodePreamble, readDirEntry, type DirEntry, type IndexMeta, type LayerMeta } from './format.ts';
+import type { LatLon } from './geo.ts';
+import { ByteLru } from './lru.ts';
+
+/** A decoded block: heights row-major, NaN = nodata. An empty block has `data.length === 0`. */
+export interface DecodedBlock {
+  rows: number;
+  cols: number;
+  data: Float32Array;
+}
+
+const EMPTY: DecodedBlock = { rows: 0, cols: 0, data: new Float32Array(0) };
+/** Fixed per-entry overhead counted against the cache bound. */
+const ENTRY_OVERHEAD_BYTES = 64;
+/** Directory entries read and cached together. */
+const DIR_PAGE_ENTRIES = 1024;
+/** Blocks fetched at once while answering a request. */
+const FETCH_CONCURRENCY = 8;
+
+interface Layer extends LayerMeta {
+  /** First cache key of this layer's blocks. */
+  keyBase: number;
+  shift: number;
+  mask: number;
+}
+
+/** Heights for a list of points plus the indexes of points outside every source. */
+export interface HeightsResult {
+  heights: (number | null)[];
+  outside: number[];
+}
+
+/**
+ * An opened elevation index: positional reads through a RangeSource, decoded blocks (and directory
+ * pages) kept in an LRU bounded in bytes.
+ */
+export class ElevationIndex {
+  readonly cache: ByteLru<number, DecodedBlock | DataView>;
+  private readonly layers: Layer[];
+  private readonly pending = new Map<number, Promise<DecodedBlock | DataView>>();
+  private readonly dirKeyBase: number;
+  private memoKey = -1;
+  private memoBlock: DecodedBlock = EMPTY;
+
+  private constructor(private readonly src: RangeSource, readonly meta: IndexMeta, cacheBytes: number) {
+    this.cache = new ByteLru(cacheBytes);
+    let keyBase = 0;
+    this.layers = meta.layers.map((l) => {
+      const shift = Math.log2(l.blockSize);
+      if (!Number.isInteger(shift)) throw new Error(`${src.key()}: block size ${l.blockSize} is not a power of two`);
+      const layer: Layer = { ...l, keyBase, shift, mask: l.blockSize - 1 };
+      keyBase += l.blockRows * l.blockCols;
+      return layer;
+    });
+    this.dirKeyBase = keyBase;
+  }
+
+  /** Open an index: reads only the preamble and the metadata. */
+  static async open(src: RangeSource, cacheBytes: number): Promise<ElevationIndex> {
+    const pre = await src.getBytes(0, PREAMBLE_BYTES);
+    const metaLen = decodePreamble(pre, src.key());
+    const meta = decodeMeta(await src.getBytes(PREAMBLE_BYTES, metaLen), src.key());
+    return new ElevationIndex(src, meta, cacheBytes);
+  }
+
+  /** Release the underlying source. */
+  close(): Promise<void> {
+    return this.src.close();
+  }
+
+  /** True when (lat, lon) is inside the footprint of at least one source. */
+  inCoverage(lat: number, lon: number): boolean {
+    for (const [w, s, e, n] of this.meta.coverage) {
+      if (lat >= s && lat <= n && lon >= w && lon <= e) return true;
+    }
+    return false;
+  }
+
+  private async dirEntry(layer: Layer, blockIndex: number): Promise<DirEntry> {
+    const layerIdx = this.layers.indexOf(layer);
+    const page = Math.floor(blockIndex / DIR_PAGE_ENTRIES);
+    const key = this.dirKeyBase + layerIdx * 2 ** 26 + page;
+    let view = this.cache.get(key) as DataView | undefined;
+    if (!view) {
+      view = (await this.load(key, async () => {
+        const total = layer.blockRows * layer.blockCols;
+        const count = Math.min(DIR_PAGE_ENTRIES, total - page * DIR_PAGE_ENTRIES);
+        const bytes = await this.src.getBytes(layer.directoryOffset + page * DIR_PAGE_ENTRIES * DIR_ENTRY_BYTES, count * DIR_ENTRY_BYTES);
+        if (bytes.length !== count * DIR_ENTRY_BYTES) throw new Error(`${this.src.key()}: truncated block directory`);
+        return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      }, (v) => (v as DataView).byteLength)) as DataView;
+    }
+    return readDirEntry(view, (blockIndex - page * DIR_PAGE_ENTRIES) * DIR_ENTRY_BYTES);
+  }
+
+  private load(key: number, fetch: () => Promise<DecodedBlock | DataView>, size: (v: DecodedBlock | DataView) => number): Promise<DecodedBlock | DataView> {
+    let p = this.pending.get(key);
+    if (!p) {
+      p = fetch().then((v) => {
+        this.cache.set(key, v, size(v) + ENTRY_OVERHEAD_BYTES);
+        return v;
+      }).finally(() => this.pending.delete(key));
+      this.pending.set(key, p);
+    }
+    return p;
+  }
+
+  /** The decoded block with cache key `key` (loading it if needed). */
+  async block(key: number): Promise<DecodedBlock> {
+    const hit = this.cache.get(key) as DecodedBlock | undefined;
+    if (hit) return hit;
+    const layer = this.layerOfKey(key);
+    const bi = key - layer.keyBase;
+    const br = Math.floor(bi / layer.blockCols), bc = bi % layer.blockCols;
+    return (await this.load(key, async () => {
+      const e = await this.dirEntry(layer, bi);
+      if (e.width === CodeWidth.Empty) return EMPTY;
+      const payload = await this.src.getBytes(e.offset, e.length);
+      const { rows, cols } = blockDims(layer, br, bc);
+      return { rows, cols, data: decodeBlock(payload, e.base, e.width, rows, cols, this.meta.precision) };
+    }, (v) => (v as DecodedBlock).data.byteLength)) as DecodedBlock;
+  }
+
+  private layerOfKey(key: number): Layer {
+    for (let i = this.layers.length - 1; i >= 0; i--) if (key >= this.layers[i].keyBase) return this.layers[i];
+    throw new Error(`bad block key ${key}`);
+  }
+
+  /** Cache keys of the blocks holding the four posts around (lat, lon), for every layer containing it. */
+  private keysFor(lat: number, lon: number, into: Set<number>): void {
+    for (const L of this.layers) {
+      const cell = locate(lat, lon, L.originLat, L.originLon, L.stepLat, L.stepLon, L.rows, L.cols);
+      if (!cell) continue;
+      const r1 = Math.min(cell.r0 + 1, L.rows - 1), c1 = Math.min(cell.c0 + 1, L.cols - 1);
+      for (const r of [cell.r0, r1]) for (const c of [cell.c0, c1]) into.add(L.keyBase + (r >> L.shift) * L.blockCols + (c >> L.shift));
+    }
+  }
+
+  /** Load every block needed for `points` into the cache (the bench's warm-up). */
+  async preload(points: readonly LatLon[]): Promise<Map<number, DecodedBlock>> {
+    const keys = new Set<number>();
+    for (const p of points) this.keysFor(p.lat, p.lon, keys);
+    const out = new Map<number, DecodedBlock>();
+    const list = [...keys];
+    for (let i = 0; i < list.length; i += FETCH_CONCURRENCY) {
+      const got = await Promise.all(list.slice(i, i + FETCH_CONCURRENCY).map((k) => this.block(k)));
+      got.forEach((b, j) => out.set(list[i + j], b));
+    }
+    return out;
+  }
+
+  private post(L: Layer, r: number, c: number, get: (key: number) => DecodedBlock | undefined): number {
+    if (r < 0 || c < 0 || r >= L.rows || c >= L.cols) return NaN;
+    const key = L.keyBase + (r >> L.shift) * L.blockCols + (c >> L.shift);
+    let b: DecodedBlock | undefined;
+    if (key === this.memoKey) b = this.memoBlock;
+    else {
+      b = get(key);
+      if (!b) throw new NotLoaded(key);
+      this.memoKey = key;
+      this.memoBlock = b;
+    }
+    if (b.data.length === 0) return NaN;
+    return b.data[(r & L.mask) * b.cols + (c & L.mask)];
+  }
+
+  private lookup(lat: number, lon: number, get: (key: number) => DecodedBlock | undefined): number {
+    for (const L of this.layers) {
+      const cell = locate(lat, lon, L.originLat, L.originLon, L.stepLat, L.stepLon, L.rows, L.cols);
+      if (!cell) continue;
+      const { r0, c0 } = cell;
+      const h = bilinear(this.post(L, r0, c0, get), this.post(L, r0, c0 + 1, get), this.post(L, r0 + 1, c0, get), this.post(L, r0 + 1, c0 + 1, get), cell.dx, cell.dy);
+      if (h === h) return h;
+    }
+    return NaN;
+  }
+
+  /**
+   * Height at (lat, lon) from cached blocks only: a number, null (no data), or undefined when a
+   * needed block is not in the cache yet (call `preload` or `heights`).
+   */
+  heightAt(lat: number, lon: number): number | null | undefined {
+    try {
+      const h = this.lookup(lat, lon, (k) => this.cache.peek(k) as DecodedBlock | undefined);
+      return h === h ? h : null;
+    } catch (e) {
+      if (e instanceof NotLoaded) return undefined;
+      throw e;
+    }
+  }
+
+  /** Heights for `points` (loading blocks as needed), and which points lie outside every source. */
+  async heights(points: readonly LatLon[]): Promise<HeightsResult> {
+    const blocks = await this.preload(points);
+    this.memoKey = -1;
+    const get = (k: number) => blocks.get(k);
+    const heights = new Array<number | null>(points.length);
+    const outside: number[] = [];
+    for (let i = 0; i < points.length; i++) {
+      const { lat, lon } = points[i];
+      const h = this.lookup(lat, lon, get);
+      if (h === h) heights[i] = h;
+      else {
+        heights[i] = null;
+        if (!this.inCoverage(lat, lon)) outside.push(i);
+      }
+    }
+    this.memoKey = -1;
+    return { heights, outside };
+  }
+}
+
+/** Internal: a lookup needed a block that is not cached. */
+class NotLoaded extends Error {
+  constructor(readonly key: number) {
+    super(`block ${key} not loaded`);
+  }
+}

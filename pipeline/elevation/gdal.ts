@@ -1,0 +1,152 @@
+import { access } from 'node:fs/promises';
+import { UserError } from '../../lib/errors.ts';
+import { snapStep, snapToStep, type DemGrid } from './grid.ts';
+
+type Gdal = typeof import('gdal-async');
+type Dataset = import('gdal-async').Dataset;
+type SpatialReference = import('gdal-async').SpatialReference;
+
+/** Nodata value written into warp targets. */
+const WARP_NODATA = -3.4028234663852886e38;
+/** Mean Earth radius (IUGG), to turn a pixel size in metres into degrees of arc. */
+const MEAN_EARTH_RADIUS_M = 6371008.8;
+/** Points sampled along each edge to find a warped footprint. */
+const EDGE_SAMPLES = 21;
+
+let gdalModule: Promise<Gdal> | undefined;
+
+/** Load gdal-async once; refuse a build that carries its own bundled GDAL (it must link Debian's). */
+export function loadGdal(): Promise<Gdal> {
+  gdalModule ??= import('gdal-async').then((m) => {
+    const gdal = ((m as { default?: Gdal }).default ?? m) as Gdal;
+    if (gdal.bundled) {
+      throw new UserError('gdal-async was built with its bundled GDAL instead of the system one: remove node_modules/gdal-async and run `make setup` (it sets npm_config_shared_gdal=true)');
+    }
+    return gdal;
+  });
+  return gdalModule;
+}
+
+/** Options a config can give one source. */
+export interface GdalReadOptions {
+  /** Overrides the file's nodata value. */
+  nodata?: number;
+}
+
+function wgs84(gdal: Gdal): SpatialReference {
+  // Traditional GIS order (lon, lat) regardless of GDAL 3's authority axis order.
+  return gdal.SpatialReference.fromProj4('+proj=longlat +datum=WGS84 +no_defs');
+}
+
+/** Read the file's single band as Float32 with nodata (and NaN) mapped to NaN. */
+async function readBand(ds: Dataset, file: string, nodata: number | null): Promise<{ data: Float32Array; integer: boolean }> {
+  const band = ds.bands.get(1);
+  const { x: w, y: h } = ds.rasterSize;
+  const data = new Float32Array(w * h);
+  await band.pixels.readAsync(0, 0, w, h, data);
+  let integer = true;
+  const nd = nodata === null ? NaN : Math.fround(nodata);
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i];
+    if (v === nd || Number.isNaN(v) || v <= -1e38 || v >= 1e38) data[i] = NaN;
+    else if (integer && v !== Math.trunc(v)) integer = false;
+  }
+  if (!data.some((v) => v === v)) throw new UserError(`${file}: has no valid heights (every value is nodata)`);
+  return { data, integer };
+}
+
+/**
+ * Read a GeoTIFF (or any raster GDAL opens) as a lat/lon post grid. Geographic WGS84 sources are read
+ * as they are (pixel centres become posts); other CRSs are warped once, bilinearly, to the nearest
+ * equivalent lat/lon resolution (GDAL's suggested output, snapped to a whole arc-second or 1/N°).
+ */
+export async function readGdal(file: string, opts: GdalReadOptions = {}): Promise<DemGrid> {
+  await access(file).catch((e) => {
+    throw new UserError(`${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+  });
+  const gdal = await loadGdal();
+  let ds: Dataset;
+  try {
+    ds = await gdal.openAsync(file);
+  } catch (e) {
+    throw new UserError(`${file}: not a raster GDAL can read (${(e as Error).message})`);
+  }
+  try {
+    if (ds.bands.count() < 1) throw new UserError(`${file}: has no raster band`);
+    const srs = ds.srs;
+    if (!srs) throw new UserError(`${file}: unknown CRS (the file carries no spatial reference)`);
+    const gt = ds.geoTransform;
+    if (!gt || gt[2] !== 0 || gt[4] !== 0) throw new UserError(`${file}: needs a north-up geotransform (rotated or missing)`);
+    const band = ds.bands.get(1);
+    const nodata = opts.nodata ?? band.noDataValue;
+    const target = wgs84(gdal);
+    if (srs.isGeographic() && srs.isSameGeogCS(target)) return await readGeographic(ds, file, nodata, gt);
+    if (nodata === null) {
+      throw new UserError(`${file}: no nodata value, needed to warp it from its CRS to lat/lon; set "nodata" for this source in the config`);
+    }
+    return await warp(gdal, ds, file, nodata, srs, target);
+  } finally {
+    ds.close();
+  }
+}
+
+async function readGeographic(ds: Dataset, file: string, nodata: number | null, gt: number[]): Promise<DemGrid> {
+  const { x: cols, y: rows } = ds.rasterSize;
+  const stepLon = snapStep(gt[1]), stepLat = snapStep(-gt[5]);
+  if (gt[5] >= 0) throw new UserError(`${file}: rows go north (positive pixel height); expected a north-up raster`);
+  // GDAL's geotransform is area-based: the centre of pixel (0, 0) is half a pixel in.
+  const originLon = snapToStep(gt[0] + gt[1] / 2, stepLon);
+  const originLat = snapToStep(gt[3] + gt[5] / 2, stepLat);
+  const { data, integer } = await readBand(ds, file, nodata);
+  return {
+    file, originLat, originLon, stepLat, stepLon, rows, cols, data, integer,
+    footprint: [originLon, originLat - (rows - 1) * stepLat, originLon + (cols - 1) * stepLon, originLat],
+  };
+}
+
+async function warp(gdal: Gdal, src: Dataset, file: string, nodata: number, srs: SpatialReference, target: SpatialReference): Promise<DemGrid> {
+  // Equivalent resolution: the pixel size in metres as degrees of arc along a meridian, snapped.
+  const gt0 = src.geoTransform!;
+  const metresPerUnit = srs.isGeographic() ? (Math.PI / 180) * MEAN_EARTH_RADIUS_M : srs.getLinearUnits().value;
+  const pixelMetres = Math.min(Math.abs(gt0[1]), Math.abs(gt0[5])) * metresPerUnit;
+  const step = snapStep(pixelMetres / ((Math.PI / 180) * MEAN_EARTH_RADIUS_M));
+  // Footprint: the source's edges transformed to lon/lat.
+  // A PROJ-string copy has (easting, northing) axis order, whatever the authority says.
+  const ct = new gdal.CoordinateTransformation(gdal.SpatialReference.fromProj4(srs.toProj4()), target);
+  const { x: w, y: h } = src.rasterSize;
+  const gt = src.geoTransform!;
+  let west = Infinity, east = -Infinity, south = Infinity, north = -Infinity;
+  for (let k = 0; k <= EDGE_SAMPLES - 1; k++) {
+    const t = k / (EDGE_SAMPLES - 1);
+    for (const [px, py] of [[t * w, 0], [t * w, h], [0, t * h], [w, t * h]]) {
+      const p = ct.transformPoint(gt[0] + px * gt[1], gt[3] + py * gt[5]);
+      west = Math.min(west, p.x); east = Math.max(east, p.x);
+      south = Math.min(south, p.y); north = Math.max(north, p.y);
+    }
+  }
+  const originLon = Math.ceil(west / step - 1e-9) * step;
+  const originLat = Math.floor(north / step + 1e-9) * step;
+  const cols = Math.floor((east - originLon) / step + 1e-9) + 1;
+  const rows = Math.floor((originLat - south) / step + 1e-9) + 1;
+  const dst = gdal.open('temp', 'w', 'MEM', cols, rows, 1, gdal.GDT_Float32);
+  try {
+    dst.srs = target;
+    dst.geoTransform = [originLon - step / 2, step, 0, originLat + step / 2, 0, -step];
+    const band = dst.bands.get(1);
+    band.noDataValue = WARP_NODATA;
+    band.fill(WARP_NODATA);
+    await gdal.reprojectImageAsync({
+      src, dst, s_srs: srs, t_srs: target, resampling: gdal.GRA_Bilinear,
+      srcNodata: nodata, dstNodata: WARP_NODATA,
+    });
+    const { data, integer } = await readBand(dst, file, WARP_NODATA);
+    return {
+      file,
+      originLat: snapToStep(originLat, step), originLon: snapToStep(originLon, step),
+      stepLat: step, stepLon: step, rows, cols, data, integer,
+      footprint: [west, south, east, north],
+    };
+  } finally {
+    dst.close();
+  }
+}

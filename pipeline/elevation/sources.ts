@@ -1,0 +1,89 @@
+import { readdir, stat } from 'node:fs/promises';
+import { isAbsolute, join, resolve, sep } from 'node:path';
+import { UserError } from '../../lib/errors.ts';
+import { readGdal } from './gdal.ts';
+import { isHgtName, readHgt } from './hgt.ts';
+import type { DemGrid } from './grid.ts';
+
+/** One configured DEM input (absolute path or glob). */
+export interface DemSource {
+  path: string;
+  priority?: number;
+  nodata?: number;
+}
+
+const GLOB_CHARS = /[*?[]/;
+
+/** A glob pattern (`*`, `?`, `[...]`, `**`) of one path component as a RegExp. */
+function componentRegex(pattern: string): RegExp {
+  let re = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i];
+    if (ch === '*') re += '[^/]*';
+    else if (ch === '?') re += '[^/]';
+    else if (ch === '[') {
+      const end = pattern.indexOf(']', i);
+      if (end < 0) re += '\\[';
+      else {
+        re += `[${pattern.slice(i + 1, end).replace(/^!/, '^')}]`;
+        i = end;
+      }
+    } else re += ch.replace(/[.+^${}()|\\]/g, '\\$&');
+  }
+  return new RegExp(`^${re}$`);
+}
+
+async function walk(dir: string, parts: string[], out: string[]): Promise<void> {
+  if (parts.length === 0) {
+    out.push(dir);
+    return;
+  }
+  const [head, ...rest] = parts;
+  if (head === '**') {
+    await walk(dir, rest, out);
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const e of entries) if (e.isDirectory()) await walk(join(dir, e.name), parts, out);
+    return;
+  }
+  if (!GLOB_CHARS.test(head)) {
+    await walk(join(dir, head), rest, out);
+    return;
+  }
+  const re = componentRegex(head);
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    if (re.test(e.name) && (rest.length === 0 ? !e.isDirectory() : e.isDirectory())) await walk(join(dir, e.name), rest, out);
+  }
+}
+
+/** Expand a path or glob to existing files (sorted); a plain path is returned as is. */
+export async function expandGlob(pattern: string): Promise<string[]> {
+  if (!GLOB_CHARS.test(pattern)) return [pattern];
+  const abs = isAbsolute(pattern) ? pattern : resolve(pattern);
+  const parts = abs.split(sep).filter((p) => p !== '');
+  const out: string[] = [];
+  await walk(sep, parts, out);
+  const files: string[] = [];
+  for (const f of [...new Set(out)]) if ((await stat(f).catch(() => undefined))?.isFile()) files.push(f);
+  return files;
+}
+
+/** Expand every source; a glob matching nothing is an error naming it. */
+export async function expandSources(sources: DemSource[]): Promise<DemSource[]> {
+  const out: DemSource[] = [];
+  for (const s of sources) {
+    const files = await expandGlob(s.path);
+    if (files.length === 0) throw new UserError(`${s.path}: no DEM file matches this pattern`);
+    for (const f of files) out.push({ ...s, path: f });
+  }
+  return out;
+}
+
+/** Read one DEM: SRTM .hgt/.hgt.gz/.zip directly, anything else through GDAL. */
+export async function readDem(s: DemSource): Promise<DemGrid> {
+  if (isHgtName(s.path)) {
+    const g = await readHgt(s.path);
+    return g;
+  }
+  return readGdal(s.path, { nodata: s.nodata });
+}
