@@ -1,0 +1,168 @@
+import { posix } from 'node:path';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { StyleEntry } from '../../lib/manifest.ts';
+import { archivesOf } from '../archives.ts';
+import { HttpError, type RouteModule, type ServerContext } from '../context.ts';
+import { checkZoom, parseTileCoord, splitTileFile } from '../coords.ts';
+import { BoundedCache } from '../styles/bounded-cache.ts';
+import { FontService } from '../styles/fonts.ts';
+import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
+import { rewriteNeutralUrls, type StyleUrls } from '../styles/style-json.ts';
+import { sendTile, TILE_CONTENT_TYPES, tileBody, type TileBody } from '../tile-response.ts';
+
+/** HTTP statuses of the style routes. */
+const enum Status {
+  NoContent = 204,
+  NotFound = 404,
+  Internal = 500,
+}
+
+/** Bytes in a megabyte. */
+const MB = 1024 * 1024;
+/** Share of `--cache-mb` for style documents, sprites and glyphs (tiles use the archives' cache). */
+export const STYLE_FILES_CACHE_SHARE = 0.125;
+/** Smallest budget of that cache, so a tiny --cache-mb still keeps sprites and common glyph ranges. */
+const MIN_STYLE_FILES_CACHE_BYTES = 4 * MB;
+/** Cache-Control of documents that change with a rebuild (style.json, TileJSON). */
+const METADATA_CACHE_CONTROL = 'public, max-age=300';
+/** Content type of JSON documents. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+/** Content type of glyph PBFs. */
+const GLYPHS_TYPE = 'application/x-protobuf';
+/** Sprite files: `sprite.json`, `sprite.png`, `sprite@2x.json`, `sprite@2x.png`. */
+const SPRITE_FILE = /^sprite(@2x)?\.(json|png)$/;
+/** Glyph range files: `{start}-{end}.pbf`. */
+const GLYPH_FILE_SUFFIX = '.pbf';
+/** Suffix of the raster TileJSON route `/styles/{style}.json`. */
+const JSON_SUFFIX = '.json';
+/** The prepared style document's file name in `/styles/{style}/style.json`. */
+const STYLE_FILE = 'style.json';
+
+interface TileParams {
+  style: string;
+  z: string;
+  x: string;
+  file: string;
+}
+
+/**
+ * `/styles/{style}/{z}/{x}/{y}[@2x].{png|jpg}` (rendered raster tiles), `/styles/{style}.json` (raster
+ * TileJSON), `/styles/{style}/style.json` (prepared style with absolute URLs on this server),
+ * `/styles/{style}/sprite[@2x].{json,png}` and `/fonts/{fontstack}/{start}-{end}.pbf` (combined font stacks).
+ */
+export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx: ServerContext) => {
+  const archives = archivesOf(ctx);
+  const styles = new Map(Object.entries(ctx.manifest.styles));
+  const cacheBytes = Math.max(MIN_STYLE_FILES_CACHE_BYTES, Math.floor(ctx.options.cacheMb * MB * STYLE_FILES_CACHE_SHARE));
+  const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => (v ? v.bytes.byteLength : 0));
+  const fonts = ctx.manifest.fonts ? new FontService(ctx.store, ctx.manifest.fonts, cacheBytes / 2) : undefined;
+  const parsedStyles = new Map<string, Promise<StyleUrls>>();
+  const cacheControl = ctx.options.cacheControl;
+
+  const styleOr404 = (id: string): StyleEntry => {
+    const entry = styles.get(id);
+    if (!entry) throw new HttpError(Status.NotFound, `unknown style "${id}"`, { styles: [...styles.keys()] });
+    return entry;
+  };
+
+  /** A small file of the build with its ETag, or null when it does not exist (cached). */
+  const smallFile = (rel: string): Promise<TileBody | null> =>
+    files.getOrLoad(`file:${rel}`, async () => {
+      const bytes = await ctx.store.readFile(rel);
+      return bytes ? tileBody(bytes) : null;
+    });
+
+  /** The parsed prepared style of a manifest entry (read once). */
+  const parsedStyle = (id: string, entry: StyleEntry): Promise<StyleUrls> => {
+    let p = parsedStyles.get(id);
+    if (!p) {
+      p = (async () => {
+        const bytes = await ctx.store.readFile(entry.style);
+        if (!bytes) throw new HttpError(Status.Internal, `style "${id}": ${entry.style} is listed in the manifest but missing`);
+        try {
+          return JSON.parse(Buffer.from(bytes).toString('utf8')) as StyleUrls;
+        } catch (e) {
+          throw new HttpError(Status.Internal, `style "${id}": ${entry.style} is not valid JSON (${(e as Error).message})`);
+        }
+      })();
+      p.catch(() => parsedStyles.delete(id));
+      parsedStyles.set(id, p);
+    }
+    return p;
+  };
+
+  /** The style JSON with URLs on `base`, serialised once per style and base URL. */
+  const styleDocument = (id: string, entry: StyleEntry, base: string): Promise<TileBody> =>
+    files.getOrLoad(`style:${id}\n${base}`, async () => {
+      const style = rewriteNeutralUrls(await parsedStyle(id, entry), base);
+      return tileBody(Buffer.from(JSON.stringify(style)));
+    }) as Promise<TileBody>;
+
+  const sendSmall = (req: FastifyRequest, reply: FastifyReply, body: TileBody, contentType: string, cc: string) =>
+    sendTile(req, reply, body, { contentType, gzip: false, cacheControl: cc });
+
+  app.get<{ Params: TileParams }>('/styles/:style/:z/:x/:file', async (req, reply) => {
+    const { style: id, z: zText, x: xText, file } = req.params;
+    const entry = styleOr404(id);
+    const built = builtKeys(entry);
+    const parts = splitTileFile(file);
+    if (!parts) {
+      // Still a coordinate problem when the y part is not an integer (e.g. `1.5.png`): 400.
+      parseTileCoord(zText, xText, file.replace(/(@2x)?\.[^.]*$/, ''));
+      throw new HttpError(Status.NotFound, `tile file "${file}": expected {y}.{png|jpg} or {y}@2x.{png|jpg}; built: ${built.join(', ')}`, {
+        built,
+      });
+    }
+    const { z, x, y } = parseTileCoord(zText, xText, parts.y);
+    const key = `${parts.scale}x.${parts.ext}`;
+    const archive = entry.archives[key];
+    if (!archive) {
+      throw new HttpError(Status.NotFound, `style "${id}" has no ${key} tiles; built: ${built.join(', ') || 'none'}`, { built });
+    }
+    checkZoom(z, entry.minzoom, entry.maxzoom, `style "${id}"`);
+    const tile = await archives.tile(archive.archive, z, x, y);
+    if (tile === null) {
+      reply.header('cache-control', cacheControl);
+      return reply.code(Status.NoContent).send();
+    }
+    return sendSmall(req, reply, tile, TILE_CONTENT_TYPES[archive.format] ?? 'application/octet-stream', cacheControl);
+  });
+
+  app.get<{ Params: { style: string; file: string } }>('/styles/:style/:file', async (req, reply) => {
+    const { style: id, file } = req.params;
+    const entry = styleOr404(id);
+    if (file === STYLE_FILE) {
+      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req)), JSON_TYPE, METADATA_CACHE_CONTROL);
+    }
+    const m = SPRITE_FILE.exec(file);
+    if (!m) {
+      throw new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (style "${id}" serves style.json and sprite[@2x].{json,png})`);
+    }
+    if (!entry.sprite) throw new HttpError(Status.NotFound, `style "${id}" has no sprite`);
+    const rel = `${entry.sprite}${m[1] ?? ''}.${m[2]}`;
+    const body = await smallFile(rel);
+    if (!body) throw new HttpError(Status.NotFound, `style "${id}": sprite file ${posix.basename(rel)} is not in the build`);
+    return sendSmall(req, reply, body, m[2] === 'png' ? TILE_CONTENT_TYPES.png : JSON_TYPE, cacheControl);
+  });
+
+  app.get<{ Params: { file: string } }>('/styles/:file', async (req, reply) => {
+    const { file } = req.params;
+    if (!file.endsWith(JSON_SUFFIX)) {
+      throw new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (raster TileJSON is /styles/{style}.json)`);
+    }
+    const id = file.slice(0, -JSON_SUFFIX.length);
+    const entry = styleOr404(id);
+    reply.header('cache-control', METADATA_CACHE_CONTROL);
+    return rasterTileJson(id, entry, ctx.baseUrl(req));
+  });
+
+  app.get<{ Params: { fontstack: string; file: string } }>('/fonts/:fontstack/:file', async (req, reply) => {
+    const { fontstack, file } = req.params;
+    if (!fonts) throw new HttpError(Status.NotFound, 'this build has no fonts');
+    if (!file.endsWith(GLYPH_FILE_SUFFIX)) {
+      throw new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (glyphs are /fonts/{fontstack}/{start}-{end}.pbf)`);
+    }
+    const body = await fonts.glyphs(fontstack, file.slice(0, -GLYPH_FILE_SUFFIX.length));
+    return sendSmall(req, reply, body, GLYPHS_TYPE, cacheControl);
+  });
+};

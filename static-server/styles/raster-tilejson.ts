@@ -1,0 +1,55 @@
+import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
+
+/** TileJSON version of `/styles/{style}.json`. */
+export const RASTER_TILEJSON_VERSION = '3.0.0';
+/** Pixel size of a 1x raster tile. */
+export const TILE_SIZE_1X = 256;
+/** Order in which formats are preferred for the main `tiles` URL. */
+const FORMAT_PREFERENCE: readonly StyleArchive['format'][] = ['png', 'jpg'];
+
+/** The archive keys of a style (`1x.png`, `2x.jpg` ...), sorted: scale, then format. */
+export function builtKeys(entry: StyleEntry): string[] {
+  return Object.keys(entry.archives).sort();
+}
+
+/** The format and scale the main `tiles` URL uses: 1x of the first built format (png before jpg), else 2x. */
+function primary(entry: StyleEntry): { format: string; scale: 1 | 2 } | undefined {
+  const archives = Object.values(entry.archives);
+  for (const scale of [1, 2] as const) {
+    for (const format of FORMAT_PREFERENCE) if (archives.some((a) => a.format === format && a.scale === scale)) return { format, scale };
+    const any = archives.find((a) => a.scale === scale);
+    if (any) return { format: any.format, scale };
+  }
+  return undefined;
+}
+
+/**
+ * Raster TileJSON 3.0.0 of a rendered style, absolute URLs under `baseUrl`. `tiles` is the 1x URL of
+ * the first built format; `tiles_2x` (extension) is its `@2x` variant when built, and the description says how
+ * to ask for every built scale and format.
+ */
+export function rasterTileJson(id: string, entry: StyleEntry, baseUrl: string): Record<string, unknown> {
+  const root = `${baseUrl}/styles/${encodeURIComponent(id)}/{z}/{x}/{y}`;
+  const main = primary(entry);
+  const built = builtKeys(entry);
+  const has = (scale: number, format: string) => entry.archives[`${scale}x.${format}`] !== undefined;
+  const doc: Record<string, unknown> = {
+    tilejson: RASTER_TILEJSON_VERSION,
+    name: entry.name ?? id,
+    description:
+      `Raster tiles of style "${id}": ${root.replace(/^.*\/styles\//, '/styles/')}.{format} are ${TILE_SIZE_1X} px, ` +
+      `{y}@2x.{format} are ${TILE_SIZE_1X * 2} px high-DPI tiles. Built: ${built.join(', ') || 'none'}.`,
+    ...(entry.attribution ? { attribution: entry.attribution } : {}),
+    scheme: 'xyz',
+    tiles: main ? [`${root}${main.scale === 2 ? '@2x' : ''}.${main.format}`] : [],
+    minzoom: entry.minzoom,
+    maxzoom: entry.maxzoom,
+    bounds: entry.bounds,
+    center: entry.center,
+    tileSize: main?.scale === 2 ? TILE_SIZE_1X * 2 : TILE_SIZE_1X,
+    ...(main ? { format: main.format } : {}),
+    built,
+  };
+  if (main && main.scale === 1 && has(2, main.format)) doc.tiles_2x = [`${root}@2x.${main.format}`];
+  return doc;
+}
