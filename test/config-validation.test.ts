@@ -1,0 +1,134 @@
+import { execFile } from 'node:child_process';
+import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isUserError } from '../lib/errors.ts';
+import { loadConfig, parseConfig } from '../pipeline/config/index.ts';
+
+const CLI = resolve('bin/tilebake.js');
+const MONACO = resolve('data/sample/monaco_omt.mbtiles');
+
+function runCli(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    execFile(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, TILEBAKE_QUIET: '1' } }, (err, stdout, stderr) => {
+      done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** The message of the UserError `f` throws (fails the test when it does not throw one). */
+function userErrorOf(f: () => unknown): string {
+  try {
+    f();
+  } catch (e) {
+    expect(isUserError(e), String(e)).toBe(true);
+    return (e as Error).message;
+  }
+  throw new Error('expected a UserError');
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tilebake-config-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('parseConfig', () => {
+  const file = '/cfg/build.json';
+  const base = { tilesets: { omt: 'tiles/monaco.mbtiles' } };
+
+  it('names the file, the JSON path and what was expected', () => {
+    const msg = userErrorOf(() => parseConfig({ ...base, styles: { x: { style: 's.json', scales: [3] } } }, file));
+    expect(msg).toContain(file);
+    expect(msg).toContain('$.styles.x.scales[0]: expected 1 or 2');
+  });
+
+  it('reports every problem, one line each', () => {
+    const msg = userErrorOf(() =>
+      parseConfig({ ...base, styles: { x: { style: 's.json', formats: ['gif'], minzoom: 'a' } }, render: { metatile: 0 }, extra: true }, file),
+    );
+    expect(msg).toMatch(/\$\.styles\.x\.formats\[0\]: expected "png" or "jpg"/);
+    expect(msg).toMatch(/\$\.styles\.x\.minzoom: .*expected number/);
+    expect(msg).toMatch(/\$\.render\.metatile: .*>=1/);
+    expect(msg).toMatch(/\$\.extra: unknown field \(expected one of: .*tilesets.*\)/);
+  });
+
+  it('names unknown nested fields with the allowed ones, and bad ids', () => {
+    const msg = userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a', sorce: 'b' }, 'bad id': 'c' } }, file));
+    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description)');
+    expect(msg).toMatch(/\$\.tilesets\["bad id"\]: invalid key: expected an id/);
+  });
+
+  it('checks zoom order, bbox and the style → tileset reference', () => {
+    expect(userErrorOf(() => parseConfig({ ...base, styles: { x: { style: 's.json', minzoom: 9, maxzoom: 3 } } }, file))).toContain('$.styles.x.minzoom: expected minzoom <= maxzoom');
+    expect(userErrorOf(() => parseConfig({ ...base, styles: { x: { style: 's.json', bbox: [8, 43, 7, 44] } } }, file))).toMatch(/\$\.styles\.x\.bbox: expected \[west, south, east, north\]/);
+    expect(userErrorOf(() => parseConfig({ ...base, styles: { x: { style: 's.json', tileset: 'nope' } } }, file))).toContain('$.styles.x.tileset: expected one of the configured tileset ids (omt)');
+  });
+
+  it('fills defaults and resolves paths against the config file', () => {
+    const c = parseConfig({ ...base, styles: { x: { style: 'styles/x.json' } }, elevation: { sources: ['dem/a.hgt'] }, fonts: 'fonts' }, file);
+    expect(c.out).toBe('/cfg/build');
+    expect(c.tilesets.omt).toEqual({ id: 'omt', source: '/cfg/tiles/monaco.mbtiles' });
+    expect(c.styles.x).toMatchObject({ style: '/cfg/styles/x.json', tileset: 'omt', scales: [1, 2], formats: ['png', 'jpg'], minzoom: 0, maxzoom: 14 });
+    expect(c.elevation?.sources).toEqual([{ path: '/cfg/dem/a.hgt' }]);
+    expect(c.fonts).toBe('/cfg/fonts');
+  });
+
+  it('accepts the sample config', async () => {
+    const c = await loadConfig('data/sample/config.json');
+    expect(Object.keys(c.tilesets)).toEqual(['openmaptiles']);
+    expect(c.tilesets.openmaptiles.source).toBe(MONACO);
+    expect(Object.keys(c.styles).sort()).toEqual(['osm-bright', 'positron']);
+  });
+});
+
+describe('tilebake build --config (CLI)', () => {
+  it('exits non-zero on an invalid config, naming the file and the JSON path', async () => {
+    const bad = join(dir, 'bad.json');
+    await writeFile(bad, JSON.stringify({ tilesets: { t: 'x.mbtiles' }, styles: { x: { style: 's.json', scales: [1, 3] } } }));
+    const r = await runCli(['build', '--config', bad], dir);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(bad);
+    expect(r.stderr).toContain('$.styles.x.scales[1]: expected 1 or 2');
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(await readdir(dir)).toEqual(['bad.json']);
+  });
+
+  it('exits non-zero on a config that is not JSON or does not exist', async () => {
+    const broken = join(dir, 'broken.json');
+    await writeFile(broken, '{\n  "tilesets": {\n    "t": "a.mbtiles",\n  }\n}\n');
+    const r = await runCli(['build', '--config', broken], dir);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/broken\.json: not valid JSON at line 4/);
+
+    const missing = await runCli(['build', '--config', join(dir, 'missing.json')], dir);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(/missing\.json: cannot read config/);
+  });
+
+  it('resolves tileset and out paths relative to the config file, not the working directory', async () => {
+    const cfgDir = join(dir, 'project');
+    await mkdir(join(cfgDir, 'tiles'), { recursive: true });
+    await copyFile(MONACO, join(cfgDir, 'tiles', 'm.mbtiles'));
+    await writeFile(join(cfgDir, 'tilebake.json'), JSON.stringify({ out: 'public', tilesets: { m: 'tiles/m.mbtiles' } }));
+    const elsewhere = join(dir, 'elsewhere');
+    await mkdir(elsewhere);
+    const r = await runCli(['build', '--config', join(cfgDir, 'tilebake.json')], elsewhere);
+    expect(r.code, r.stderr).toBe(0);
+    expect(await readdir(join(cfgDir, 'public', 'data'))).toEqual(['m.pmtiles']);
+    expect((await readdir(join(cfgDir, 'public'))).sort()).toEqual(['data', 'manifest.json']);
+    expect(await readdir(elsewhere)).toEqual([]);
+  });
+
+  it('a config naming a missing tileset source fails naming that file', async () => {
+    const cfg = join(dir, 'missing-source.json');
+    await writeFile(cfg, JSON.stringify({ out: 'out-missing', tilesets: { m: 'nowhere.mbtiles' } }));
+    const r = await runCli(['build', '--config', cfg], dir);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(join(dir, 'nowhere.mbtiles'));
+    expect(await readdir(join(dir, 'out-missing')).catch(() => [])).not.toContain('data');
+  });
+});
