@@ -1,9 +1,9 @@
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { updateManifest, type TilesetEntry, type TileFormat } from '../lib/manifest.ts';
 import { PMTilesWriter } from '../lib/pmtiles/index.ts';
 import type { BuildConfig } from './config/index.ts';
-import { createProgress } from './progress.ts';
+import { createProgress, logLine } from './progress.ts';
 import { tileTypeOf, type SourceMetadata, type TileSource } from './sources/common.ts';
 import { openTileSource } from './sources/index.ts';
 
@@ -68,7 +68,7 @@ export async function packSource(source: TileSource, output: string, opts: PackO
     bounds: metadata.bounds,
     center: metadata.center,
   });
-  const progress = createProgress(opts.label ?? output, source.count);
+  const progress = createProgress(opts.label ?? `vector ${basename(output)}`, source.count);
   try {
     let added = 0;
     for await (const t of source.tiles()) {
@@ -81,6 +81,8 @@ export async function packSource(source: TileSource, output: string, opts: PackO
     if (added === 0) throw new UserError(`${source.path}: no tiles to pack`);
     progress.setTotal(added);
     const r = await writer.finish();
+    progress.done();
+    logLine(`${output}: ${r.addressedTiles} tiles (${r.tileEntries} entries, ${r.tileContents} distinct), z${r.minZoom}-${r.maxZoom}, ${r.bytes} bytes`);
     return {
       output,
       format: source.format,
