@@ -4,6 +4,7 @@
  * writes header, root, metadata, leaves and the tile data in tile-id (clustered) order into a temp
  * archive beside the final path, then renames it into place.
  */
+import { readSync } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { Compression, TileType, zxyToTileId, tileIdToZxy, type Header } from 'pmtiles';
@@ -41,6 +42,8 @@ export interface WriterResult {
 
 /** Size of the append buffer for tile data and of the copy buffer in `finish()`. */
 const IO_BUFFER_BYTES = 1 << 20;
+/** Scattered reads issued together while gathering tile data in finish(). */
+const MAX_READS_PER_BATCH = 256;
 /** Largest tile a directory entry can address (uint32 length). */
 const MAX_TILE_BYTES = 0xffffffff;
 
@@ -60,6 +63,14 @@ async function readExactly(fh: FileHandle, buf: Uint8Array, length: number, posi
     const { bytesRead } = await fh.read(buf, done, length - done, position + done);
     if (bytesRead === 0) throw new Error(`PMTiles writer: temp data file ended at ${position + done}, expected ${position + length}`);
     done += bytesRead;
+  }
+}
+
+function readExactlySync(fd: number, into: Uint8Array, position: number): void {
+  for (let done = 0; done < into.length; ) {
+    const n = readSync(fd, into, done, into.length - done, position + done);
+    if (n === 0) throw new Error(`PMTiles writer: temp data file ended at ${position + done}, expected ${position + into.length}`);
+    done += n;
   }
 }
 
@@ -281,7 +292,10 @@ export class PMTilesWriter {
     };
   }
 
-  /** Copy the tile contents from the temp data file in output order, coalescing contiguous ranges. */
+  /**
+   * Copy the tile contents from the temp data file in output order: contiguous ranges are coalesced,
+   * scattered small ones are gathered into one buffer with parallel positional reads, then written at once.
+   */
   private async copyTileData(layout: IndexLayout, out: FileHandle, dataOffset: number): Promise<void> {
     const buf = Buffer.allocUnsafe(IO_BUFFER_BYTES);
     if (layout.dataInOrder) {
@@ -289,6 +303,32 @@ export class PMTilesWriter {
       return;
     }
     let outPos = dataOffset;
+    const batch: [number, number][] = []; // [source offset, length] of ranges gathered into buf
+    let batchBytes = 0;
+    const flushBatch = async (): Promise<void> => {
+      // Synchronous positional reads: small scattered reads cost far less than a thread-pool round trip
+      // each, and the event loop still turns once per batch (at the write below).
+      let at = 0;
+      for (const [offset, length] of batch) {
+        readExactlySync(this.data.fd, buf.subarray(at, at + length), offset);
+        at += length;
+      }
+      await writeAll(out, buf.subarray(0, batchBytes), outPos);
+      outPos += batchBytes;
+      batch.length = 0;
+      batchBytes = 0;
+    };
+    const addRange = async (offset: number, length: number): Promise<void> => {
+      if (length > buf.length) {
+        if (batch.length > 0) await flushBatch();
+        await copyRange(this.data, offset, out, outPos, length, buf);
+        outPos += length;
+        return;
+      }
+      if (batchBytes + length > buf.length || batch.length >= MAX_READS_PER_BATCH) await flushBatch();
+      batch.push([offset, length]);
+      batchBytes += length;
+    };
     let runStart = 0;
     let runLength = 0;
     for (const c of layout.outputOrder) {
@@ -297,11 +337,11 @@ export class PMTilesWriter {
         runLength += length;
         continue;
       }
-      await copyRange(this.data, runStart, out, outPos, runLength, buf);
-      outPos += runLength;
+      if (runLength > 0) await addRange(runStart, runLength);
       runStart = offset;
       runLength = length;
     }
-    await copyRange(this.data, runStart, out, outPos, runLength, buf);
+    if (runLength > 0) await addRange(runStart, runLength);
+    if (batch.length > 0) await flushBatch();
   }
 }
