@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { inspectArchive } from '../pipeline/inspect.ts';
 import { packVectorTiles } from '../pipeline/vector.ts';
+import { detectInputKind } from '../pipeline/sources/index.ts';
+import { copyFile } from 'node:fs/promises';
 
 process.env.TILEBAKE_QUIET = '1';
 
@@ -239,5 +241,19 @@ describe('z/x/y folder input', () => {
   it('leaves nothing but the archive in the output folder', async () => {
     const names = await readdir(dir);
     expect(names.filter((n) => n.startsWith('.'))).toEqual([]);
+  });
+});
+
+describe('input detection', () => {
+  it('goes by content, not by file name', async () => {
+    const sqliteNamedOddly = join(dir, 'tiles.data');
+    const pmtilesNamedMbtiles = join(dir, 'really-pmtiles.mbtiles');
+    await copyFile(MONACO, sqliteNamedOddly);
+    await copyFile(FIRENZE, pmtilesNamedMbtiles);
+    expect(await detectInputKind(sqliteNamedOddly)).toBe('mbtiles');
+    expect(await detectInputKind(pmtilesNamedMbtiles)).toBe('pmtiles');
+    expect(await detectInputKind(dir)).toBe('folder');
+    const r = await packVectorTiles(pmtilesNamedMbtiles, join(dir, 'detected.pmtiles'));
+    expect(r.tiles).toBe(108);
   });
 });
