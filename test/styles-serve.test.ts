@@ -10,7 +10,7 @@ import { hashToken } from '../static-server/auth.ts';
 import type { ServeOptions } from '../static-server/context.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { decodeGlyphs, type Glyph } from '../static-server/styles/glyph-pbf.ts';
-import { request, type RawResponse } from './fixtures/server/helpers.ts';
+import { request, startNginx, type Nginx, type RawResponse } from './fixtures/server/helpers.ts';
 import {
   buildStyleOutput,
   FIXTURE_MAXZOOM,
@@ -303,6 +303,52 @@ describe('fonts', () => {
     }
     expectJsonError(await get(`/fonts/${encodeURIComponent('../styles')}/0-255.pbf`), 400);
     expectJsonError(await get(`/fonts/${encodeURIComponent('Noto Sans Regular,')}/0-255.pbf`), 400);
+  });
+});
+
+describe('build folder on object storage (nginx, HTTP Range)', () => {
+  let nginx: Nginx;
+  let remote: RunningServer;
+  beforeAll(async () => {
+    nginx = await startNginx(fixture.out);
+    remote = await startServer(options({ out: nginx.url }), { tokenHashes: [hashToken(TOKEN)] });
+  });
+  afterAll(async () => {
+    await remote?.close();
+    await nginx?.stop();
+  });
+
+  it('serves tiles, style.json, sprites and combined glyphs read over HTTP', async () => {
+    const t = fixtureTiles().at(-1)!;
+    const tile = await get(`/styles/${STYLE_ID}/${t.z}/${t.x}/${t.y}@2x.png`, {}, remote.url);
+    expect(tile.status).toBe(200);
+    expect(tile.body.equals(fixture.tiles.get(`2x.png/${t.z}/${t.x}/${t.y}`)!)).toBe(true);
+    expect((await get(`/styles/${STYLE_ID}/2/0/0.png`, {}, remote.url)).status).toBe(204);
+    const style = (await get(`/styles/${STYLE_ID}/style.json`, {}, remote.url)).json() as StyleSpecification;
+    expect(style.glyphs).toBe(`${remote.url}/fonts/{fontstack}/{range}.pbf`);
+    const sprite = await get(`/styles/${STYLE_ID}/sprite@2x.png`, {}, remote.url);
+    expect(sprite.body.equals(await readFile(join(OSM_BRIGHT_DIR, 'sprite@2x.png')))).toBe(true);
+    const stack = encodeURIComponent('Metropolis Regular,Noto Sans Regular');
+    const local = await get(`/fonts/${stack}/768-1023.pbf`);
+    const viaHttp = await get(`/fonts/${stack}/768-1023.pbf`, {}, remote.url);
+    expect(viaHttp.status).toBe(200);
+    expect(viaHttp.body.equals(local.body)).toBe(true);
+    expectJsonError(await get(`/fonts/${encodeURIComponent('No Such Font')}/0-255.pbf`, {}, remote.url), 404);
+    expect(await nginx.accessLog()).toMatch(/^206 "bytes=/m);
+  });
+});
+
+describe('methods', () => {
+  it('answers HEAD like GET without a body and other methods with 405', async () => {
+    const head = await request(`${server.url}/styles/${STYLE_ID}/0/0/0.png`, { method: 'HEAD', headers: AUTH });
+    expect(head.status).toBe(200);
+    expect(head.headers['content-type']).toBe('image/png');
+    expect(head.body.length).toBe(0);
+    for (const p of [`/styles/${STYLE_ID}/0/0/0.png`, `/styles/${STYLE_ID}/style.json`, '/fonts/Noto%20Sans%20Regular/0-255.pbf']) {
+      const r = await request(`${server.url}${p}`, { method: 'POST', headers: AUTH, body: '' });
+      expectJsonError(r, 405);
+      expect(r.headers.allow).toContain('GET');
+    }
   });
 });
 
