@@ -80,8 +80,17 @@ async function decodeInternal(buf: ArrayBuffer, compression: Compression): Promi
 
 /** The `pmtiles` package's Source interface over a RangeSource. */
 class SourceAdapter implements Source {
-  constructor(private readonly src: RangeSource) {}
+  /** `initial`: the first 16 KiB already read by openArchive, answered once instead of a second read. */
+  constructor(
+    private readonly src: RangeSource,
+    private initial?: Uint8Array,
+  ) {}
   async getBytes(offset: number, length: number): Promise<RangeResponse> {
+    if (this.initial && offset === 0 && length === ROOT_REGION_SIZE) {
+      const data = toArrayBuffer(this.initial);
+      this.initial = undefined;
+      return { data };
+    }
     return { data: toArrayBuffer(await this.src.getBytes(offset, length)) };
   }
   getKey(): string {
@@ -199,7 +208,7 @@ export async function openArchive(source: RangeSource, options: OpenArchiveOptio
     if ((await source.getBytes(end - 1, 1)).length !== 1) {
       throw new UserError(`${key}: truncated PMTiles archive (the header's sections need ${end} bytes; the file is shorter)`);
     }
-    const adapter = new SourceAdapter(source);
+    const adapter = new SourceAdapter(source, start);
     const cache = new SharedPromiseCache(options.maxCachedDirectories ?? DEFAULT_CACHED_DIRECTORIES, true, decodeInternal);
     let root: Entry[];
     try {
