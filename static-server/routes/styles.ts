@@ -23,6 +23,8 @@ const MB = 1024 * 1024;
 export const STYLE_FILES_CACHE_SHARE = 0.125;
 /** Smallest budget of that cache, so a tiny --cache-mb still keeps sprites and common glyph ranges. */
 const MIN_STYLE_FILES_CACHE_BYTES = 4 * MB;
+/** Rough per-entry overhead accounted in the small-file cache (key, map slot, ETag). */
+const ENTRY_OVERHEAD_BYTES = 128;
 /** Cache-Control of documents that change with a rebuild (style.json, TileJSON). */
 const METADATA_CACHE_CONTROL = 'public, max-age=300';
 /** Content type of JSON documents. */
@@ -54,7 +56,7 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
   const archives = archivesOf(ctx);
   const styles = new Map(Object.entries(ctx.manifest.styles));
   const cacheBytes = Math.max(MIN_STYLE_FILES_CACHE_BYTES, Math.floor(ctx.options.cacheMb * MB * STYLE_FILES_CACHE_SHARE));
-  const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => (v ? v.bytes.byteLength : 0));
+  const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => ENTRY_OVERHEAD_BYTES + (v ? v.bytes.byteLength : 0));
   const fonts = ctx.manifest.fonts ? new FontService(ctx.store, ctx.manifest.fonts, cacheBytes / 2) : undefined;
   const parsedStyles = new Map<string, Promise<StyleUrls>>();
   const cacheControl = ctx.options.cacheControl;

@@ -37,8 +37,9 @@ export function rasterTileJson(id: string, entry: StyleEntry, baseUrl: string): 
     tilejson: RASTER_TILEJSON_VERSION,
     name: entry.name ?? id,
     description:
-      `Raster tiles of style "${id}": ${root.replace(/^.*\/styles\//, '/styles/')}.{format} are ${TILE_SIZE_1X} px, ` +
-      `{y}@2x.{format} are ${TILE_SIZE_1X * 2} px high-DPI tiles. Built: ${built.join(', ') || 'none'}.`,
+      `Raster tiles of style "${id}": /styles/${id}/{z}/{x}/{y}.{format} are ${TILE_SIZE_1X} px tiles, ` +
+      `/styles/${id}/{z}/{x}/{y}@2x.{format} are ${TILE_SIZE_1X * 2} px high-DPI tiles (tiles_2x). ` +
+      `Built (scale.format): ${built.join(', ') || 'none'}.`,
     ...(entry.attribution ? { attribution: entry.attribution } : {}),
     scheme: 'xyz',
     tiles: main ? [`${root}${main.scale === 2 ? '@2x' : ''}.${main.format}`] : [],
