@@ -25,7 +25,7 @@ const TERRAIN_CACHE_BYTES = 512 * 1024 * 1024;
 /** Quantise threads (the stage is I/O- and zlib-bound; two are plenty). */
 const MAX_QUANTISE_THREADS = 2;
 /** Below this many blocks the pool's start-up costs more than it saves. */
-const POOL_MIN_BLOCKS = 64;
+const POOL_MIN_BLOCKS = 16;
 
 /** What the stage needs besides the sources. */
 export interface ElevationOptions {

@@ -38,6 +38,10 @@ export function locate(lat: number, lon: number, originLat: number, originLon: n
   let fx = (lon - originLon) / stepLon;
   const maxY = rows - 1, maxX = cols - 1;
   if (!(fy >= -EDGE_EPS && fy <= maxY + EDGE_EPS && fx >= -EDGE_EPS && fx <= maxX + EDGE_EPS)) return null;
+  // A point on a post (up to rounding) is exactly that post.
+  const ry = Math.round(fy), rx = Math.round(fx);
+  if (Math.abs(fy - ry) < EDGE_EPS) fy = ry;
+  if (Math.abs(fx - rx) < EDGE_EPS) fx = rx;
   fy = Math.min(Math.max(fy, 0), maxY);
   fx = Math.min(Math.max(fx, 0), maxX);
   let r0 = Math.floor(fy), c0 = Math.floor(fx);
