@@ -1,17 +1,13 @@
 /**
- * The writer's in-memory index: tile runs, unique contents and the dedup hash map, in compact
- * typed-array columns (≈16 bytes per run + ≈20 bytes per content + one map slot per content).
+ * The writer's in-memory index: tile runs, unique contents and the dedup hash table, in compact
+ * typed-array columns (≈16 bytes per run + ≈12 bytes per content + ≈23 bytes of hash table per content).
  * Tile bytes never live here, only where each content sits in the writer's temp data file.
  */
-import { createHash } from 'node:crypto';
 import { tileIdToZxy } from 'pmtiles';
 import { MAX_ZOOM, tileBounds, type BBox } from '../tile-math.ts';
+import { ContentHashTable, type ContentHash } from './content-hash.ts';
 import type { EntryColumns } from './directory.ts';
 
-/** Bytes of the content hash kept as the dedup key (128 bits of SHA-256: collisions are negligible). */
-const HASH_KEY_BYTES = 16;
-/** The dedup map is split by the first hash byte: one JS Map holds at most 2^24 keys. */
-const DEDUP_SHARDS = 256;
 /** Initial capacity of the growable columns. */
 const INITIAL_CAPACITY = 1024;
 /** Largest run length an entry can hold (uint32). */
@@ -49,11 +45,6 @@ function grow<T extends Float64Array | Uint32Array>(arr: T, needed: number): T {
   return next;
 }
 
-/** The dedup key of `data`: the first 128 bits of its SHA-256 as a binary string. */
-export function contentKey(data: Uint8Array): string {
-  return createHash('sha256').update(data).digest().toString('latin1', 0, HASH_KEY_BYTES);
-}
-
 /** Tile runs + unique contents of one archive being written. */
 export class TileIndex {
   private runIds = new Float64Array(INITIAL_CAPACITY);
@@ -64,7 +55,7 @@ export class TileIndex {
   private contentLengths = new Uint32Array(INITIAL_CAPACITY);
   private contentCount = 0;
   private dataLength = 0;
-  private readonly dedup: Map<string, number>[] = Array.from({ length: DEDUP_SHARDS }, () => new Map());
+  private readonly dedup = new ContentHashTable();
   private inOrder = true;
   private lastId = -1;
   private addressed = 0;
@@ -73,22 +64,21 @@ export class TileIndex {
   private readonly maxX = new Int32Array(MAX_ZOOM + 1).fill(-1);
   private readonly maxY = new Int32Array(MAX_ZOOM + 1).fill(-1);
 
-  /** The content already stored under `key` with this length, or -1. */
-  findContent(key: string, length: number): number {
-    const c = this.dedup[key.charCodeAt(0)].get(key);
-    return c !== undefined && this.contentLengths[c] === length ? c : -1;
+  /** The content already stored under hash `h` with this length, or -1. */
+  findContent(h: ContentHash, length: number): number {
+    const c = this.dedup.get(h);
+    return c >= 0 && this.contentLengths[c] === length ? c : -1;
   }
 
   /** Register new content of `length` bytes appended at the end of the temp data file; returns its index. */
-  addContent(key: string, length: number): number {
+  addContent(h: ContentHash, length: number): number {
     const c = this.contentCount++;
     this.contentOffsets = grow(this.contentOffsets, c + 1);
     this.contentLengths = grow(this.contentLengths, c + 1);
     this.contentOffsets[c] = this.dataLength;
     this.contentLengths[c] = length;
     this.dataLength += length;
-    const shard = this.dedup[key.charCodeAt(0)];
-    if (!shard.has(key)) shard.set(key, c);
+    this.dedup.set(h, c);
     return c;
   }
 
@@ -142,10 +132,10 @@ export class TileIndex {
 
   /**
    * Sort the runs by tile id, reject duplicates, merge adjacent runs, place contents in clustered
-   * order (first use in tile-id order) and return the directory entries. Frees the dedup map.
+   * order (first use in tile-id order) and return the directory entries. Frees the dedup table.
    */
   layout(): IndexLayout {
-    for (const m of this.dedup) m.clear();
+    this.dedup.clear();
     const n = this.runCount;
     const order = new Uint32Array(n);
     for (let i = 0; i < n; i++) order[i] = i;

@@ -13,7 +13,8 @@ import { UserError } from '../errors.ts';
 import { isValidTile, type BBox } from '../tile-math.ts';
 import { buildDirectories, gzipInternal } from './directory.ts';
 import { HEADER_SIZE, SPEC_VERSION, serializeHeader } from './header.ts';
-import { contentKey, TileIndex, type IndexLayout } from './tile-index.ts';
+import { contentHash } from './content-hash.ts';
+import { TileIndex, type IndexLayout } from './tile-index.ts';
 
 /** How the archive is described; tile bytes are stored exactly as given. */
 export interface WriterOptions {
@@ -145,11 +146,11 @@ export class PMTilesWriter {
     if (data.length === 0) throw new RangeError(`PMTiles writer: tile ${z}/${x}/${y} is empty (PMTiles entries need at least one byte)`);
     if (data.length > MAX_TILE_BYTES) throw new RangeError(`PMTiles writer: tile ${z}/${x}/${y} is larger than 4 GiB`);
     // All bookkeeping happens synchronously, so concurrent calls cannot interleave badly.
-    const key = contentKey(data);
-    let c = this.index.findContent(key, data.length);
+    const h = contentHash(data);
+    let c = this.index.findContent(h, data.length);
     let flushed = false;
     if (c < 0) {
-      c = this.index.addContent(key, data.length);
+      c = this.index.addContent(h, data.length);
       flushed = this.append(data);
     }
     this.index.addTile(tileId, z, x, y, c);
