@@ -1,0 +1,126 @@
+import { createHash } from 'node:crypto';
+import { open, readdir, readFile, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { createRequire } from 'node:module';
+import { Compression, openArchiveFile, PMTilesWriter, TileType } from '../../lib/pmtiles/index.ts';
+import type { RasterFormat } from './encode.ts';
+import type { RenderJournal } from './journal.ts';
+
+/** Metadata key holding the render fingerprint (and shard) of an archive. */
+export const RENDER_METADATA_KEY = 'tilebake:render';
+
+/** What identifies a render: equal fingerprints ⇒ equal tiles. */
+export interface RenderIdentity {
+  fingerprint: string;
+  /** Set for partial archives of a sharded build. */
+  shard?: { index: number; count: number };
+}
+
+/** PMTiles tile type of a raster format. */
+export const TILE_TYPES: Record<RasterFormat, TileType> = { png: TileType.Png, jpg: TileType.Jpeg };
+
+const MAPLIBRE_VERSION = (createRequire(import.meta.url)('maplibre-gl/package.json') as { version: string }).version;
+
+/** Hash of files' names (relative to `dir`) and contents. */
+async function hashFiles(dir: string, paths: string[]): Promise<string> {
+  const h = createHash('sha256');
+  for (const p of paths.sort()) {
+    h.update(relative(dir, p));
+    h.update(await readFile(p).catch(() => Buffer.alloc(0)));
+  }
+  return h.digest('hex');
+}
+
+/** Bytes hashed at each end of a tileset archive (header, root directory, metadata; tail of the data). */
+const ARCHIVE_SAMPLE_BYTES = 16_384;
+
+/** A machine-independent identity of an archive: size plus a hash of its first and last bytes. */
+async function archiveIdentity(path: string): Promise<string> {
+  const fh = await open(path, 'r');
+  try {
+    const { size } = await fh.stat();
+    const n = Math.min(size, ARCHIVE_SAMPLE_BYTES);
+    const head = Buffer.alloc(n);
+    const tail = Buffer.alloc(n);
+    await fh.read(head, 0, n, 0);
+    await fh.read(tail, 0, n, size - n);
+    return createHash('sha256').update(String(size)).update(head).update(tail).digest('hex');
+  } finally {
+    await fh.close();
+  }
+}
+
+async function listFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => [])) {
+    if (e.isFile()) out.push(join(e.parentPath, e.name));
+  }
+  return out;
+}
+
+/**
+ * A fingerprint of everything that decides a style × scale × format's tiles: prepared style,
+ * sprites, fonts (names and sizes), the tileset archives (size, first and last bytes), zooms, bbox, metatile,
+ * margin, encoder settings and the MapLibre version.
+ */
+export async function renderFingerprint(parts: {
+  style: unknown;
+  spriteDir: string;
+  fontsDir?: string;
+  tilesetArchives: string[];
+  settings: Record<string, unknown>;
+}): Promise<string> {
+  const h = createHash('sha256');
+  h.update(JSON.stringify(parts.style));
+  h.update(JSON.stringify(parts.settings));
+  h.update(MAPLIBRE_VERSION);
+  h.update(await hashFiles(parts.spriteDir, (await listFiles(parts.spriteDir)).filter((p) => /\/sprite[^/]*$/.test(p))));
+  if (parts.fontsDir) {
+    for (const f of (await listFiles(parts.fontsDir)).sort()) h.update(`${relative(parts.fontsDir, f)}:${(await stat(f)).size}`);
+  }
+  for (const a of parts.tilesetArchives) h.update(await archiveIdentity(a));
+  return h.digest('hex');
+}
+
+/** The render identity stored in an archive's metadata, or undefined (no archive, or not ours). */
+export async function readIdentity(path: string): Promise<(RenderIdentity & { metadata: Record<string, unknown>; tiles: number; bytes: number }) | undefined> {
+  let r;
+  try {
+    r = await openArchiveFile(path);
+  } catch {
+    return undefined;
+  }
+  try {
+    const metadata = await r.metadata();
+    const id = metadata[RENDER_METADATA_KEY] as RenderIdentity | undefined;
+    if (!id || typeof id.fingerprint !== 'string') return undefined;
+    return { ...id, metadata, tiles: Number(r.header.numAddressedTiles), bytes: (await stat(path)).size };
+  } finally {
+    await r.close();
+  }
+}
+
+/** Write the archive `path` from a journal's records (first record per metatile wins). */
+export async function archiveFromJournal(
+  journal: RenderJournal,
+  path: string,
+  opts: { format: RasterFormat; metadata: Record<string, unknown>; identity: RenderIdentity; bounds: [number, number, number, number]; center: [number, number, number] },
+): Promise<{ tiles: number; bytes: number }> {
+  const w = await PMTilesWriter.create(path, {
+    tileType: TILE_TYPES[opts.format],
+    tileCompression: Compression.None,
+    metadata: { ...opts.metadata, [RENDER_METADATA_KEY]: opts.identity },
+    bounds: opts.bounds,
+    center: opts.center,
+  });
+  try {
+    for await (const rec of journal.records()) {
+      for (const t of rec.tiles) await w.addTile(t.z, t.x, t.y, t.data);
+    }
+    const res = await w.finish();
+    return { tiles: res.addressedTiles, bytes: res.bytes };
+  } catch (e) {
+    await w.abort();
+    throw e;
+  }
+}

@@ -1,0 +1,92 @@
+import sharp from 'sharp';
+import type { RenderConfig } from '../config/render.ts';
+import { tileRect, type Metatile } from './metatiles.ts';
+import type { JournalTile } from './journal.ts';
+
+/** Raster formats a style is rendered to. */
+export type RasterFormat = 'png' | 'jpg';
+
+/** RGBA channels of the decoded canvas. */
+const CHANNELS = 4;
+/** Fully opaque alpha. */
+const OPAQUE = 255;
+/** JPEG has no alpha: transparent pixels are flattened onto white. */
+const JPEG_BACKGROUND = '#ffffff';
+
+/** How to slice and encode one metatile image. */
+export interface SliceOptions {
+  margin: number;
+  pixelRatio: number;
+  formats: RasterFormat[];
+  png: RenderConfig['png'];
+  jpeg: RenderConfig['jpeg'];
+  /** The style draws an opaque background everywhere: any transparent tile pixel means a partial render. */
+  opaqueBackground: boolean;
+}
+
+/** True when every pixel of rect in the RGBA buffer is opaque; also counts fully transparent pixels. */
+function alphaStats(raw: Buffer, width: number, r: { left: number; top: number; width: number; height: number }): { opaque: boolean; transparent: number } {
+  let opaque = true;
+  let transparent = 0;
+  for (let y = r.top; y < r.top + r.height; y++) {
+    let i = (y * width + r.left) * CHANNELS + 3;
+    for (let x = 0; x < r.width; x++, i += CHANNELS) {
+      const a = raw[i];
+      if (a !== OPAQUE) {
+        opaque = false;
+        if (a === 0) transparent++;
+      }
+    }
+  }
+  return { opaque, transparent };
+}
+
+/**
+ * Cut the tiles of metatile `m` out of its rendered canvas (PNG bytes) and encode each in every
+ * format, all from the same decoded pixels. Throws when the image is blank or partial.
+ */
+export async function sliceMetatile(png: Uint8Array, m: Metatile, opts: SliceOptions): Promise<Record<RasterFormat, JournalTile[]>> {
+  const { data: raw, info } = await sharp(png).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+  const side = (m.size * 256 + 2 * opts.margin) * opts.pixelRatio;
+  if (info.width !== side || info.height !== side) {
+    throw new Error(`metatile ${m.z}/${m.x0}/${m.y0}: canvas is ${info.width}×${info.height}, expected ${side}×${side}`);
+  }
+  const out: Record<RasterFormat, JournalTile[]> = { png: [], jpg: [] };
+  await Promise.all(
+    m.tiles.map(async (t) => {
+      const rect = tileRect(m, t, opts.margin, opts.pixelRatio);
+      const a = alphaStats(raw, info.width, rect);
+      if (a.transparent === rect.width * rect.height) throw new Error(`tile ${t.z}/${t.x}/${t.y}: blank (fully transparent) image`);
+      if (opts.opaqueBackground && !a.opaque) throw new Error(`tile ${t.z}/${t.x}/${t.y}: partial image (transparent pixels although the style has an opaque background)`);
+      const base = () => sharp(raw, { raw: { width: info.width, height: info.height, channels: CHANNELS } }).extract(rect);
+      for (const f of opts.formats) {
+        let img = base();
+        if (f === 'png') {
+          if (a.opaque) img = img.removeAlpha();
+          img = img.png({ compressionLevel: opts.png.compressionLevel, palette: opts.png.palette, adaptiveFiltering: false });
+        } else {
+          img = img.flatten({ background: JPEG_BACKGROUND }).jpeg({ quality: opts.jpeg.quality, mozjpeg: false });
+        }
+        out[f].push({ ...t, data: await img.toBuffer() });
+      }
+    }),
+  );
+  // Keep a deterministic order (row-major as enumerated).
+  const order = new Map(m.tiles.map((t, i) => [`${t.x}/${t.y}`, i]));
+  for (const f of opts.formats) out[f].sort((p, q) => order.get(`${p.x}/${p.y}`)! - order.get(`${q.x}/${q.y}`)!);
+  return out;
+}
+
+/** True when the style's background layer paints every pixel opaquely (then transparency means a broken render). */
+export function hasOpaqueBackground(style: { layers: Record<string, unknown>[] }): boolean {
+  return style.layers.some((l) => {
+    if (l.type !== 'background') return false;
+    const layout = (l.layout ?? {}) as Record<string, unknown>;
+    const paint = (l.paint ?? {}) as Record<string, unknown>;
+    if (layout.visibility === 'none' || paint['background-pattern'] !== undefined) return false;
+    const op = paint['background-opacity'];
+    const color = paint['background-color'];
+    const opaqueColor = color === undefined || (typeof color === 'string' && !/rgba|hsla|transparent/i.test(color));
+    return (op === undefined || op === 1) && opaqueColor && (l.minzoom === undefined || l.minzoom === 0) && l.maxzoom === undefined;
+  });
+}

@@ -1,0 +1,70 @@
+import type { Piscina } from 'piscina';
+import { UserError } from '../../lib/errors.ts';
+import { createPool } from '../../workers/pool.ts';
+import type { RenderResult, RenderTask } from '../../workers/render-task.ts';
+import type { AssetServer } from './asset-server.ts';
+import { metatileKey, metatileView, type Metatile } from './metatiles.ts';
+
+/** The render task module run by the pool's worker threads. */
+const TASK_MODULE = new URL('../../workers/render-task.ts', import.meta.url).href;
+/** Extra time the main thread grants a task beyond its own timeout before aborting the thread. */
+const ABORT_GRACE_MS = 15_000;
+
+/** Settings of a MetatileRenderer. */
+export interface MetatileRendererOptions {
+  workers: number;
+  margin: number;
+  timeoutMs: number;
+  retries: number;
+}
+
+/**
+ * Renders metatiles with a Piscina pool of browsers: each worker thread owns one Chromium and one
+ * page. A failed metatile (crash, hang, load error) is retried `retries` times on a restarted
+ * browser; then the build fails naming the metatile. A request for something not available locally
+ * fails at once, naming the URL.
+ */
+export class MetatileRenderer {
+  private readonly pool: Piscina;
+
+  constructor(
+    private readonly server: AssetServer,
+    private readonly opts: MetatileRendererOptions,
+  ) {
+    this.pool = createPool(TASK_MODULE, opts.workers);
+  }
+
+  /** Render metatile `m` of the style at `styleUrl`; resolves the PNG of the whole canvas. */
+  async render(styleUrl: string, label: string, m: Metatile, pixelRatio: number): Promise<Uint8Array> {
+    const task: RenderTask = {
+      baseUrl: this.server.baseUrl,
+      styleUrl,
+      pixelRatio,
+      view: metatileView(m, this.opts.margin),
+      timeoutMs: this.opts.timeoutMs,
+    };
+    const failures: string[] = [];
+    for (let attempt = 0; attempt <= this.opts.retries; attempt++) {
+      try {
+        const signal = AbortSignal.timeout(this.opts.timeoutMs + ABORT_GRACE_MS);
+        const r = (await this.pool.run(task, { signal })) as RenderResult;
+        return r.png;
+      } catch (e) {
+        const msg = e instanceof Error ? e.message : String(e);
+        failures.push(msg);
+        if (this.server.missing.size > 0) {
+          throw new UserError(`${label}: metatile ${metatileKey(m)}: the style requested resources that are not available locally: ${[...this.server.missing].join(', ')}`);
+        }
+      }
+    }
+    throw new UserError(
+      `${label}: metatile ${metatileKey(m)} (tiles ${m.tiles.map((t) => `${t.z}/${t.x}/${t.y}`).join(' ')}) failed ${failures.length} times: ${failures[failures.length - 1]}`,
+    );
+  }
+
+  /** Close every worker's browser, then the pool. */
+  async close(): Promise<void> {
+    await this.pool.close();
+    await this.pool.destroy();
+  }
+}

@@ -1,0 +1,172 @@
+import { access, copyFile, mkdir, readFile, rm } from 'node:fs/promises';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { validateStyleMin } from '@maplibre/maplibre-gl-style-spec';
+import { UserError } from '../../lib/errors.ts';
+import { writeFileAtomic } from '../../lib/atomic.ts';
+import type { TilesetEntry } from '../../lib/manifest.ts';
+import { NEUTRAL_PREFIX } from './asset-server.ts';
+
+/** Sprite files copied beside the prepared style (base name + these suffixes). */
+export const SPRITE_FILES = ['.json', '.png', '@2x.json', '@2x.png'] as const;
+
+/** A style ready to render: its neutral JSON (tilebake:// URLs) and what it needs. */
+export interface PreparedStyle {
+  id: string;
+  /** The prepared style object (neutral URLs). */
+  style: Record<string, unknown> & { sources: Record<string, Record<string, unknown>>; layers: Record<string, unknown>[] };
+  /** Tileset ids the style's sources use. */
+  tilesets: string[];
+  /** True when sprites were copied to `<out>/styles/<id>/sprite*`. */
+  sprite: boolean;
+  /** True when the style uses glyphs (the fonts folder must be copied). */
+  glyphs: boolean;
+  name?: string;
+}
+
+type Json = Record<string, unknown>;
+
+async function exists(p: string): Promise<boolean> {
+  return access(p).then(() => true, () => false);
+}
+
+/** Turn validator messages `layers[3].paint.x: …` into `layer "roads" (layers[3]).paint.x: …`. */
+function describeValidation(style: Json, messages: string[]): string[] {
+  const layers = Array.isArray(style.layers) ? (style.layers as Json[]) : [];
+  return messages.map((msg) =>
+    msg.replace(/^layers\[(\d+)\]/, (all, i: string) => {
+      const id = layers[Number(i)]?.id;
+      return typeof id === 'string' ? `layer "${id}" (${all})` : all;
+    }),
+  );
+}
+
+/** The name inside `mbtiles://{v3}`, `pmtiles://foo.pmtiles`, `http://host/data/foo.json`. */
+function sourceName(url: string): string {
+  const noScheme = url.replace(/^[a-z]+:\/\//i, '').replace(/[?#].*$/, '');
+  const last = noScheme.split('/').filter(Boolean).pop() ?? '';
+  return last.replace(/^\{(.*)\}$/, '$1').replace(/\.(json|pmtiles|mbtiles)$/i, '');
+}
+
+/** Pick the tileset a source resolves to, or throw naming the source. */
+function resolveSource(
+  file: string,
+  sourceId: string,
+  src: Json,
+  tilesets: Record<string, TilesetEntry>,
+  defaultTileset: string,
+): string {
+  const type = src.type;
+  const url = typeof src.url === 'string' ? src.url : Array.isArray(src.tiles) ? String(src.tiles[0]) : undefined;
+  if (!url) throw new UserError(`${file}: sources.${sourceId}: expected "url" or "tiles" (a configured tileset)`);
+  const name = sourceName(url);
+  if (type === 'vector') {
+    if (tilesets[name]?.kind === 'vector') return name;
+    if (tilesets[defaultTileset]?.kind === 'vector') return defaultTileset;
+    throw new UserError(`${file}: sources.${sourceId}: tileset "${defaultTileset}" (from ${url}) has not been built (run the vector stage)`);
+  }
+  if (type === 'raster-dem') {
+    if (tilesets[name]?.kind === 'terrain') return name;
+    const terrain = Object.keys(tilesets).filter((k) => tilesets[k].kind === 'terrain');
+    if (terrain.length === 1) return terrain[0];
+    throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (no terrain tileset "${name}" was built)`);
+  }
+  throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (only vector and raster-dem sources of built tilesets can be rendered)`);
+}
+
+/** Resolve a sprite reference relative to the style file; returns the base path without extension. */
+function spriteBase(file: string, sprite: unknown): string | undefined {
+  if (sprite === undefined) return undefined;
+  let url: unknown = sprite;
+  if (Array.isArray(sprite)) {
+    if (sprite.length !== 1) throw new UserError(`${file}: sprite: only one sprite sheet is supported (got ${sprite.length})`);
+    url = (sprite[0] as Json).url;
+  }
+  if (typeof url !== 'string') throw new UserError(`${file}: sprite: expected a string`);
+  const folder = dirname(resolve(file));
+  let p = url.replace('{styleJsonFolder}', folder);
+  if (p.startsWith('file://')) p = p.slice('file://'.length);
+  if (/^[a-z]+:\/\//i.test(p)) throw new UserError(`${file}: sprite: ${url} is not available locally (use a path relative to the style)`);
+  return isAbsolute(p) ? p : resolve(folder, p);
+}
+
+/** True when a layer shows text (so glyphs are requested). */
+function usesGlyphs(style: Json): boolean {
+  return ((style.layers as Json[]) ?? []).some((l) => l.type === 'symbol' && (l.layout as Json | undefined)?.['text-field'] !== undefined);
+}
+
+/**
+ * Load, validate and prepare style `id` from `file`: sources → `tilebake://data/<tileset>.json`,
+ * sprite → `tilebake://styles/<id>/sprite` (files copied to `<out>/styles/<id>/`), glyphs →
+ * `tilebake://fonts/{fontstack}/{range}.pbf`. Writes `<out>/styles/<id>/style.json`.
+ */
+export async function prepareStyle(
+  id: string,
+  file: string,
+  outDir: string,
+  opts: { tilesets: Record<string, TilesetEntry>; defaultTileset: string; fonts?: string; scales: number[] },
+): Promise<PreparedStyle> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    throw new UserError(`${file}: cannot read style (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+  }
+  let style: Json;
+  try {
+    style = JSON.parse(text) as Json;
+  } catch (e) {
+    throw new UserError(`${file}: not valid JSON (${(e as Error).message})`);
+  }
+  const errors = validateStyleMin(style as never).filter((e) => (e as { severity?: string }).severity !== 'warning').map((e) => e.message);
+  if (errors.length) throw new UserError(`${file}: invalid style\n  ${describeValidation(style, errors).join('\n  ')}`);
+
+  const styleDir = join(outDir, 'styles', id);
+  await mkdir(styleDir, { recursive: true });
+  const sources = style.sources as Record<string, Json>;
+  const used = new Set<string>();
+  for (const [sid, src] of Object.entries(sources)) {
+    if (src.type === 'geojson' && typeof src.data !== 'string') continue;
+    if (src.type === 'geojson') throw new UserError(`${file}: sources.${sid}: ${String(src.data)} is not available locally (inline the GeoJSON data)`);
+    const tileset = resolveSource(file, sid, src, opts.tilesets, opts.defaultTileset);
+    used.add(tileset);
+    const entry = opts.tilesets[tileset];
+    const next: Json = { ...src, url: `${NEUTRAL_PREFIX}data/${tileset}.json` };
+    delete next.tiles;
+    if (src.type === 'raster-dem' && next.encoding === undefined && entry.encoding) next.encoding = entry.encoding;
+    sources[sid] = next;
+  }
+
+  let sprite = false;
+  const base = spriteBase(file, style.sprite);
+  if (base) {
+    for (const suffix of SPRITE_FILES) {
+      const src = `${base}${suffix}`;
+      const needed = suffix.startsWith('@2x') ? opts.scales.includes(2) : true;
+      if (!(await exists(src))) {
+        if (needed) throw new UserError(`${file}: sprite: ${src} not found`);
+        continue;
+      }
+      // Replace (not overwrite): the source may be read-only and copyFile keeps its mode.
+      await rm(join(styleDir, `sprite${suffix}`), { force: true });
+      await copyFile(src, join(styleDir, `sprite${suffix}`));
+    }
+    style.sprite = `${NEUTRAL_PREFIX}styles/${id}/sprite`;
+    sprite = true;
+  }
+
+  const glyphs = typeof style.glyphs === 'string' && usesGlyphs(style);
+  if (typeof style.glyphs === 'string') {
+    if (glyphs && !opts.fonts) throw new UserError(`${file}: glyphs: ${style.glyphs} is not available locally (set "fonts" in the config to a folder of <fontstack>/<range>.pbf)`);
+    style.glyphs = `${NEUTRAL_PREFIX}fonts/{fontstack}/{range}.pbf`;
+  }
+
+  await writeFileAtomic(join(styleDir, 'style.json'), `${JSON.stringify(style, null, 2)}\n`);
+  return {
+    id,
+    style: style as PreparedStyle['style'],
+    tilesets: [...used],
+    sprite,
+    glyphs,
+    name: typeof style.name === 'string' ? style.name : undefined,
+  };
+}

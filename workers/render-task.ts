@@ -1,0 +1,66 @@
+/**
+ * Piscina task: render one metatile view in this worker thread's browser.
+ * Each worker thread owns one Chromium and one long-lived page (workers/render-browser.ts) and
+ * renders many metatiles with it; a hang (timeout) or crash closes the browser, and the next task
+ * starts a fresh one.
+ */
+import { BrowserRenderer, RenderContentError, type PageView } from './render-browser.ts';
+
+/** Input of one render task. */
+export interface RenderTask {
+  /** `http://127.0.0.1:<port>/` of the asset server. */
+  baseUrl: string;
+  /** Prepared style URL on the asset server. */
+  styleUrl: string;
+  pixelRatio: number;
+  view: PageView;
+  /** Give up (and restart the browser) after this long. */
+  timeoutMs: number;
+}
+
+/** Output: the whole canvas as PNG. */
+export interface RenderResult {
+  png: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/** Error kinds a task can fail with (`name` survives the thread boundary in the message prefix). */
+export enum RenderFailure {
+  Timeout = 'timeout',
+  Content = 'content',
+  Browser = 'browser',
+}
+
+let renderer: BrowserRenderer | undefined;
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${RenderFailure.Timeout}: no image after ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Render one view; see RenderTask. */
+export default async function renderTask(task: RenderTask): Promise<RenderResult> {
+  renderer ??= new BrowserRenderer(task.baseUrl);
+  const r = renderer;
+  try {
+    const out = await withTimeout(r.render(task.styleUrl, task.pixelRatio, task.view), task.timeoutMs);
+    return { png: new Uint8Array(out.png.buffer, out.png.byteOffset, out.png.byteLength), width: out.width, height: out.height };
+  } catch (e) {
+    if (e instanceof RenderContentError) throw new Error(`${RenderFailure.Content}: ${e.message}`);
+    // Hang or crash: throw the browser away so the retry starts clean.
+    await r.close();
+    const msg = e instanceof Error ? e.message : String(e);
+    throw new Error(msg.startsWith(RenderFailure.Timeout) ? msg : `${RenderFailure.Browser}: ${msg.split('\n')[0]}`);
+  }
+}
+
+/** Close this thread's browser (run once per thread before the pool is destroyed). */
+export async function closeBrowser(): Promise<void> {
+  const r = renderer;
+  renderer = undefined;
+  if (r) await r.close();
+}
