@@ -84,6 +84,8 @@ export class TileLru {
  */
 export class Archives {
   private readonly opened = new Map<string, Promise<OpenArchive>>();
+  /** Archives whose open has completed, for a synchronous lookup on the hot path. */
+  private readonly ready = new Map<string, OpenArchive>();
   private readonly pending = new Map<string, Promise<TileBody | null>>();
   private nextIndex = 0;
   /** The tile cache (exposed for tests and stats). */
@@ -117,7 +119,10 @@ export class Archives {
         };
       })();
       // A failed open is not cached: the next request tries again.
-      p.catch(() => this.opened.delete(path));
+      p.then(
+        (a) => this.ready.set(path, a),
+        () => this.opened.delete(path),
+      );
       this.opened.set(path, p);
     }
     return p;
@@ -128,7 +133,7 @@ export class Archives {
    * misses); concurrent requests for the same uncached tile share one read.
    */
   async tile(path: string, z: number, x: number, y: number): Promise<TileBody | null> {
-    const archive = await this.openInternal(path);
+    const archive = this.ready.get(path) ?? (await this.openInternal(path));
     const key = `${archive.index}/${z}/${x}/${y}`;
     const hit = this.cache.get(key);
     if (hit !== undefined) return hit;
@@ -155,6 +160,7 @@ export class Archives {
   async close(): Promise<void> {
     const all = [...this.opened.values()];
     this.opened.clear();
+    this.ready.clear();
     await Promise.allSettled(all.map(async (p) => (await p).close()));
   }
 }
