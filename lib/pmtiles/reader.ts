@@ -151,7 +151,7 @@ class Reader implements ArchiveReader {
     for (let depth = 0; depth <= MAX_DIRECTORY_DEPTH; depth++) {
       const entry = findTile(dir, tileId);
       if (!entry) return undefined;
-      if (entry.runLength > 0) return entry;
+      if (entry.runLength > 0) return { offset: entry.offset, length: entry.length }; // not the cached entry itself
       dir = await this.leaf(entry);
     }
     throw new UserError(`${this.key}: corrupt PMTiles archive (directories nested deeper than ${MAX_DIRECTORY_DEPTH} levels)`);

@@ -43,6 +43,8 @@ export interface WriterResult {
 
 /** Size of the append buffer for tile data and of the copy buffer in `finish()`. */
 const IO_BUFFER_BYTES = 1 << 20;
+/** Written append buffers kept for reuse (the rest are left to the GC). */
+const MAX_SPARE_BUFFERS = 2;
 /** Scattered reads issued together while gathering tile data in finish(). */
 const MAX_READS_PER_BATCH = 256;
 /** Largest tile a directory entry can address (uint32 length). */
@@ -101,7 +103,8 @@ function checkOptions(opts: WriterOptions): void {
 /** Streaming PMTiles v3 writer; see the module comment. Await each `addTile` (it applies back-pressure). */
 export class PMTilesWriter {
   private readonly index = new TileIndex();
-  private buf = Buffer.allocUnsafe(IO_BUFFER_BYTES);
+  private buf: Buffer = Buffer.allocUnsafe(IO_BUFFER_BYTES);
+  private readonly spare: Buffer[] = [];
   private used = 0;
   private flushedBytes = 0;
   private io: Promise<void> = Promise.resolve();
@@ -174,19 +177,23 @@ export class PMTilesWriter {
     return true;
   }
 
-  /** Queue the buffered bytes for writing and start a fresh buffer. */
+  /** Queue the buffered bytes for writing and continue in a spare (or fresh) buffer. */
   private flush(): void {
     if (this.used === 0) return;
-    const chunk = this.buf.subarray(0, this.used);
-    this.buf = Buffer.allocUnsafe(IO_BUFFER_BYTES);
+    const full = this.buf;
+    this.buf = this.spare.pop() ?? Buffer.allocUnsafe(IO_BUFFER_BYTES);
+    this.queueWrite(full.subarray(0, this.used), full);
     this.used = 0;
-    this.queueWrite(chunk);
   }
 
-  private queueWrite(chunk: Uint8Array): void {
+  /** Write `chunk` after the queued writes; `recycle` goes back to the spares once written. */
+  private queueWrite(chunk: Uint8Array, recycle?: Buffer): void {
     const position = this.flushedBytes;
     this.flushedBytes += chunk.length;
-    this.io = this.io.then(() => writeAll(this.data, chunk, position));
+    this.io = this.io.then(async () => {
+      await writeAll(this.data, chunk, position);
+      if (recycle && this.spare.length < MAX_SPARE_BUFFERS) this.spare.push(recycle);
+    });
     this.io.catch(() => {}); // surfaced by the next await of this.io
   }
 
