@@ -134,6 +134,13 @@ describe('index file round trip', () => {
       expect(Math.abs((heights[k] as number) - expected)).toBeLessThanOrEqual(0.05 + 1e-3);
       expect(idx.cache.bytes).toBeLessThanOrEqual(idx.cache.maxBytes);
     }
+    // The synchronous fast path (used by the benchmark) agrees with the general path on cached blocks.
+    const big = await ElevationIndex.open(await FileRangeSource.open(path), 64 << 20);
+    await big.preload(pts);
+    const again = await big.heights(pts);
+    pts.forEach((p, k) => expect(big.heightAt(p.lat, p.lon)).toBe(again.heights[k]));
+    expect(again.heights).toEqual(heights);
+    await big.close();
     // Inside the void hole's centre all four posts are missing in the fine layer: the coarse layer answers.
     const hole = await idx.heights([{ lat: 50 - 105 * step, lon: 10 + 202.5 * step }]);
     expect(hole.heights[0]).toBeCloseTo(42, 5);

@@ -19,6 +19,8 @@ const ENTRY_OVERHEAD_BYTES = 64;
 const DIR_PAGE_ENTRIES = 1024;
 /** Blocks fetched at once while answering a request. */
 const FETCH_CONCURRENCY = 8;
+/** A point within this many posts of a post is on it. */
+const POST_SNAP = 1e-9;
 
 interface Layer extends LayerMeta {
   /** First cache key of this layer's blocks. */
@@ -183,6 +185,32 @@ export class ElevationIndex {
    * needed block is not in the cache yet (call `preload` or `heights`).
    */
   heightAt(lat: number, lon: number): number | null | undefined {
+    // Fast path, no allocation: the four posts in one cached block of the first layer holding the point.
+    for (const L of this.layers) {
+      let fy = (L.originLat - lat) / L.stepLat;
+      let fx = (lon - L.originLon) / L.stepLon;
+      if (!(fy >= 0 && fx >= 0 && fy < L.rows - 1 && fx < L.cols - 1)) break;
+      const ry = Math.round(fy), rx = Math.round(fx);
+      if (Math.abs(fy - ry) < POST_SNAP) fy = ry;
+      if (Math.abs(fx - rx) < POST_SNAP) fx = rx;
+      const r0 = Math.floor(fy), c0 = Math.floor(fx);
+      const rr = r0 & L.mask, cc = c0 & L.mask;
+      if (rr === L.mask || cc === L.mask || fy > L.rows - 1 || fx > L.cols - 1) break;
+      const key = L.keyBase + (r0 >> L.shift) * L.blockCols + (c0 >> L.shift);
+      let b: DecodedBlock | undefined;
+      if (key === this.memoKey) b = this.memoBlock;
+      else {
+        b = this.cache.peek(key) as DecodedBlock | undefined;
+        if (!b) return undefined;
+        this.memoKey = key;
+        this.memoBlock = b;
+      }
+      if (b.data.length === 0) break;
+      const d = b.data, i = rr * b.cols + cc;
+      const h = bilinear(d[i], d[i + 1], d[i + b.cols], d[i + b.cols + 1], fx - c0, fy - r0);
+      if (h === h) return h;
+      break;
+    }
     try {
       const h = this.lookup(lat, lon, (k) => this.cache.peek(k) as DecodedBlock | undefined);
       return h === h ? h : null;
