@@ -42,6 +42,8 @@ const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, If-None-Match';
 const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate';
 /** How long browsers may cache a preflight answer, in seconds. */
 const CORS_MAX_AGE_S = 86400;
+/** Longest path segment routed (longer ones get a JSON 414). */
+const MAX_PARAM_LENGTH = 256;
 /** Marker on routes this file adds to answer 405, so they are not counted as real routes. */
 const METHOD_NOT_ALLOWED_ROUTE = Symbol('tilebake.405');
 
@@ -85,6 +87,11 @@ function errorBody(status: number, message: string, extra: Record<string, unknow
   return { error: message, status, ...extra };
 }
 
+/** The 404 for a request no route matches. */
+function notFound(req: FastifyRequest): HttpError {
+  return new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]}`);
+}
+
 /** Map any error to the JSON error response; unexpected errors are logged and answered 500. */
 function handleError(this: FastifyInstance, err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): void {
   if (err instanceof HttpError || err.name === 'HttpError') {
@@ -107,6 +114,7 @@ function handleError(this: FastifyInstance, err: FastifyError | Error, req: Fast
  */
 export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<FastifyInstance> {
   const { options } = ctx;
+  const cors = options.cors;
   const app = Fastify({
     logger: {
       level: options.logLevel,
@@ -114,9 +122,21 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
       ...(opts.logStream ? { stream: opts.logStream } : {}),
     },
     logController: new DebugRequestLogs(),
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // Malformed URLs and over-long path segments: the same JSON error body as everything else.
+    frameworkErrors: (err: FastifyError, _req: FastifyRequest, reply: FastifyReply) => {
+      const status = (err as FastifyError).statusCode ?? Status.BadRequest;
+      if (cors !== '') reply.header('access-control-allow-origin', cors);
+      const message =
+        err.code === 'FST_ERR_BAD_URL'
+          ? 'malformed URL'
+          : err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+            ? `path segment longer than ${MAX_PARAM_LENGTH} characters`
+            : err.message;
+      reply.code(status).send(errorBody(status, message));
+    },
     return503OnClosing: true,
   });
-  const cors = options.cors;
   const hashes = opts.tokenHashes;
 
   // One onRequest hook for CORS and auth: the hot path pays for a single hook.
@@ -126,23 +146,23 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
       reply.header('access-control-expose-headers', CORS_EXPOSE_HEADERS);
       if (cors !== '*') reply.header('vary', 'Origin');
     }
-    if (hashes === null || req.method === 'OPTIONS' || (isHealth(req.url) && (req.method === 'GET' || req.method === 'HEAD'))) {
-      done();
-      return;
-    }
-    const result = checkAuthorization(req.headers.authorization, hashes);
-    if (result === AuthResult.Ok) done();
-    else {
+    const open = req.method === 'OPTIONS' || (isHealth(req.url) && (req.method === 'GET' || req.method === 'HEAD'));
+    const result = open || hashes === null ? AuthResult.Ok : checkAuthorization(req.headers.authorization, hashes);
+    if (result !== AuthResult.Ok) {
       try {
         rejectUnauthorized(result);
       } catch (e) {
         done(e as Error);
       }
+      return;
     }
+    // Unknown routes are answered here, before any request body is parsed (a bad body must not turn 404 into 400).
+    if (req.is404) done(notFound(req));
+    else done();
   });
   app.setErrorHandler(handleError);
-  app.setNotFoundHandler((req, reply) => {
-    reply.code(Status.NotFound).send(errorBody(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]}`));
+  app.setNotFoundHandler((req) => {
+    throw notFound(req);
   });
 
   // Record every route's methods, to answer 405 with Allow for the other methods afterwards.
@@ -184,9 +204,11 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
         method: others,
         url,
         config: { [METHOD_NOT_ALLOWED_ROUTE]: true },
-        handler: async (req) => {
+        // Answer in onRequest (after auth), before any body is parsed: a bad body must not turn 405 into 400/415.
+        onRequest: async (req) => {
           throw new HttpError(Status.MethodNotAllowed, `method ${req.method} not allowed on ${req.url.split('?')[0]}`, { allow: [...methods] }, { allow });
         },
+        handler: async () => undefined,
       });
     }
   });

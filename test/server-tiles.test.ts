@@ -207,6 +207,21 @@ describe('status codes', () => {
     }
   });
 
+  it('JSON errors for malformed URLs and over-long path segments', async () => {
+    const bad = expectJsonError(await get('/data/openmaptiles/0/0/%zz.pbf'), 400);
+    expect(bad.error).toContain('malformed URL');
+    expectJsonError(await get(`/data/${'a'.repeat(300)}/0/0/0.pbf`), 414);
+    expectJsonError(await get(`/data/${'a'.repeat(200)}/0/0/0.pbf`), 404);
+  });
+
+  it('404 and 405 come before any body parsing', async () => {
+    const headers = { ...AUTH, 'content-type': 'application/json' };
+    expectJsonError(await request(`${server.url}/nope`, { method: 'POST', headers, body: '{bad' }), 404);
+    expectJsonError(await request(`${server.url}${tilePath(tiles[0])}`, { method: 'POST', headers, body: '{bad' }), 405);
+    const odd = { ...AUTH, 'content-type': 'application/x-unknown' };
+    expectJsonError(await request(`${server.url}${tilePath(tiles[0])}`, { method: 'PUT', headers: odd, body: 'zz' }), 405);
+  });
+
   it('405 JSON with Allow for a wrong method', async () => {
     for (const method of ['POST', 'PUT', 'DELETE', 'PATCH']) {
       const r = await request(`${server.url}${tilePath(tiles[0])}`, { method, headers: AUTH });
