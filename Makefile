@@ -17,10 +17,10 @@ demo: build
 	@bash scripts/demo.sh $(OUT) $(PORT)
 
 typecheck: setup
-	npx tsc -p tsconfig.json
+	node_modules/.bin/tsc -p tsconfig.json
 
 test: setup typecheck
-	npx vitest run
+	node_modules/.bin/vitest run
 
 bench: setup
 	bash bench/run-all.sh

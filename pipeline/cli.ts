@@ -142,9 +142,9 @@ export function program(argv: string[]): Argv {
 export async function main(argv: string[]): Promise<void> {
   try {
     await program(argv)
-      .fail((msg, err, y) => {
+      .fail((msg, err) => {
         if (err) throw err;
-        process.stderr.write(`${y.help ? '' : ''}tilebake: ${msg}\nRun with --help for usage.\n`);
+        process.stderr.write(`tilebake: ${msg}\nRun with --help for usage.\n`);
         process.exit(2);
       })
       .parseAsync();
