@@ -132,16 +132,18 @@ async function runPrimary(options: ServeOptions, count: number, log: Logger): Pr
       }
     });
   };
+  let failedWhileStopping = false;
   cluster.on('exit', (w, code, signal) => {
     if (shuttingDown) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      if (code !== 0) failedWhileStopping = true;
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(failedWhileStopping ? EXIT_FAILURE : 0);
       return;
     }
     if (!everReady.has(w)) {
       log.error({ code, signal }, 'a worker failed to start; stopping');
       shuttingDown = true;
       for (const other of Object.values(cluster.workers ?? {})) other?.kill();
-      process.exitCode = EXIT_FAILURE;
+      failedWhileStopping = true;
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(EXIT_FAILURE);
       return;
     }

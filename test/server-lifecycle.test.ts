@@ -1,4 +1,5 @@
 // `tilebake serve` as a process: graceful SIGTERM, cluster workers, the routing listener, terrain tiles.
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -70,6 +71,35 @@ describe('graceful shutdown', () => {
       s.proc.kill('SIGTERM');
       expect(await s.exited).toBe(0);
       expect(s.output().match(/shutting down: finishing in-flight requests/g)).toHaveLength(2);
+    } finally {
+      s.proc.kill('SIGKILL');
+    }
+  });
+});
+
+describe('cluster supervision', () => {
+  it('replaces a worker that dies and keeps serving', async () => {
+    const s = await startServe(['--out', out, '--port', '0', '--host', '127.0.0.1', '--workers', '2'], ENV);
+    try {
+      const workers = () =>
+        execFileSync('ps', ['--ppid', String(s.proc.pid), '-o', 'pid=,args='], { encoding: 'utf8' })
+          .split('\n')
+          .filter((l) => l.includes('tilebake.js serve')) // not tsx's esbuild service
+          .map((l) => Number(l.trim().split(/\s+/)[0]));
+      const before = workers();
+      expect(before).toHaveLength(2);
+      process.kill(before[0], 'SIGKILL');
+      await s.waitFor('a worker died; starting a new one');
+      await s.waitFor('Server listening', 3); // the replacement worker listens too
+      const after = workers();
+      expect(after).toHaveLength(2);
+      expect(after).not.toContain(before[0]);
+      for (const t of tiles) {
+        const r = await request(`${s.url}${path(t)}`, { headers: { ...AUTH, 'accept-encoding': 'gzip' } });
+        expect(r.body.equals(t.data)).toBe(true);
+      }
+      s.proc.kill('SIGTERM');
+      expect(await s.exited).toBe(0);
     } finally {
       s.proc.kill('SIGKILL');
     }
