@@ -138,7 +138,7 @@ export class AssetServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const u = new URL(req.url ?? '/', this.base);
     const path = decodeURIComponent(u.pathname);
-    const full = `${this.base}${u.pathname.slice(1)}${u.search}`;
+    const full = `${this.base}${path.slice(1)}${u.search}`;
     if (path === '/favicon.ico') return this.send(res, Status.NoContent, '', 'text/plain');
     if (path === '/__blocked') return this.notFound(res, u.searchParams.get('url') ?? full);
     if (path.startsWith('/page/')) return this.file(res, full, safeJoin(PAGE_DIR, path.slice('/page/'.length)));

@@ -48,18 +48,24 @@ export class MetatileRenderer {
       try {
         const signal = AbortSignal.timeout(this.opts.timeoutMs + ABORT_GRACE_MS);
         const r = (await this.pool.run(task, { signal })) as RenderResult;
+        // MapLibre does not report every failed request (e.g. glyphs); the asset server saw them all.
+        this.checkMissing(label, m);
         return r.png;
       } catch (e) {
         const msg = e instanceof Error ? e.message : String(e);
         failures.push(msg);
-        if (this.server.missing.size > 0) {
-          throw new UserError(`${label}: metatile ${metatileKey(m)}: the style requested resources that are not available locally: ${[...this.server.missing].join(', ')}`);
-        }
+        this.checkMissing(label, m);
       }
     }
     throw new UserError(
       `${label}: metatile ${metatileKey(m)} (tiles ${m.tiles.map((t) => `${t.z}/${t.x}/${t.y}`).join(' ')}) failed ${failures.length} times: ${failures[failures.length - 1]}`,
     );
+  }
+
+  /** Fail the build when the page asked the asset server for anything it does not have. */
+  private checkMissing(label: string, m: Metatile): void {
+    if (this.server.missing.size === 0) return;
+    throw new UserError(`${label}: metatile ${metatileKey(m)}: the style requested resources that are not available locally: ${[...this.server.missing].join(', ')}`);
   }
 
   /** Close every worker's browser, then the pool. */
