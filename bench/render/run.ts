@@ -1,0 +1,121 @@
+/**
+ * Render benchmark (not a test): osm-bright over the Monaco and Liechtenstein samples, z0–14,
+ * PNG + JPEG, at 256 px and @2x, metatile 4×4 vs tile-by-tile (metatile 1) in the same run.
+ * Usage: node --import tsx bench/render/run.ts [--workers N] [--out DIR]
+ * Writes bench/render/RESULTS.md.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parseConfig } from '../../pipeline/config/index.ts';
+import { runRenderStage } from '../../pipeline/render.ts';
+import { runVectorStage } from '../../pipeline/vector.ts';
+import { readManifestOrEmpty } from '../../lib/manifest.ts';
+
+process.env.TILEBAKE_QUIET ??= '1';
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const { values } = parseArgs({ options: { workers: { type: 'string' }, out: { type: 'string' }, maxzoom: { type: 'string' } } });
+const WORKERS = Number(values.workers ?? availableParallelism());
+const OUT = resolve(values.out ?? join(ROOT, 'build', 'bench-render'));
+const MAXZOOM = Number(values.maxzoom ?? 14);
+const MB = 1024 * 1024;
+const PAGE = 4096;
+const SAMPLE_MS = 250;
+
+function rawConfig(metatile: number, scale: 1 | 2): Record<string, unknown> {
+  const style = join(ROOT, 'data/sample/styles/osm-bright/style.json');
+  const common = { style, minzoom: 0, maxzoom: MAXZOOM, scales: [scale], formats: ['png', 'jpg'] };
+  return {
+    out: OUT,
+    tilesets: { monaco: join(ROOT, 'data/sample/monaco_omt.mbtiles'), liechtenstein: join(ROOT, 'data/liechtenstein/liechtenstein_omt.mbtiles') },
+    styles: { 'monaco-bright': { ...common, tileset: 'monaco' }, 'liechtenstein-bright': { ...common, tileset: 'liechtenstein' } },
+    fonts: join(ROOT, 'data/sample/fonts'),
+    render: { metatile, margin: 64, workers: WORKERS },
+  };
+}
+
+/** RSS (bytes) of this process and all its descendants (the Chromium browsers). */
+function treeRss(): number {
+  const parent = new Map<number, number>();
+  const rss = new Map<number, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(d), Number(f[1]));
+      rss.set(Number(d), Number(f[21]) * PAGE);
+    } catch {
+      // process exited
+    }
+  }
+  let total = 0;
+  for (const [pid, bytes] of rss) {
+    for (let p: number | undefined = pid; p && p > 1; p = parent.get(p)) {
+      if (p === process.pid) {
+        total += bytes;
+        break;
+      }
+    }
+  }
+  return total;
+}
+
+interface Row {
+  mode: string;
+  scale: number;
+  tiles: number;
+  seconds: number;
+  peakMb: number;
+}
+
+async function measure(metatile: number, scale: 1 | 2): Promise<Row> {
+  const file = join(OUT, 'bench.json');
+  const config = parseConfig(rawConfig(metatile, scale), file);
+  await rm(join(OUT, 'styles'), { recursive: true, force: true });
+  await rm(join(OUT, '.work'), { recursive: true, force: true });
+  let peak = treeRss();
+  const timer = setInterval(() => (peak = Math.max(peak, treeRss())), SAMPLE_MS);
+  const t0 = performance.now();
+  try {
+    await runRenderStage(config, OUT, { workers: WORKERS });
+  } finally {
+    clearInterval(timer);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const m = await readManifestOrEmpty(OUT);
+  // Tiles rendered = tiles per archive (PNG and JPEG come from the same render).
+  const tiles = Object.keys(config.styles).reduce((n, id) => n + (m.styles[id]?.archives[`${scale}x.png`]?.tiles ?? 0), 0);
+  return { mode: metatile === 1 ? 'tile-by-tile (metatile 1)' : `metatile ${metatile}×${metatile}`, scale, tiles, seconds, peakMb: peak / MB };
+}
+
+await mkdir(OUT, { recursive: true });
+await runVectorStage(parseConfig(rawConfig(4, 1), join(OUT, 'bench.json')), OUT);
+const rows: Row[] = [];
+for (const scale of [1, 2] as const) {
+  for (const metatile of [4, 1]) {
+    const r = await measure(metatile, scale);
+    rows.push(r);
+    console.log(`${r.mode} @${scale}x: ${r.tiles} tiles in ${r.seconds.toFixed(1)} s = ${(r.tiles / r.seconds).toFixed(1)} tiles/s, peak RSS ${r.peakMb.toFixed(0)} MB`);
+  }
+}
+const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+const table = rows.map((r) => `| ${r.mode} | ${r.scale === 1 ? '256 px' : '@2x (512 px)'} | ${r.tiles} | ${r.seconds.toFixed(1)} | **${(r.tiles / r.seconds).toFixed(1)}** | ${r.peakMb.toFixed(0)} |`).join('\n');
+const md = `# Render benchmark
+
+\`node --import tsx bench/render/run.ts\` — osm-bright (with labels) over the Monaco and Liechtenstein samples,
+z0–${MAXZOOM}, every tile of each tileset's bounds, PNG **and** JPEG encoded from the same render, ${WORKERS} pool workers
+(one Chromium each), margin 64 px. Tiles/s counts rendered tiles (each written twice: PNG and JPEG).
+Peak RSS = node + every Chromium process, sampled every ${SAMPLE_MS} ms.
+
+Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GB RAM; load average at the end: ${load}
+(other jobs shared the machine; see the notes). Date: ${new Date().toISOString().slice(0, 10)}.
+
+| mode | tile size | tiles | seconds | tiles/s | peak RSS (MB) |
+|---|---|---:|---:|---:|---:|
+${table}
+`;
+await writeFile(join(import.meta.dirname, 'RESULTS.md'), md);
+console.log(md);
