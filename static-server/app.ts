@@ -1,9 +1,9 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { isUserError } from '../lib/errors.ts';
 import { AuthResult, checkAuthorization, rejectUnauthorized } from './auth.ts';
 import { HttpError, type RouteModule, type ServerContext } from './context.ts';
+import { registerHeightRoutes } from './routes/height.ts';
+import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
 
 /** Which listener an app is for: `tiles` (--port) serves everything, `routing` only /height. */
@@ -44,43 +44,36 @@ const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate';
 const CORS_MAX_AGE_S = 86400;
 /** Longest path segment routed (longer ones get a JSON 414). */
 const MAX_PARAM_LENGTH = 256;
+/** pino levels at which per-request lines are written. */
+const DEBUG_LEVELS = new Set(['debug', 'trace']);
 /** Marker on routes this file adds to answer 405, so they are not counted as real routes. */
 const METHOD_NOT_ALLOWED_ROUTE = Symbol('tilebake.405');
 
-/**
- * Route modules written by other parts of the project, registered when their file exists:
- * styles.ts (raster tiles, style.json, sprites, fonts) and height.ts (/height).
- */
-const OPTIONAL_ROUTES: ReadonlyArray<{ file: string; exportName: string; roles: readonly AppRole[] }> = [
-  { file: './routes/styles.ts', exportName: 'registerStyleRoutes', roles: ['tiles'] },
-  { file: './routes/height.ts', exportName: 'registerHeightRoutes', roles: ['tiles', 'routing'] },
-];
-
-/** Load an optional route module, or undefined when its file does not exist (yet). */
-async function optionalRouteModule(file: string, exportName: string): Promise<RouteModule | undefined> {
-  const url = new URL(file, import.meta.url);
-  if (!existsSync(fileURLToPath(url))) return undefined;
-  const mod = (await import(url.href)) as Record<string, unknown>;
-  const fn = mod[exportName];
-  if (typeof fn !== 'function') throw new Error(`${fileURLToPath(url)}: expected an exported function ${exportName}`);
-  return fn as RouteModule;
-}
-
-/** Per-request log lines at debug level (no per-request info logging on the hot path); failures at error. */
+/** Per-request log lines at debug level (nothing is built per request unless debug is on); failures at error. */
 class DebugRequestLogs extends LogController {
+  constructor(private readonly debug: boolean) {
+    super();
+  }
+
   override incomingRequest(request: FastifyRequest): void {
-    request.log.debug({ req: request }, 'incoming request');
+    if (this.debug) request.log.debug({ req: request }, 'incoming request');
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error) reply.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored');
-    else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
+    else if (this.debug) reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
   }
 
   override routeNotFound(request: FastifyRequest): void {
-    request.log.debug({ req: request }, 'route not found');
+    if (this.debug) request.log.debug({ req: request }, 'route not found');
   }
 }
+
+/** Route modules per listener role: the tile host serves everything, the routing host only /height. */
+const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
+  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes],
+  routing: [registerHeightRoutes],
+};
 
 /** The JSON error body `{"error", "status", ...extra}`. */
 function errorBody(status: number, message: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -121,7 +114,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' },
       ...(opts.logStream ? { stream: opts.logStream } : {}),
     },
-    logController: new DebugRequestLogs(),
+    logController: new DebugRequestLogs(DEBUG_LEVELS.has(options.logLevel)),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Malformed URLs and over-long path segments: the same JSON error body as everything else.
     frameworkErrors: (err: FastifyError, _req: FastifyRequest, reply: FastifyReply) => {
@@ -176,12 +169,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
   });
 
   app.get(HEALTH_PATH, async () => ({ status: 'ok' }));
-  if (opts.role === 'tiles') await registerVectorRoutes(app, ctx);
-  for (const { file, exportName, roles } of OPTIONAL_ROUTES) {
-    if (!roles.includes(opts.role)) continue;
-    const register = await optionalRouteModule(file, exportName);
-    if (register) await register(app, ctx);
-  }
+  for (const register of ROUTES[opts.role]) await register(app, ctx);
 
   // CORS preflight (and plain OPTIONS) on any path.
   app.options('*', (req, reply) => {
