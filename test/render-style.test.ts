@@ -66,13 +66,16 @@ describe('metatiles', () => {
     expect(z3).toEqual([16, 16, 16, 16]);
     const m = [...enumerateMetatiles(vector.bounds, 14, 14, 4)];
     expect(m.every((x) => x.size === 4 && x.x0 % 4 === 0 && x.y0 % 4 === 0)).toBe(true);
+    // Only the part of a block that holds tiles of the bbox is drawn.
+    for (const x of m) expect(x.area.w * x.area.h).toBe(x.tiles.length);
+    expect(metatileView(m[0], 64).width).toBe(m[0].area.w * 256 + 128);
   });
 
   test('the view is the metatile plus the margin; tiles are cut after the margin', () => {
-    const v = metatileView({ z: 1, x0: 0, y0: 0, size: 2 }, 64);
+    const v = metatileView({ z: 1, area: { x: 0, y: 0, w: 2, h: 2 } }, 64);
     expect(v).toMatchObject({ width: 640, height: 640, zoom: 0 });
     expect(v.center[0]).toBeCloseTo(0, 9);
     expect(v.center[1]).toBeCloseTo(0, 9);
-    expect(tileRect({ x0: 4, y0: 8 }, { z: 5, x: 5, y: 9 }, 64, 2)).toEqual({ left: 640, top: 640, width: 512, height: 512 });
+    expect(tileRect({ area: { x: 4, y: 8, w: 2, h: 2 } }, { z: 5, x: 5, y: 9 }, 64, 2)).toEqual({ left: 640, top: 640, width: 512, height: 512 });
   });
 });

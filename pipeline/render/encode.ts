@@ -1,6 +1,6 @@
 import sharp from 'sharp';
 import type { RenderConfig } from '../config/render.ts';
-import { tileRect, type Metatile } from './metatiles.ts';
+import { canvasSize, tileRect, type Metatile } from './metatiles.ts';
 import type { JournalTile } from './journal.ts';
 
 /** Raster formats a style is rendered to. */
@@ -47,9 +47,9 @@ function alphaStats(raw: Buffer, width: number, r: { left: number; top: number; 
  */
 export async function sliceMetatile(png: Uint8Array, m: Metatile, opts: SliceOptions): Promise<Record<RasterFormat, JournalTile[]>> {
   const { data: raw, info } = await sharp(png).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
-  const side = (m.size * 256 + 2 * opts.margin) * opts.pixelRatio;
-  if (info.width !== side || info.height !== side) {
-    throw new Error(`metatile ${m.z}/${m.x0}/${m.y0}: canvas is ${info.width}×${info.height}, expected ${side}×${side}`);
+  const want = canvasSize(m, opts.margin, opts.pixelRatio);
+  if (info.width !== want.width || info.height !== want.height) {
+    throw new Error(`metatile ${m.z}/${m.x0}/${m.y0}: canvas is ${info.width}×${info.height}, expected ${want.width}×${want.height}`);
   }
   const out: Record<RasterFormat, JournalTile[]> = { png: [], jpg: [] };
   await Promise.all(

@@ -19,6 +19,16 @@ export interface Metatile {
   size: number;
   /** Tiles of the block that intersect the bbox (row-major). */
   tiles: TileId[];
+  /** The rectangle those tiles form (tile units); only this part of the block is drawn (plus the margin). */
+  area: TileArea;
+}
+
+/** A rectangle of tiles: top-left column/row and width/height in tiles. */
+export interface TileArea {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
 }
 
 /** A stable key `z/x0/y0` for journals and sharding. */
@@ -39,10 +49,14 @@ export function* enumerateMetatiles(bbox: [number, number, number, number], minz
         const x0 = mx * size;
         const y0 = my * size;
         const tiles: TileId[] = [];
-        for (let y = Math.max(y0, r.minY); y <= Math.min(y0 + size - 1, r.maxY); y++) {
-          for (let x = Math.max(x0, r.minX); x <= Math.min(x0 + size - 1, r.maxX); x++) tiles.push({ z, x, y });
+        const ax = Math.max(x0, r.minX);
+        const ay = Math.max(y0, r.minY);
+        const ax1 = Math.min(x0 + size - 1, r.maxX);
+        const ay1 = Math.min(y0 + size - 1, r.maxY);
+        for (let y = ay; y <= ay1; y++) {
+          for (let x = ax; x <= ax1; x++) tiles.push({ z, x, y });
         }
-        yield { z, x0, y0, size, tiles };
+        yield { z, x0, y0, size, tiles, area: { x: ax, y: ay, w: ax1 - ax + 1, h: ay1 - ay + 1 } };
       }
     }
   }
@@ -59,21 +73,29 @@ function tileYToLat(y: number, z: number): number {
   return (Math.atan(Math.sinh(n)) * 180) / Math.PI;
 }
 
-/** The MapLibre view (CSS size, centre, zoom) that draws a metatile plus `margin` CSS pixels on every side. */
-export function metatileView(m: Pick<Metatile, 'z' | 'x0' | 'y0' | 'size'>, margin: number): { width: number; height: number; center: [number, number]; zoom: number } {
-  const side = m.size * TILE_SIZE + 2 * margin;
-  const cx = m.x0 + m.size / 2;
-  const cy = m.y0 + m.size / 2;
+/** The MapLibre view (CSS size, centre, zoom) that draws a metatile's area plus `margin` CSS pixels on every side. */
+export function metatileView(m: Pick<Metatile, 'z' | 'area'>, margin: number): { width: number; height: number; center: [number, number]; zoom: number } {
+  const { x, y, w, h } = m.area;
   // MapLibre zoom z draws the world 512·2^z px wide, so 256 px tiles of zoom z are MapLibre zoom z − 1.
-  return { width: side, height: side, center: [tileXToLon(cx, m.z), tileYToLat(cy, m.z)], zoom: m.z - 1 };
+  return {
+    width: w * TILE_SIZE + 2 * margin,
+    height: h * TILE_SIZE + 2 * margin,
+    center: [tileXToLon(x + w / 2, m.z), tileYToLat(y + h / 2, m.z)],
+    zoom: m.z - 1,
+  };
+}
+
+/** Canvas size in device pixels of a metatile's render. */
+export function canvasSize(m: Pick<Metatile, 'area'>, margin: number, pixelRatio: number): { width: number; height: number } {
+  return { width: (m.area.w * TILE_SIZE + 2 * margin) * pixelRatio, height: (m.area.h * TILE_SIZE + 2 * margin) * pixelRatio };
 }
 
 /** Pixel rectangle of `tile` inside the rendered metatile canvas (device pixels). */
-export function tileRect(m: Pick<Metatile, 'x0' | 'y0'>, tile: TileId, margin: number, pixelRatio: number): { left: number; top: number; width: number; height: number } {
+export function tileRect(m: Pick<Metatile, 'area'>, tile: TileId, margin: number, pixelRatio: number): { left: number; top: number; width: number; height: number } {
   const size = TILE_SIZE * pixelRatio;
   return {
-    left: (margin + (tile.x - m.x0) * TILE_SIZE) * pixelRatio,
-    top: (margin + (tile.y - m.y0) * TILE_SIZE) * pixelRatio,
+    left: (margin + (tile.x - m.area.x) * TILE_SIZE) * pixelRatio,
+    top: (margin + (tile.y - m.area.y) * TILE_SIZE) * pixelRatio,
     width: size,
     height: size,
   };

@@ -1,5 +1,6 @@
 import type { Piscina } from 'piscina';
 import { UserError } from '../../lib/errors.ts';
+import { logLine } from '../progress.ts';
 import { createPool } from '../../workers/pool.ts';
 import type { RenderResult, RenderTask } from '../../workers/render-task.ts';
 import type { AssetServer } from './asset-server.ts';
@@ -55,6 +56,7 @@ export class MetatileRenderer {
         const msg = e instanceof Error ? e.message : String(e);
         failures.push(msg);
         this.checkMissing(label, m);
+        if (attempt < this.opts.retries) logLine(`${label}: metatile ${metatileKey(m)} failed (${msg.split('\n')[0]}); retrying with a fresh browser (${attempt + 1}/${this.opts.retries})`);
       }
     }
     throw new UserError(

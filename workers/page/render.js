@@ -90,6 +90,7 @@ async function render(view) {
   }
   // Start every metatile from the same state (no tiles, symbol index or placement left over from
   // the previous view), so a metatile's pixels do not depend on what this page rendered before.
+  const t0 = performance.now();
   resetTiles();
   const idle = waitFor('idle');
   map.jumpTo({ center: view.center, zoom: view.zoom, bearing: 0, pitch: 0 });
@@ -104,8 +105,10 @@ async function render(view) {
   const canvas = map.getCanvas();
   const gl = map.painter && map.painter.context && map.painter.context.gl;
   if (gl) gl.finish();
+  const t1 = performance.now();
   const dataUrl = problems.length ? '' : canvas.toDataURL('image/png');
-  return { dataUrl, width: canvas.width, height: canvas.height, errors: problems };
+  const timing = { draw: t1 - t0, read: performance.now() - t1 };
+  return { dataUrl, width: canvas.width, height: canvas.height, errors: problems, timing };
 }
 
 window.tilebake = { init, render, ready: true };
