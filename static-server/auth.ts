@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { UserError } from '../lib/errors.ts';
 import { HttpError } from './context.ts';
@@ -16,7 +16,7 @@ const UNAUTHORIZED = 401;
 
 /** SHA-256 of a token: what is stored and compared. */
 export function hashToken(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
+  return hash('sha256', token, 'buffer');
 }
 
 /** Parse the text of a tokens file: one token per line, `#` comments, blank lines, `sha256:<hex>` hashes. */
