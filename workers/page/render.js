@@ -67,6 +67,27 @@ async function init(styleUrl, pixelRatio) {
   return found;
 }
 
+/**
+ * Make every symbol placement start from nothing. MapLibre seeds each placement with the previous
+ * one (a label keeps its previous anchor or offset, for stability while panning), so the labels of the
+ * final frame would depend on the order in which tiles arrived. With `fadeDuration: 0` every frame is a
+ * full placement anyway, so dropping the history costs nothing. Internal API, guarded so that a
+ * MapLibre upgrade fails loudly instead of rendering differently.
+ */
+function placeWithoutHistory(style) {
+  if (style.__tilebakePlacement) return;
+  const update = style._updatePlacement;
+  if (typeof update !== 'function') {
+    throw new Error('MapLibre internals changed: style._updatePlacement is missing');
+  }
+  style._updatePlacement = function (...args) {
+    this.pauseablePlacement = undefined;
+    this.placement = undefined;
+    return update.apply(this, args);
+  };
+  style.__tilebakePlacement = true;
+}
+
 /** Drop every loaded tile of every source (internal API; guarded so a MapLibre upgrade fails loudly). */
 function resetTiles() {
   const managers = map.style && map.style.tileManagers;
@@ -91,6 +112,7 @@ async function render(view) {
   // Start every metatile from the same state (no tiles, symbol index or placement left over from
   // the previous view), so a metatile's pixels do not depend on what this page rendered before.
   const t0 = performance.now();
+  placeWithoutHistory(map.style);
   resetTiles();
   const idle = waitFor('idle');
   map.jumpTo({ center: view.center, zoom: view.zoom, bearing: 0, pitch: 0 });
