@@ -63,6 +63,8 @@ function safeJoin(root: string, rel: string): string | undefined {
 export class AssetServer {
   /** URLs that were requested but are not available locally. */
   readonly missing = new Set<string>();
+  /** Style and sprite paths served so far (diagnostics and tests; tiles and glyphs are not listed). */
+  readonly served = new Set<string>();
   private readonly styles = new Map<string, { json: string; dir: string }>();
   private readonly tilesets = new Map<string, LocalTileset>();
   private server?: Server;
@@ -148,6 +150,7 @@ export class AssetServer {
     if (m) {
       const style = this.styles.get(m[1]);
       if (!style) return this.notFound(res, full);
+      this.served.add(path);
       if (m[2] === 'style.json') return this.send(res, Status.Ok, style.json.split(NEUTRAL_PREFIX).join(this.base), TYPES['.json']);
       return this.file(res, full, join(style.dir, m[2]));
     }

@@ -55,8 +55,11 @@ async function init(styleUrl, pixelRatio) {
     currentStyle = styleUrl;
     await waitFor('load');
   } else {
-    if (map.getPixelRatio() !== pixelRatio) map.setPixelRatio(pixelRatio);
-    if (currentStyle !== styleUrl) {
+    // setPixelRatio alone keeps the sprite of the old ratio (icons of sprite.png scaled up at @2x):
+    // reload the style so the sprite is fetched for the new ratio.
+    const ratioChanged = map.getPixelRatio() !== pixelRatio;
+    if (ratioChanged) map.setPixelRatio(pixelRatio);
+    if (currentStyle !== styleUrl || ratioChanged) {
       map.setStyle(styleUrl, { diff: false });
       currentStyle = styleUrl;
       await waitFor('style.load');

@@ -1,0 +1,75 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readManifestOrEmpty } from '../lib/manifest.ts';
+import { openArchiveFile, type ArchiveReader } from '../lib/pmtiles/index.ts';
+import { parseConfig } from '../pipeline/config/index.ts';
+import { AssetServer } from '../pipeline/render/asset-server.ts';
+import { enumerateMetatiles, metatileView } from '../pipeline/render/metatiles.ts';
+import { prepareStyle } from '../pipeline/render/style.ts';
+import { runVectorStage } from '../pipeline/vector.ts';
+import { BrowserRenderer } from '../workers/render-browser.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const FONTS = join(ROOT, 'data/sample/fonts');
+
+describe.sequential('render page (one long-lived page, many renders)', () => {
+  let out: string;
+  let server: AssetServer;
+  let reader: ArchiveReader;
+  let renderer: BrowserRenderer;
+  let styleUrl: string;
+  let view: ReturnType<typeof metatileView>;
+
+  beforeAll(async () => {
+    process.env.TILEBAKE_QUIET = '1';
+    out = await mkdtemp(join(tmpdir(), 'tilebake-page-'));
+    const config = parseConfig(
+      {
+        out,
+        tilesets: { openmaptiles: join(ROOT, 'data/sample/monaco_omt.mbtiles') },
+        styles: { 'osm-bright': { style: join(ROOT, 'data/sample/styles/osm-bright/style.json'), minzoom: 14, maxzoom: 14 } },
+        fonts: FONTS,
+      },
+      join(out, 'config.json'),
+    );
+    await runVectorStage(config, out);
+    const manifest = await readManifestOrEmpty(out);
+    const tileset = manifest.tilesets.openmaptiles;
+    const prep = await prepareStyle('osm-bright', config.styles['osm-bright'].style, out, {
+      tilesets: manifest.tilesets,
+      defaultTileset: 'openmaptiles',
+      fonts: FONTS,
+      scales: [1, 2],
+    });
+    server = new AssetServer(FONTS);
+    await server.start();
+    reader = await openArchiveFile(join(out, tileset.archive));
+    server.addTileset('openmaptiles', { entry: tileset, gzip: reader.header.tileCompression === 2, reader });
+    styleUrl = server.addStyle('osm-bright', JSON.stringify(prep.style), join(out, 'styles', 'osm-bright'));
+    renderer = new BrowserRenderer(server.baseUrl);
+    const [first] = enumerateMetatiles(tileset.bounds, 14, 14, 2);
+    view = metatileView(first, 64);
+  });
+
+  afterAll(async () => {
+    await renderer?.close();
+    await server?.stop();
+    await reader?.close();
+    if (out) await rm(out, { recursive: true, force: true });
+  });
+
+  it('a page switched from 1x to @2x draws icons from sprite@2x, and back', async () => {
+    const a = await renderer.render(styleUrl, 1, view);
+    expect(server.served.has('/styles/osm-bright/sprite.png')).toBe(true);
+    expect(server.served.has('/styles/osm-bright/sprite@2x.png')).toBe(false);
+    const b = await renderer.render(styleUrl, 2, view);
+    expect(b.width).toBe(a.width * 2);
+    expect(server.served.has('/styles/osm-bright/sprite@2x.png')).toBe(true);
+    expect(server.served.has('/styles/osm-bright/sprite@2x.json')).toBe(true);
+    // Back to 1x: the same pixels as the first 1x render (nothing of the @2x state is left).
+    const c = await renderer.render(styleUrl, 1, view);
+    expect(Buffer.compare(c.png, a.png)).toBe(0);
+  });
+});
