@@ -91,6 +91,24 @@ function placeWithoutHistory(style) {
   style.__tilebakePlacement = true;
 }
 
+/**
+ * Paint only frames in which every tile is loaded. After the tiles are reset, they arrive over several
+ * frames and MapLibre paints each one in full (~100 ms at 1152² in SwiftShader) although only the last
+ * is read. Placement and tile bookkeeping still run every frame; only the painting waits. Internal
+ * API, guarded so that a MapLibre upgrade fails loudly.
+ */
+function paintOnlyWhenLoaded() {
+  const painter = map.painter;
+  if (painter.__tilebakePaint) return;
+  const paint = painter.render;
+  if (typeof paint !== 'function') throw new Error('MapLibre internals changed: map.painter.render is missing');
+  painter.render = function (...args) {
+    if (!map.areTilesLoaded()) return undefined;
+    return paint.apply(this, args);
+  };
+  painter.__tilebakePaint = true;
+}
+
 /** Drop every loaded tile of every source (internal API; guarded so a MapLibre upgrade fails loudly). */
 function resetTiles() {
   const managers = map.style && map.style.tileManagers;
@@ -116,6 +134,7 @@ async function render(view) {
   // the previous view), so a metatile's pixels do not depend on what this page rendered before.
   const t0 = performance.now();
   placeWithoutHistory(map.style);
+  paintOnlyWhenLoaded();
   resetTiles();
   const idle = waitFor('idle');
   map.jumpTo({ center: view.center, zoom: view.zoom, bearing: 0, pitch: 0 });
