@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# All benchmarks (not tests): each prints its figures and rewrites its RESULTS.md. Run on an idle machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "== bench/serve-vector: tilebake vs tileserver-gl-light vs nginx (wrk)"
+node --import tsx bench/serve-vector/run.ts
+echo "== bench/render: MapLibre pre-render, metatile vs tile-by-tile"
+node --import tsx bench/render/run.ts
+echo "== bench/height: elevation lookups in process and over HTTP (wrk)"
+bash bench/height/run.sh
