@@ -1,13 +1,9 @@
 import { Compression } from 'pmtiles';
 import { openArchive } from '../lib/pmtiles/index.ts';
 import type { Store } from '../lib/storage.ts';
-import type { ServerContext } from './context.ts';
+import { cacheBudgetBytes, type ServerContext } from './context.ts';
 import { tileBody, type TileBody } from './tile-response.ts';
 
-/** Bytes in a megabyte. */
-const MB = 1024 * 1024;
-/** Share of `--cache-mb` given to tiles when an elevation index also needs its block cache. */
-export const TILE_CACHE_SHARE_WITH_ELEVATION = 0.5;
 /** Rough per-entry overhead of the tile cache (key string, map slot, body object, ETag). */
 const ENTRY_OVERHEAD_BYTES = 160;
 
@@ -169,13 +165,12 @@ const byContext = new WeakMap<ServerContext, Archives>();
 
 /**
  * The Archives of a server context (created on first use): route modules share one tile cache
- * bounded by `--cache-mb` (half of it when an elevation index is served too).
+ * bounded by its share of `--cache-mb` (see cacheBudgetBytes).
  */
 export function archivesOf(ctx: ServerContext): Archives {
   let a = byContext.get(ctx);
   if (!a) {
-    const share = ctx.manifest.elevation ? TILE_CACHE_SHARE_WITH_ELEVATION : 1;
-    a = new Archives(ctx.store, Math.floor(ctx.options.cacheMb * MB * share));
+    a = new Archives(ctx.store, cacheBudgetBytes(ctx, 'tiles'));
     byContext.set(ctx, a);
   }
   return a;

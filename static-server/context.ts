@@ -52,3 +52,18 @@ export class HttpError extends Error {
     this.name = 'HttpError';
   }
 }
+
+/** What shares `--cache-mb` within one worker. */
+export type CachePart = 'tiles' | 'elevation' | 'styleFiles';
+
+/**
+ * Bytes of the `--cache-mb` budget given to one cache. The shares add up to the whole budget:
+ * style files (sprites, glyphs, styles) 1/8; tiles the rest, or half of the budget when an elevation
+ * index is served, which then gets 3/8 for decoded blocks.
+ */
+export function cacheBudgetBytes(ctx: Pick<ServerContext, 'manifest' | 'options'>, part: CachePart): number {
+  const total = ctx.options.cacheMb * 1024 * 1024;
+  const withElevation = ctx.manifest.elevation !== undefined;
+  const share = part === 'styleFiles' ? 1 / 8 : part === 'elevation' ? (withElevation ? 3 / 8 : 0) : withElevation ? 1 / 2 : 7 / 8;
+  return Math.floor(total * share);
+}

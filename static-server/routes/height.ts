@@ -5,11 +5,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ElevationIndex } from '../../lib/elevation/reader.ts';
 import { HeightErrorCode, HeightRequestError, buildHeightResponse, heightLimitsFromEnv, parseHeightRequest, type HeightLimits } from '../../lib/elevation/request.ts';
-import { HttpError, type RouteModule, type ServerContext } from '../context.ts';
+import { HttpError, cacheBudgetBytes, type RouteModule, type ServerContext } from '../context.ts';
 
 const BYTES_PER_MB = 1024 * 1024;
-/** Share of --cache-mb given to elevation blocks (tiles get the rest). */
-const ELEVATION_CACHE_SHARE = 0.5;
 const HTTP_BAD_REQUEST = 400;
 const HTTP_NOT_FOUND = 404;
 const HTTP_PAYLOAD_TOO_LARGE = 413;
@@ -51,7 +49,7 @@ export function createHeightRoutes(limits: HeightLimits): RouteModule {
     let opened: Promise<ElevationIndex> | undefined;
     const index = () => {
       if (!entry) throw new HttpError(HTTP_NOT_FOUND, 'this build has no elevation index (add an "elevation" section to the config, or run `tilebake elevation`)');
-      opened ??= ctx.store.openRange(entry.index).then((src) => ElevationIndex.open(src, Math.max(1, ctx.options.cacheMb * ELEVATION_CACHE_SHARE) * BYTES_PER_MB));
+      opened ??= ctx.store.openRange(entry.index).then((src) => ElevationIndex.open(src, Math.max(BYTES_PER_MB, cacheBudgetBytes(ctx, 'elevation'))));
       opened.catch(() => { opened = undefined; });
       return opened;
     };

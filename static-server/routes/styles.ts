@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { StyleEntry } from '../../lib/manifest.ts';
 import { archivesOf } from '../archives.ts';
-import { HttpError, type RouteModule, type ServerContext } from '../context.ts';
+import { HttpError, cacheBudgetBytes, type RouteModule, type ServerContext } from '../context.ts';
 import { checkZoom, parseTileCoord, splitTileFile } from '../coords.ts';
 import { BoundedCache } from '../styles/bounded-cache.ts';
 import { FontService } from '../styles/fonts.ts';
@@ -19,8 +19,6 @@ const enum Status {
 
 /** Bytes in a megabyte. */
 const MB = 1024 * 1024;
-/** Share of `--cache-mb` for style documents, sprites and glyphs (tiles use the archives' cache). */
-export const STYLE_FILES_CACHE_SHARE = 0.125;
 /** Smallest budget of that cache, so a tiny --cache-mb still keeps sprites and common glyph ranges. */
 const MIN_STYLE_FILES_CACHE_BYTES = 4 * MB;
 /** Rough per-entry overhead accounted in the small-file cache (key, map slot, ETag). */
@@ -55,7 +53,7 @@ interface TileParams {
 export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx: ServerContext) => {
   const archives = archivesOf(ctx);
   const styles = new Map(Object.entries(ctx.manifest.styles));
-  const cacheBytes = Math.max(MIN_STYLE_FILES_CACHE_BYTES, Math.floor(ctx.options.cacheMb * MB * STYLE_FILES_CACHE_SHARE));
+  const cacheBytes = Math.max(MIN_STYLE_FILES_CACHE_BYTES, cacheBudgetBytes(ctx, 'styleFiles'));
   const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => ENTRY_OVERHEAD_BYTES + (v ? v.bytes.byteLength : 0));
   const fonts = ctx.manifest.fonts ? new FontService(ctx.store, ctx.manifest.fonts, cacheBytes / 2) : undefined;
   const parsedStyles = new Map<string, Promise<StyleUrls>>();
