@@ -1,3 +1,4 @@
+import { open } from 'node:fs/promises';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Compression, TileType } from 'pmtiles';
 import { UserError } from '../../lib/errors.ts';
@@ -205,4 +206,19 @@ export function asInputError(e: unknown, path: string, what: string): Error {
   if (e instanceof Error && e.name === 'UserError') return e;
   const msg = e instanceof Error ? e.message : String(e);
   return new UserError(`${path}: ${what} (${msg})`, { cause: e });
+}
+
+/** Bytes read to recognise a file by its content (magic numbers). */
+export const SNIFF_BYTES = 16;
+
+/** The first `SNIFF_BYTES` bytes of a file (fewer for a shorter file). */
+export async function readHead(path: string): Promise<Buffer> {
+  const fh = await open(path, 'r');
+  try {
+    const buf = Buffer.alloc(SNIFF_BYTES);
+    const { bytesRead } = await fh.read(buf, 0, SNIFF_BYTES, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
 }

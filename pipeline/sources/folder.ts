@@ -1,15 +1,12 @@
-import { open, readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
 import type { TileFormat } from '../../lib/manifest.ts';
-import { asInputError, checkTileCoord, compressionOf, matchCompression, parseFormat, type SourceTile, type TileSource } from './common.ts';
+import { asInputError, checkTileCoord, readHead, compressionOf, matchCompression, parseFormat, type SourceTile, type TileSource } from './common.ts';
 import { normaliseMetadata, resolveFormat, type ZoomStats } from './mbtiles.ts';
 
 /** Optional metadata file of a tile folder (tippecanoe `--output-to-directory`, mb-util). */
 export const FOLDER_METADATA_FILE = 'metadata.json';
-/** Bytes read from the first tile to detect gzip. */
-const SNIFF_BYTES = 16;
-
 /** A numeric path segment: digits only. */
 const NUMERIC = /^\d+$/;
 /** A tile file name `<y>.<ext>`. */
@@ -95,18 +92,6 @@ async function readFolderMetadata(root: string): Promise<Record<string, unknown>
   }
 }
 
-/** The first bytes of a file. */
-async function head(file: string): Promise<Uint8Array> {
-  const fh = await open(file, 'r');
-  try {
-    const buf = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await fh.read(buf, 0, SNIFF_BYTES, 0);
-    return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
-}
-
 /** Open a `z/x/y.pbf` (or .mvt/.png/.jpg/.webp) folder, with optional metadata.json. */
 export async function openFolder(root: string): Promise<TileSource> {
   const { tiles, format: extFormat } = await listTiles(root).catch((e) => {
@@ -115,7 +100,7 @@ export async function openFolder(root: string): Promise<TileSource> {
   if (tiles.length === 0) throw new UserError(`${root}: no tiles found (expected files <z>/<x>/<y>.pbf)`);
   tiles.sort((a, b) => a.z - b.z || a.x - b.x || a.y - b.y);
   const fields = await readFolderMetadata(root);
-  const first = await head(tiles[0].file);
+  const first = await readHead(tiles[0].file);
   const format = fields.format !== undefined ? resolveFormat(fields.format, first, join(root, FOLDER_METADATA_FILE)) : (extFormat ?? 'pbf');
   const compression = compressionOf(format, first);
   const metadata = normaliseMetadata(fields, statsOf(tiles), join(root, FOLDER_METADATA_FILE));

@@ -1,7 +1,7 @@
-import { open, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
-import type { InputKind, TileSource } from './common.ts';
+import { readHead, type InputKind, type TileSource } from './common.ts';
 
 export type { InputKind, SourceMetadata, SourceTile, TileSource } from './common.ts';
 
@@ -12,19 +12,6 @@ const PMTILES_MAGIC = Buffer.from('PMTiles', 'latin1');
 const PMTILES_V2_MAGIC = Buffer.from('PM', 'latin1');
 const PMTILES_VERSION_BYTE = 7;
 const PMTILES_V3 = 3;
-const SNIFF_BYTES = 16;
-
-/** Read the first bytes of a file. */
-async function head(path: string): Promise<Buffer> {
-  const fh = await open(path, 'r');
-  try {
-    const buf = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await fh.read(buf, 0, SNIFF_BYTES, 0);
-    return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
-}
 
 /** Decide what an input is from its content (a folder, SQLite or PMTiles magic bytes), not its name. */
 export async function detectInputKind(path: string): Promise<InputKind> {
@@ -38,7 +25,7 @@ export async function detectInputKind(path: string): Promise<InputKind> {
   if (isDir) return 'folder';
   let bytes: Buffer;
   try {
-    bytes = await head(path);
+    bytes = await readHead(path);
   } catch (e) {
     throw new UserError(`${path}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`, { cause: e });
   }
