@@ -1,6 +1,7 @@
 import { Compression } from 'pmtiles';
 import { openArchive } from '../lib/pmtiles/index.ts';
 import type { Store } from '../lib/storage.ts';
+import { ByteLru } from '../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from './context.ts';
 import { tileBody, type TileBody } from './tile-response.ts';
 
@@ -25,52 +26,10 @@ interface OpenArchive extends ServedArchive {
 }
 
 /** A tile cache bounded in bytes; least recently used entries go first. `null` caches "no tile". */
-export class TileLru {
-  private readonly map = new Map<string, TileBody | null>();
-  private used = 0;
-
-  constructor(readonly maxBytes: number) {}
-
-  /** The cached value (moved to most recent), or undefined when not cached. */
-  get(key: string): TileBody | null | undefined {
-    const v = this.map.get(key);
-    if (v !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, v);
-    }
-    return v;
-  }
-
-  /** Insert a value, evicting the least recently used entries beyond the budget. */
-  set(key: string, value: TileBody | null): void {
-    const size = TileLru.sizeOf(key, value);
-    if (size > this.maxBytes) return;
-    const old = this.map.get(key);
-    if (old !== undefined) {
-      this.used -= TileLru.sizeOf(key, old);
-      this.map.delete(key);
-    }
-    this.map.set(key, value);
-    this.used += size;
-    for (const [k, v] of this.map) {
-      if (this.used <= this.maxBytes) break;
-      this.map.delete(k);
-      this.used -= TileLru.sizeOf(k, v);
-    }
-  }
-
-  /** Bytes accounted to the cached entries. */
-  get bytes(): number {
-    return this.used;
-  }
-
-  /** Number of cached entries. */
-  get size(): number {
-    return this.map.size;
-  }
-
-  private static sizeOf(key: string, value: TileBody | null): number {
-    return ENTRY_OVERHEAD_BYTES + key.length * 2 + (value ? value.bytes.length : 0);
+export class TileLru extends ByteLru<string, TileBody | null> {
+  /** Insert a value (null: known to be absent), evicting the least recently used entries beyond the budget. */
+  override set(key: string, value: TileBody | null, bytes = ENTRY_OVERHEAD_BYTES + key.length * 2 + (value ? value.bytes.length : 0)): void {
+    super.set(key, value, bytes);
   }
 }
 

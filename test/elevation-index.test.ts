@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bilinear, locate } from '../lib/elevation/bilinear.ts';
 import { decodeBlock, encodeBlock } from '../lib/elevation/codec.ts';
 import { CodeWidth } from '../lib/elevation/format.ts';
-import { ByteLru } from '../lib/elevation/lru.ts';
+import { ByteLru } from '../lib/lru.ts';
 import { ElevationIndex } from '../lib/elevation/reader.ts';
 import { FileRangeSource } from '../lib/storage.ts';
 import type { DemGrid } from '../pipeline/elevation/grid.ts';

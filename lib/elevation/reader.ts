@@ -3,7 +3,7 @@ import { bilinear, locate } from './bilinear.ts';
 import { decodeBlock } from './codec.ts';
 import { CodeWidth, DIR_ENTRY_BYTES, PREAMBLE_BYTES, blockDims, decodeMeta, decodePreamble, readDirEntry, type DirEntry, type IndexMeta, type LayerMeta } from './format.ts';
 import type { LatLon } from './geo.ts';
-import { ByteLru } from './lru.ts';
+import { ByteLru } from '../lru.ts';
 
 /** A decoded block: heights row-major, NaN = nodata. An empty block has `data.length === 0`. */
 export interface DecodedBlock {

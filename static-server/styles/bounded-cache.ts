@@ -1,28 +1,26 @@
+import { ByteLru } from '../../lib/lru.ts';
+
 /**
  * An LRU cache bounded by total size (bytes as reported by `sizeOf`), with concurrent loads of the
  * same key shared. Failed loads are not cached.
  */
 export class BoundedCache<V> {
-  private readonly entries = new Map<string, { value: V; size: number }>();
+  private readonly entries: ByteLru<string, V>;
   private readonly loading = new Map<string, Promise<V>>();
-  private used = 0;
 
-  constructor(private readonly maxBytes: number, private readonly sizeOf: (v: V) => number) {}
+  constructor(maxBytes: number, private readonly sizeOf: (v: V) => number) {
+    this.entries = new ByteLru(maxBytes);
+  }
 
   /** The cached value for `key`, else `load()` (stored when it fits in the budget). */
   async getOrLoad(key: string, load: () => Promise<V>): Promise<V> {
-    const hit = this.entries.get(key);
-    if (hit) {
-      this.entries.delete(key);
-      this.entries.set(key, hit);
-      return hit.value;
-    }
+    if (this.entries.has(key)) return this.entries.get(key) as V;
     const pending = this.loading.get(key);
     if (pending) return pending;
     const p = load().then(
       (value) => {
         this.loading.delete(key);
-        this.put(key, value);
+        this.entries.set(key, value, this.sizeOf(value));
         return value;
       },
       (e: unknown) => {
@@ -41,18 +39,6 @@ export class BoundedCache<V> {
 
   /** Total size of the cached entries. */
   get bytes(): number {
-    return this.used;
-  }
-
-  private put(key: string, value: V): void {
-    const size = this.sizeOf(value);
-    if (size > this.maxBytes) return;
-    this.entries.set(key, { value, size });
-    this.used += size;
-    for (const [k, e] of this.entries) {
-      if (this.used <= this.maxBytes) break;
-      this.entries.delete(k);
-      this.used -= e.size;
-    }
+    return this.entries.bytes;
   }
 }
