@@ -111,7 +111,7 @@ z0–${MAXZOOM}, every tile of each tileset's bounds, PNG **and** JPEG encoded f
 Peak RSS = node + every Chromium process, sampled every ${SAMPLE_MS} ms.
 
 Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GB RAM; load average at the end: ${load}
-(other jobs shared the machine; see the notes). Date: ${new Date().toISOString().slice(0, 10)}.
+Date: ${new Date().toISOString().slice(0, 10)}.
 
 | mode | tile size | tiles | seconds | tiles/s | peak RSS (MB) |
 |---|---|---:|---:|---:|---:|
