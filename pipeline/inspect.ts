@@ -2,6 +2,7 @@ import { Compression, TileType } from 'pmtiles';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { asInputError } from './sources/common.ts';
 import { detectInputKind } from './sources/index.ts';
+import { openInputArchive } from './sources/pmtiles.ts';
 import { UserError } from '../lib/errors.ts';
 
 /** Tile statistics of one zoom level. */
@@ -51,12 +52,7 @@ function describeHeader(h: Awaited<ReturnType<typeof openArchiveFile>>['header']
 /** Read header, per-zoom tile counts (walking every directory entry) and metadata of a PMTiles archive. */
 export async function inspectArchive(path: string): Promise<InspectReport> {
   if ((await detectInputKind(path)) !== 'pmtiles') throw new UserError(`${path}: not a PMTiles archive (inspect reads PMTiles v3 files)`);
-  let archive: Awaited<ReturnType<typeof openArchiveFile>>;
-  try {
-    archive = await openArchiveFile(path);
-  } catch (e) {
-    throw asInputError(e, path, 'not a readable PMTiles v3 archive');
-  }
+  const archive = await openInputArchive(path);
   try {
     const byZoom = new Map<number, ZoomCount>();
     const count = (zoom: number) => {

@@ -7,28 +7,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../static-server/auth.ts';
 import type { ServeOptions } from '../static-server/context.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
-import { buildSampleVector, MONACO_MBTILES, monacoTiles, request, type RawResponse, type SourceTile } from './fixtures/server/helpers.ts';
+import { buildSampleVector, MONACO_MBTILES, monacoTiles, request, type RawResponse, type SourceTile, DEFAULT_CACHE_CONTROL, serveOptions } from './fixtures/server/helpers.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
 const AUTH = { authorization: `Bearer ${TOKEN}` };
-const DEFAULT_CACHE_CONTROL = 'public, max-age=86400';
 
 let out: string;
 let server: RunningServer;
 let tiles: SourceTile[];
 
 function options(extra: Partial<ServeOptions> = {}): ServeOptions {
-  return {
-    out,
-    port: 0,
-    host: '127.0.0.1',
-    auth: true,
-    cacheControl: DEFAULT_CACHE_CONTROL,
-    cors: '*',
-    cacheMb: 16,
-    logLevel: 'warn',
-    ...extra,
-  };
+  return serveOptions(out, extra);
 }
 
 function get(path: string, headers: Record<string, string> = {}, base = server.url): Promise<RawResponse> {

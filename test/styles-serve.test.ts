@@ -10,7 +10,7 @@ import { hashToken } from '../static-server/auth.ts';
 import type { ServeOptions } from '../static-server/context.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { decodeGlyphs, type Glyph } from '../static-server/styles/glyph-pbf.ts';
-import { request, startNginx, type Nginx, type RawResponse } from './fixtures/server/helpers.ts';
+import { request, startNginx, type Nginx, type RawResponse, DEFAULT_CACHE_CONTROL, serveOptions } from './fixtures/server/helpers.ts';
 import {
   buildStyleOutput,
   FIXTURE_MAXZOOM,
@@ -24,7 +24,6 @@ import {
 
 const TOKEN = randomBytes(18).toString('base64url');
 const AUTH = { authorization: `Bearer ${TOKEN}` };
-const DEFAULT_CACHE_CONTROL = 'public, max-age=86400';
 const PUBLIC_URL = 'https://maps.example.org/tiles';
 
 let fixture: StyleOutput;
@@ -32,17 +31,7 @@ let server: RunningServer;
 let publicServer: RunningServer;
 
 function options(extra: Partial<ServeOptions> = {}): ServeOptions {
-  return {
-    out: fixture.out,
-    port: 0,
-    host: '127.0.0.1',
-    auth: true,
-    cacheControl: DEFAULT_CACHE_CONTROL,
-    cors: '*',
-    cacheMb: 16,
-    logLevel: 'warn',
-    ...extra,
-  };
+  return serveOptions(fixture.out, extra);
 }
 
 function get(path: string, headers: Record<string, string> = {}, base = server.url): Promise<RawResponse> {

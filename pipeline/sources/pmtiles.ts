@@ -6,14 +6,18 @@ import { asInputError, defaultCenter, formatOfTileType, type SourceMetadata, typ
 /** Metadata keys normalised into SourceMetadata fields; others are carried over in `extra`. */
 const KNOWN_KEYS = new Set(['name', 'attribution', 'description', 'version', 'bounds', 'center', 'minzoom', 'maxzoom', 'format', 'vector_layers']);
 
-/** Open an existing PMTiles v3 archive; tiles stream from its directory entries as stored. */
-export async function openPmtiles(path: string): Promise<TileSource> {
-  let archive: Awaited<ReturnType<typeof openArchiveFile>>;
+/** Open a PMTiles archive given as input; a broken file is a UserError naming it. */
+export async function openInputArchive(path: string): Promise<Awaited<ReturnType<typeof openArchiveFile>>> {
   try {
-    archive = await openArchiveFile(path);
+    return await openArchiveFile(path);
   } catch (e) {
     throw asInputError(e, path, 'not a readable PMTiles v3 archive');
   }
+}
+
+/** Open an existing PMTiles v3 archive; tiles stream from its directory entries as stored. */
+export async function openPmtiles(path: string): Promise<TileSource> {
+  const archive = await openInputArchive(path);
   try {
     const h = archive.header;
     const format = formatOfTileType(h.tileType);
