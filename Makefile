@@ -20,7 +20,9 @@ typecheck: setup
 	node_modules/.bin/tsc -p tsconfig.json
 
 test: setup typecheck
-	node_modules/.bin/vitest run
+	@mkdir -p build
+	node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile=build/test-results.json
+	@node -e "const r = require('./build/test-results.json'); console.log(r.numPassedTests + ' passed, ' + r.numFailedTests + ' failed' + (r.numPendingTests ? ', ' + r.numPendingTests + ' skipped' : ''))"
 
 bench: setup
 	bash bench/run-all.sh
