@@ -1,0 +1,83 @@
+/**
+ * Render faults with real browsers: a Chromium killed in the middle of a build is replaced and the
+ * build ends with exactly the tiles of an undisturbed run.
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { runRenderStage } from '../pipeline/render.ts';
+import { runVectorStage } from '../pipeline/vector.ts';
+import { archiveTiles, copyVectorOutput, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
+
+process.env.TILEBAKE_QUIET = '1';
+const ROOT = resolve(import.meta.dirname, '..');
+/** Tile by tile over z13–14: enough renders that the kill lands in the middle of the build. */
+const STYLE = { minzoom: 13, maxzoom: 14, scales: [1], formats: ['png'] };
+const RENDER = { metatile: 1, margin: 64, timeoutMs: 120_000, retries: 2 };
+const LONG = 300_000;
+
+/** Chromium main processes (not their renderer/GPU helpers) among the descendants of `root`. */
+function chromiumBrowsersUnder(root: number): number[] {
+  const parent = new Map<number, number>();
+  const cmd = new Map<number, string>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      cmd.set(Number(d), readFileSync(`/proc/${d}/cmdline`, 'utf8'));
+    } catch {
+      // the process exited meanwhile
+    }
+  }
+  const under = (pid: number): boolean => {
+    for (let p = parent.get(pid); p && p > 1; p = parent.get(p)) if (p === root) return true;
+    return false;
+  };
+  return [...cmd].filter(([pid, c]) => c.includes('chromium') && !c.includes('--type=') && under(pid)).map(([pid]) => pid);
+}
+
+describe.sequential('render faults', () => {
+  let base: string;
+  let ref: string;
+
+  beforeAll(async () => {
+    base = await tempDir('faults-base');
+    const { config } = await writeConfig(base, 'vector.json', sampleConfig(base, STYLE, RENDER));
+    await runVectorStage(config, base);
+    ref = await tempDir('faults-ref');
+    await copyVectorOutput(base, ref);
+    const c = await writeConfig(ref, 'config.json', sampleConfig(ref, STYLE, RENDER));
+    await runRenderStage(c.config, ref, { workers: 1 });
+  }, LONG);
+
+  test('a browser killed mid-build is replaced and the archive equals an undisturbed run', async () => {
+    const out = await tempDir('faults-crash');
+    await copyVectorOutput(base, out);
+    const { file } = await writeConfig(out, 'config.json', sampleConfig(out, STYLE, RENDER));
+    const child = spawn(process.execPath, [join(ROOT, 'bin/tilebake.js'), 'build', '--config', file, '--out', out, '--only', 'render', '--workers', '1'], {
+      env: { ...process.env, TILEBAKE_QUIET: '1' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    // Once the first metatiles are journalled, kill the build's browser.
+    const journal = join(out, '.work/render/osm-bright/1x.png.pmtiles.journal');
+    const HEADER_ONLY = 200;
+    let killed: number[] = [];
+    while (killed.length === 0 && child.exitCode === null) {
+      const size = await stat(journal).then((s) => s.size, () => 0);
+      if (size > HEADER_ONLY) {
+        killed = chromiumBrowsersUnder(child.pid!);
+        for (const pid of killed) process.kill(pid, 'SIGKILL');
+      }
+      if (killed.length === 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(killed.length).toBeGreaterThan(0);
+    expect(await exited, stderr).toBe(0);
+    expect(await archiveTiles(join(out, 'styles/osm-bright/1x.png.pmtiles'))).toEqual(await archiveTiles(join(ref, 'styles/osm-bright/1x.png.pmtiles')));
+  }, LONG);
+});
