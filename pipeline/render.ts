@@ -81,10 +81,10 @@ async function renderScale(
   const worker = async () => {
     while (next < todo.length) {
       const m = todo[next++];
-      const png = await ctx.renderer.render(ctx.styleUrl, `${ctx.label} @${scale}x`, m, scale);
+      const image = await ctx.renderer.render(ctx.styleUrl, `${ctx.label} @${scale}x`, m, scale);
       let tiles;
       try {
-        tiles = await sliceMetatile(png, m, { margin: r.margin, pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque });
+        tiles = await sliceMetatile(image, m, { margin: r.margin, pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque });
       } catch (e) {
         throw new UserError(`${ctx.label} @${scale}x: metatile ${metatileKey(m)}: ${(e as Error).message}`);
       }

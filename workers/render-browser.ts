@@ -32,9 +32,13 @@ export interface PageView {
   zoom: number;
 }
 
-/** A rendered view: PNG bytes of the whole canvas (device pixels). */
+/** Where the page sends the pixels of a render: a POST URL of the asset server (AssetServer.expectUpload). */
+export interface PageUpload {
+  upload: string;
+}
+
+/** A rendered view: size of the canvas in device pixels (its pixels went to the upload URL). */
 export interface PageRender {
-  png: Buffer;
   width: number;
   height: number;
 }
@@ -83,8 +87,12 @@ export class BrowserRenderer {
     return page;
   }
 
-  /** Render `view` of `styleUrl` at `pixelRatio`. Throws RenderContentError when the map reported problems. */
-  async render(styleUrl: string, pixelRatio: number, view: PageView): Promise<PageRender> {
+  /**
+   * Render `view` of `styleUrl` at `pixelRatio`; the page POSTs the drawing buffer's pixels (RGBA,
+   * bottom row first, premultiplied: see fromDrawingBuffer in pipeline/render/encode.ts) to
+   * `view.upload`. Throws RenderContentError when the map reported problems.
+   */
+  async render(styleUrl: string, pixelRatio: number, view: PageView & PageUpload): Promise<PageRender> {
     const page = await this.open();
     if (this.styleUrl !== styleUrl || this.pixelRatio !== pixelRatio) {
       const errors = await page.evaluate(
@@ -96,13 +104,11 @@ export class BrowserRenderer {
       this.pixelRatio = pixelRatio;
     }
     const r = await page.evaluate(
-      (v) => (window as unknown as { tilebake: { render(v: PageView): Promise<{ dataUrl: string; width: number; height: number; errors: string[] }> } }).tilebake.render(v),
+      (v) => (window as unknown as { tilebake: { render(v: PageView & PageUpload): Promise<{ width: number; height: number; errors: string[] }> } }).tilebake.render(v),
       view,
     );
     if (r.errors.length) throw new RenderContentError([...new Set(r.errors)].join('; '));
-    const comma = r.dataUrl.indexOf(',');
-    if (!r.dataUrl.startsWith('data:image/png;base64,') || comma < 0) throw new RenderContentError('the canvas returned no image');
-    return { png: Buffer.from(r.dataUrl.slice(comma + 1), 'base64'), width: r.width, height: r.height };
+    return { width: r.width, height: r.height };
   }
 
   /** Close the browser (after a crash or hang, or at the end). */

@@ -4,7 +4,7 @@
  * renders many metatiles with it; a hang (timeout) or crash closes the browser, and the next task
  * starts a fresh one.
  */
-import { BrowserRenderer, RenderContentError, type PageView } from './render-browser.ts';
+import { BrowserRenderer, RenderContentError, type PageRender, type PageUpload, type PageView } from './render-browser.ts';
 
 /** Input of one render task. */
 export interface RenderTask {
@@ -13,17 +13,14 @@ export interface RenderTask {
   /** Prepared style URL on the asset server. */
   styleUrl: string;
   pixelRatio: number;
-  view: PageView;
+  /** The view, and where the page uploads its pixels. */
+  view: PageView & PageUpload;
   /** Give up (and restart the browser) after this long. */
   timeoutMs: number;
 }
 
-/** Output: the whole canvas as PNG. */
-export interface RenderResult {
-  png: Uint8Array;
-  width: number;
-  height: number;
-}
+/** Output: the canvas size; the page uploaded its pixels to `view.upload`. */
+export type RenderResult = PageRender;
 
 /** Error kinds a task can fail with (`name` survives the thread boundary in the message prefix). */
 export enum RenderFailure {
@@ -47,8 +44,7 @@ export default async function renderTask(task: RenderTask): Promise<RenderResult
   renderer ??= new BrowserRenderer(task.baseUrl);
   const r = renderer;
   try {
-    const out = await withTimeout(r.render(task.styleUrl, task.pixelRatio, task.view), task.timeoutMs);
-    return { png: new Uint8Array(out.png.buffer, out.png.byteOffset, out.png.byteLength), width: out.width, height: out.height };
+    return await withTimeout(r.render(task.styleUrl, task.pixelRatio, task.view), task.timeoutMs);
   } catch (e) {
     if (e instanceof RenderContentError) throw new Error(`${RenderFailure.Content}: ${e.message}`);
     // Hang or crash: throw the browser away so the retry starts clean.

@@ -41,7 +41,14 @@ enum Status {
   Ok = 200,
   NoContent = 204,
   NotFound = 404,
+  PayloadTooLarge = 413,
   ServerError = 500,
+}
+
+/** An image upload the server waits for: at most `maxBytes`; `body` once received. */
+interface Upload {
+  maxBytes: number;
+  body?: Buffer;
 }
 
 function typeOf(path: string): string {
@@ -67,6 +74,8 @@ export class AssetServer {
   readonly served = new Set<string>();
   private readonly styles = new Map<string, { json: string; dir: string }>();
   private readonly tilesets = new Map<string, LocalTileset>();
+  private readonly uploads = new Map<string, Upload>();
+  private nextUpload = 0;
   private server?: Server;
   private base = '';
 
@@ -111,6 +120,23 @@ export class AssetServer {
     this.tilesets.set(id, tileset);
   }
 
+  /**
+   * Accept one image upload (POST, at most `maxBytes`) from a render page; returns its id and URL.
+   * The page sends a metatile's pixels straight here: no base64 through the DevTools protocol.
+   */
+  expectUpload(maxBytes: number): { id: string; url: string } {
+    const id = String(++this.nextUpload);
+    this.uploads.set(id, { maxBytes });
+    return { id, url: `${this.base}__upload/${id}` };
+  }
+
+  /** The bytes uploaded for `id` (undefined if none arrived); forgets the upload either way. */
+  takeUpload(id: string): Buffer | undefined {
+    const u = this.uploads.get(id);
+    this.uploads.delete(id);
+    return u?.body;
+  }
+
   /** Forget what was recorded as missing. */
   clearMissing(): void {
     this.missing.clear();
@@ -143,6 +169,7 @@ export class AssetServer {
     const full = `${this.base}${path.slice(1)}${u.search}`;
     if (path === '/favicon.ico') return this.send(res, Status.NoContent, '', 'text/plain');
     if (path === '/__blocked') return this.notFound(res, u.searchParams.get('url') ?? full);
+    if (path.startsWith('/__upload/')) return this.upload(req, res, path.slice('/__upload/'.length));
     if (path.startsWith('/page/')) return this.file(res, full, safeJoin(PAGE_DIR, path.slice('/page/'.length)));
     if (path.startsWith('/maplibre/')) return this.file(res, full, safeJoin(MAPLIBRE_DIR, path.slice('/maplibre/'.length)));
     if (path.startsWith('/fonts/') && this.fontsDir) return this.glyphs(res, full, path.slice('/fonts/'.length));
@@ -159,6 +186,22 @@ export class AssetServer {
     m = /^\/data\/([^/]+)\/(\d+)\/(\d+)\/(\d+)\.([a-z]+)$/.exec(path);
     if (m) return this.tile(res, full, m[1], Number(m[2]), Number(m[3]), Number(m[4]), m[5]);
     return this.notFound(res, full);
+  }
+
+  /** `POST /__upload/<id>`: store the body of an expected upload. */
+  private async upload(req: IncomingMessage, res: ServerResponse, id: string): Promise<void> {
+    const u = this.uploads.get(id);
+    const fail = (status: number, error: string) => this.send(res, status, JSON.stringify({ error, status }), TYPES['.json']);
+    if (req.method !== 'POST' || !u || u.body) return fail(Status.NotFound, `no upload ${id} is expected`);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > u.maxBytes) return fail(Status.PayloadTooLarge, `upload ${id} is larger than ${u.maxBytes} bytes`);
+      chunks.push(chunk);
+    }
+    u.body = Buffer.concat(chunks, size);
+    this.send(res, Status.NoContent, '', 'text/plain');
   }
 
   /** `/fonts/<stack>/<range>.pbf`: the first font of a comma-separated stack that has the range. */

@@ -6,8 +6,15 @@ import type { JournalTile } from './journal.ts';
 /** Raster formats a style is rendered to. */
 export type RasterFormat = 'png' | 'jpg';
 
-/** RGBA channels of the decoded canvas. */
-const CHANNELS = 4;
+/** RGBA channels of a rendered canvas. */
+export const CHANNELS = 4;
+
+/** A rendered canvas: RGBA rows, top row first, not premultiplied. */
+export interface RawImage {
+  data: Uint8Array;
+  width: number;
+  height: number;
+}
 /** Fully opaque alpha. */
 const OPAQUE = 255;
 /** JPEG has no alpha: transparent pixels are flattened onto white. */
@@ -24,8 +31,32 @@ export interface SliceOptions {
   opaqueBackground: boolean;
 }
 
+/**
+ * The canvas image from WebGL drawing-buffer pixels (gl.readPixels: bottom row first, colour
+ * premultiplied by alpha): rows flipped top-first and colour divided by alpha (what PNG stores),
+ * in place. Opaque pixels (all of them for a style with an opaque background) are only moved.
+ */
+export function fromDrawingBuffer(pixels: Uint8Array, width: number, height: number): RawImage {
+  const row = width * CHANNELS;
+  if (pixels.length !== row * height) throw new Error(`drawing buffer has ${pixels.length} bytes, expected ${row * height} for ${width}×${height}`);
+  const tmp = new Uint8Array(row);
+  for (let top = 0, bottom = height - 1; top < bottom; top++, bottom--) {
+    const a = top * row;
+    const b = bottom * row;
+    tmp.set(pixels.subarray(a, a + row));
+    pixels.copyWithin(a, b, b + row);
+    pixels.set(tmp, b);
+  }
+  for (let i = 3; i < pixels.length; i += CHANNELS) {
+    const alpha = pixels[i];
+    if (alpha === OPAQUE) continue;
+    for (let c = i - 3; c < i; c++) pixels[c] = alpha === 0 ? 0 : Math.min(OPAQUE, Math.round((pixels[c] * OPAQUE) / alpha));
+  }
+  return { data: pixels, width, height };
+}
+
 /** True when every pixel of rect in the RGBA buffer is opaque; also counts fully transparent pixels. */
-function alphaStats(raw: Buffer, width: number, r: { left: number; top: number; width: number; height: number }): { opaque: boolean; transparent: number } {
+function alphaStats(raw: Uint8Array, width: number, r: { left: number; top: number; width: number; height: number }): { opaque: boolean; transparent: number } {
   let opaque = true;
   let transparent = 0;
   for (let y = r.top; y < r.top + r.height; y++) {
@@ -42,11 +73,12 @@ function alphaStats(raw: Buffer, width: number, r: { left: number; top: number; 
 }
 
 /**
- * Cut the tiles of metatile `m` out of its rendered canvas (PNG bytes) and encode each in every
- * format, all from the same decoded pixels. Throws when the image is blank or partial.
+ * Cut the tiles of metatile `m` out of its rendered canvas and encode each in every format, all
+ * from the same pixels. Throws when the image is blank or partial.
  */
-export async function sliceMetatile(png: Uint8Array, m: Metatile, opts: SliceOptions): Promise<Record<RasterFormat, JournalTile[]>> {
-  const { data: raw, info } = await sharp(png).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+export async function sliceMetatile(image: RawImage, m: Metatile, opts: SliceOptions): Promise<Record<RasterFormat, JournalTile[]>> {
+  const raw = image.data;
+  const info = image;
   const want = canvasSize(m, opts.margin, opts.pixelRatio);
   if (info.width !== want.width || info.height !== want.height) {
     throw new Error(`metatile ${m.z}/${m.x0}/${m.y0}: canvas is ${info.width}×${info.height}, expected ${want.width}×${want.height}`);

@@ -2,9 +2,10 @@ import type { Piscina } from 'piscina';
 import { UserError } from '../../lib/errors.ts';
 import { logLine } from '../progress.ts';
 import { createPool } from '../../workers/pool.ts';
-import type { RenderResult, RenderTask } from '../../workers/render-task.ts';
+import { RenderFailure, type RenderResult, type RenderTask } from '../../workers/render-task.ts';
 import type { AssetServer } from './asset-server.ts';
-import { metatileKey, metatileView, type Metatile } from './metatiles.ts';
+import { CHANNELS, fromDrawingBuffer, type RawImage } from './encode.ts';
+import { canvasSize, metatileKey, metatileView, type Metatile } from './metatiles.ts';
 
 /** The render task module run by the pool's worker threads. */
 const TASK_MODULE = new URL('../../workers/render-task.ts', import.meta.url).href;
@@ -35,24 +36,25 @@ export class MetatileRenderer {
     this.pool = createPool(TASK_MODULE, opts.workers);
   }
 
-  /** Render metatile `m` of the style at `styleUrl`; resolves the PNG of the whole canvas. */
-  async render(styleUrl: string, label: string, m: Metatile, pixelRatio: number): Promise<Uint8Array> {
-    const task: RenderTask = {
-      baseUrl: this.server.baseUrl,
-      styleUrl,
-      pixelRatio,
-      view: metatileView(m, this.opts.margin),
-      timeoutMs: this.opts.timeoutMs,
-    };
+  /** Render metatile `m` of the style at `styleUrl`; resolves the RGBA pixels of the whole canvas. */
+  async render(styleUrl: string, label: string, m: Metatile, pixelRatio: number): Promise<RawImage> {
+    const view = metatileView(m, this.opts.margin);
+    const size = canvasSize(m, this.opts.margin, pixelRatio);
     const failures: string[] = [];
     for (let attempt = 0; attempt <= this.opts.retries; attempt++) {
+      const upload = this.server.expectUpload(size.width * size.height * CHANNELS);
+      const task: RenderTask = { baseUrl: this.server.baseUrl, styleUrl, pixelRatio, view: { ...view, upload: upload.url }, timeoutMs: this.opts.timeoutMs };
       try {
         const signal = AbortSignal.timeout(this.opts.timeoutMs + ABORT_GRACE_MS);
         const r = (await this.pool.run(task, { signal })) as RenderResult;
+        const data = this.server.takeUpload(upload.id);
         // MapLibre does not report every failed request (e.g. glyphs); the asset server saw them all.
         this.checkMissing(label, m);
-        return r.png;
+        if (r.width !== size.width || r.height !== size.height) throw new Error(`${RenderFailure.Content}: canvas is ${r.width}×${r.height}, expected ${size.width}×${size.height}`);
+        if (!data || data.length !== r.width * r.height * CHANNELS) throw new Error(`${RenderFailure.Content}: the page uploaded ${data?.length ?? 0} bytes, expected ${r.width * r.height * CHANNELS}`);
+        return fromDrawingBuffer(data, r.width, r.height);
       } catch (e) {
+        this.server.takeUpload(upload.id);
         const msg = e instanceof Error ? e.message : String(e);
         failures.push(msg);
         this.checkMissing(label, m);

@@ -3,6 +3,32 @@
 import * as maplibregl from '/maplibre/maplibre-gl.mjs';
 
 const ORIGIN = window.location.origin + '/';
+
+/**
+ * Run animation frames as soon as the event loop is free instead of at the display's 60 Hz: a view
+ * takes a few frames (jump, tiles arrive, paint), and each waited up to 16.7 ms for the next vsync,
+ * most of a low-zoom render. Nothing here is animated; the canvas is read with toDataURL, not shown.
+ * MapLibre schedules its frames with window.requestAnimationFrame, looked up at each call.
+ */
+function immediateFrames() {
+  const callbacks = new Map();
+  let nextId = 0;
+  const channel = new MessageChannel();
+  channel.port1.onmessage = (e) => {
+    const cb = callbacks.get(e.data);
+    if (!cb) return;
+    callbacks.delete(e.data);
+    cb(performance.now());
+  };
+  window.requestAnimationFrame = (cb) => {
+    const id = ++nextId;
+    callbacks.set(id, cb);
+    channel.port2.postMessage(id);
+    return id;
+  };
+  window.cancelAnimationFrame = (id) => callbacks.delete(id);
+}
+immediateFrames();
 /** Errors reported by the map (or blocked requests) since the last render started. */
 let errors = [];
 let map = null;
@@ -48,7 +74,7 @@ async function init(styleUrl, pixelRatio) {
       refreshExpiredTiles: false,
       renderWorldCopies: true,
       transformConstrain: (center, zoom) => ({ center, zoom }),
-      canvasContextAttributes: { preserveDrawingBuffer: true, antialias: false },
+      canvasContextAttributes: { preserveDrawingBuffer: true, antialias: false, premultipliedAlpha: true },
       transformRequest,
       center: [0, 0],
       zoom: 0,
@@ -73,13 +99,24 @@ async function init(styleUrl, pixelRatio) {
 }
 
 /**
- * Make every symbol placement start from nothing. MapLibre seeds each placement with the previous
- * one (a label keeps its previous anchor or offset, for stability while panning), so the labels of the
- * final frame would depend on the order in which tiles arrived. With `fadeDuration: 0` every frame is a
- * full placement anyway, so dropping the history costs nothing. Internal API, guarded so that a
- * MapLibre upgrade fails loudly instead of rendering differently.
+ * Place symbols once per view, from nothing, when every tile is loaded.
+ * - MapLibre seeds each placement with the previous one (a label keeps its previous anchor or offset,
+ *   for stability while panning), so the labels of the final frame would depend on the order in which
+ *   tiles arrived. With `fadeDuration: 0` every frame is a full placement anyway: the history is dropped.
+ * - Tiles kept from the previous view: a tile that is no longer ideal but has symbols is "held for
+ *   fade" for one more frame, and MapLibre releases held tiles only *after* painting the frame that goes
+ *   idle, so the final frame would still place and draw the previous view's labels (placement goes from
+ *   the highest zoom down: a z12 child's "MONACO" won over the ideal z11 tile's). With nothing to fade,
+ *   held tiles are released before placing: every placement sees only the tiles of the current view.
+ * - Frames while tiles are still loading are never painted (paintOnlyWhenLoaded), so they are not
+ *   placed either: the cross-tile symbol index and the placement see the complete set of tiles once.
+ * - A placement run in the frame where new symbol buckets arrived is marked stale and MapLibre places
+ *   everything again in one more frame. The forced full placement already covers every bucket and,
+ *   without history, the repeat gives the same result: the staleness is cleared so that the frame is
+ *   painted and the map goes idle at once.
+ * Internal API, guarded so that a MapLibre upgrade fails loudly instead of rendering differently.
  */
-function placeWithoutHistory(style) {
+function placeOncePerView(style) {
   if (style.__tilebakePlacement) return;
   const update = style._updatePlacement;
   if (typeof update !== 'function') {
@@ -89,16 +126,18 @@ function placeWithoutHistory(style) {
     throw new Error('MapLibre internals changed: style._releaseSymbolFadeTiles is missing');
   }
   style._updatePlacement = function (...args) {
+    // Loading frames keep the last placement (the painter needs one) and are not painted.
+    if (this.placement && !map.areTilesLoaded()) return false;
     this.pauseablePlacement = undefined;
     this.placement = undefined;
-    // Tiles kept from the previous view: a tile that is no longer ideal but has symbols is "held for
-    // fade" for one more frame, and MapLibre releases held tiles only *after* painting the frame that
-    // goes idle. So the final frame still placed and drew the labels of the previous view's tiles
-    // (placement goes from the highest zoom down, so e.g. a z12 child's "MONACO" won over the ideal z11
-    // tile's, drawn at the child's text size). With `fadeDuration: 0` there is nothing to fade: drop
-    // held tiles before placing, so every frame places and draws only the tiles of the current view.
     this._releaseSymbolFadeTiles();
-    return update.apply(this, args);
+    update.apply(this, args);
+    const placement = this.placement;
+    if (!this.pauseablePlacement || !this.pauseablePlacement.isDone() || !placement || typeof placement.stale !== 'boolean') {
+      throw new Error('MapLibre internals changed: a forced full placement did not finish in one frame');
+    }
+    placement.stale = false;
+    return placement.hasTransitions(performance.now());
   };
   style.__tilebakePlacement = true;
 }
@@ -147,19 +186,22 @@ function forgetZoomHistory() {
 }
 
 /**
- * Paint only frames in which every tile is loaded. Tiles of a new view arrive over several frames
- * and MapLibre paints each one in full (~100 ms at 1152² in SwiftShader) although only the last is
- * read. Placement and tile bookkeeping still run every frame; only the painting waits. Each painted
- * frame starts with a fresh dash atlas (freshDashAtlas). Internal API, guarded so that a MapLibre
- * upgrade fails loudly.
+ * Paint only the frame the map goes idle with. Tiles of a new view arrive over several frames and
+ * MapLibre would paint each one in full (~100 ms at 1152² in SwiftShader) although only the last is
+ * read: a frame is painted only when every tile is loaded and nothing (sources, style, placement)
+ * asks for another frame. Tile bookkeeping still runs every frame. Each painted frame starts with a
+ * fresh dash atlas (freshDashAtlas). Internal API, guarded so that a MapLibre upgrade fails loudly.
  */
 function paintOnlyWhenLoaded() {
   const painter = map.painter;
   if (painter.__tilebakePaint) return;
   const paint = painter.render;
   if (typeof paint !== 'function') throw new Error('MapLibre internals changed: map.painter.render is missing');
+  if (typeof map._placementDirty !== 'boolean' || typeof map._sourcesDirty !== 'boolean' || typeof map._styleDirty !== 'boolean') {
+    throw new Error('MapLibre internals changed: map._placementDirty / _sourcesDirty / _styleDirty are missing');
+  }
   painter.render = function (style, ...args) {
-    if (!map.areTilesLoaded()) return undefined;
+    if (!map.areTilesLoaded() || map._placementDirty || map._sourcesDirty || map._styleDirty) return undefined;
     freshDashAtlas(style);
     return paint.call(this, style, ...args);
   };
@@ -189,11 +231,11 @@ async function render(view) {
   }
   // A metatile's pixels must not depend on what this page rendered before. Loaded tiles are kept
   // (re-fetching and re-parsing them cost ~60% of the draw time); what made the result depend on
-  // history is neutralised instead: placement history and tiles held for fade (placeWithoutHistory),
+  // history is neutralised instead: placement history and tiles held for fade (placeOncePerView),
   // frames painted while tiles load and the dash atlas layout (paintOnlyWhenLoaded), zoom history.
   // After a failed render, start without tiles: an errored tile would stay and not report again.
   const t0 = performance.now();
-  placeWithoutHistory(map.style);
+  placeOncePerView(map.style);
   paintOnlyWhenLoaded();
   forgetZoomHistory();
   if (lastRenderFailed) resetTiles();
@@ -209,13 +251,32 @@ async function render(view) {
   }
   if (!map.areTilesLoaded()) problems.push('tiles did not finish loading');
   const canvas = map.getCanvas();
-  const gl = map.painter && map.painter.context && map.painter.context.gl;
-  if (gl) gl.finish();
   const t1 = performance.now();
   lastRenderFailed = problems.length > 0;
-  const dataUrl = problems.length ? '' : canvas.toDataURL('image/png');
+  const { width, height } = canvas;
+  if (!problems.length) {
+    const response = await fetch(view.upload, { method: 'POST', body: new Blob([readPixels(canvas)]) });
+    if (!response.ok) problems.push(`uploading the image failed: HTTP ${response.status} ${await response.text()}`);
+  }
   const timing = { draw: t1 - t0, read: performance.now() - t1 };
-  return { dataUrl, width: canvas.width, height: canvas.height, errors: problems, timing };
+  return { width, height, errors: problems, timing };
+}
+
+/**
+ * The pixels of the frame just drawn, read with gl.readPixels (measured ~12 % faster per metatile
+ * than copying the canvas into a 2D canvas): RGBA rows, bottom row first, premultiplied by alpha,
+ * as WebGL's drawing buffer holds them (the node side flips and un-premultiplies: encode.ts).
+ */
+function readPixels(canvas) {
+  const context = map.painter && map.painter.context;
+  const gl = context && context.gl;
+  if (!gl || typeof gl.readPixels !== 'function' || !context.bindFramebuffer) {
+    throw new Error('MapLibre internals changed: map.painter.context (gl, bindFramebuffer) is missing');
+  }
+  context.bindFramebuffer.set(null);
+  const pixels = new Uint8Array(canvas.width * canvas.height * 4);
+  gl.readPixels(0, 0, canvas.width, canvas.height, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
+  return pixels;
 }
 
 window.tilebake = { init, render, ready: true };
