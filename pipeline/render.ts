@@ -25,9 +25,20 @@ export interface RenderStageOptions {
   workers?: number;
 }
 
+/** What a render stage run did (for benchmarks and logs). */
+export interface RenderStageStats {
+  /** Tiles rendered by this run (each encoded in every format); resumed or up-to-date tiles not counted. */
+  tiles: number;
+  /** Wall time of the whole stage. */
+  seconds: number;
+  /** Wall time from the stage's start until every pool worker's browser was up with the page loaded (0: no browser needed). */
+  startSeconds: number;
+}
+
 type StyleConfig = BuildConfig['styles'][string];
 type Shard = RenderStageOptions['shard'];
 
+const MS_PER_S = 1000;
 /** Metatiles waiting to be sliced/appended per worker (keeps the pool busy while the main thread encodes). */
 const QUEUE_PER_WORKER = 2;
 
@@ -67,7 +78,7 @@ async function serveTilesets(server: AssetServer, manifest: Manifest, outDir: st
 
 /** Render one style at one scale into journals (one per format), resuming what they hold. */
 async function renderScale(
-  ctx: { renderer: MetatileRenderer; config: BuildConfig; styleUrl: string; label: string; opaque: boolean; tick: (n: number) => void },
+  ctx: { renderer: MetatileRenderer; config: BuildConfig; styleUrl: string; label: string; opaque: boolean; tick: (n: number) => void; rendered: (n: number) => void },
   metas: Metatile[],
   scale: number,
   journals: Map<RasterFormat, RenderJournal>,
@@ -91,6 +102,7 @@ async function renderScale(
       const key = metatileKey(m);
       await Promise.all(formats.filter((f) => !journals.get(f)!.done.has(key)).map((f) => journals.get(f)!.append({ key, tiles: tiles[f] })));
       ctx.tick(m.tiles.length);
+      ctx.rendered(m.tiles.length);
     }
   };
   const lanes = Math.max(1, (ctx.config.render.workers ?? defaultWorkers()) * QUEUE_PER_WORKER);
@@ -99,7 +111,7 @@ async function renderScale(
 
 /** Render one style (every scale × format); returns its manifest entry (archives of this run). */
 async function renderStyle(
-  ctx: { config: BuildConfig; outDir: string; server: AssetServer; renderer: () => MetatileRenderer; manifest: Manifest; fontsDir?: string; readers: Map<string, Awaited<ReturnType<typeof openArchiveFile>>>; shard: Shard },
+  ctx: { config: BuildConfig; outDir: string; server: AssetServer; renderer: () => MetatileRenderer; manifest: Manifest; fontsDir?: string; readers: Map<string, Awaited<ReturnType<typeof openArchiveFile>>>; shard: Shard; stats: RenderStageStats },
   s: StyleConfig,
 ): Promise<StyleEntry> {
   const { config, outDir, server, manifest, shard } = ctx;
@@ -156,7 +168,8 @@ async function renderStyle(
         continue;
       }
       try {
-        await renderScale({ renderer: ctx.renderer(), config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (n) => progress.tick(n) }, metas, scale, journals);
+        const rendered = (n: number) => (ctx.stats.tiles += n);
+        await renderScale({ renderer: ctx.renderer(), config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (n) => progress.tick(n), rendered }, metas, scale, journals);
         for (const [format, journal] of journals) {
           const name = archiveName(scale, format, shard);
           const res = await archiveFromJournal(journal, join(styleDir, name), {
@@ -181,9 +194,11 @@ async function renderStyle(
 }
 
 /** Run the render stage for every style in `config` (one shard of it with `opts.shard`). */
-export async function runRenderStage(config: BuildConfig, outDir: string, opts: RenderStageOptions = {}): Promise<void> {
+export async function runRenderStage(config: BuildConfig, outDir: string, opts: RenderStageOptions = {}): Promise<RenderStageStats> {
+  const started = performance.now();
+  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0 };
   const styles = Object.values(config.styles);
-  if (styles.length === 0) return;
+  if (styles.length === 0) return stats;
   await assertChromium();
   const manifest = await readManifestOrEmpty(outDir);
   await mkdir(outDir, { recursive: true });
@@ -203,7 +218,14 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       fontsDir,
       readers,
       shard: opts.shard,
-      renderer: () => (renderer ??= new MetatileRenderer(server, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries })),
+      stats,
+      renderer: () => {
+        if (renderer) return renderer;
+        renderer = new MetatileRenderer(server, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries });
+        // Every browser starts at once; the first metatiles queue behind the warm-up.
+        void renderer.warmUp().then(() => (stats.startSeconds = (performance.now() - started) / MS_PER_S));
+        return renderer;
+      },
     };
     for (const s of styles) {
       const entry = await renderStyle(ctx, s);
@@ -222,4 +244,10 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
     for (const r of readers.values()) await r.close();
   }
   if (!opts.shard) await rm(join(outDir, '.work', 'render'), { recursive: true, force: true }).catch(() => undefined);
+  stats.seconds = (performance.now() - started) / MS_PER_S;
+  if (stats.tiles > 0) {
+    const rate = stats.tiles / Math.max(stats.seconds, Number.EPSILON);
+    logLine(`render: ${stats.tiles} tiles in ${stats.seconds.toFixed(1)} s (${rate.toFixed(1)} tiles/s; browsers ready after ${stats.startSeconds.toFixed(1)} s)`);
+  }
+  return stats;
 }

@@ -87,6 +87,11 @@ export class BrowserRenderer {
     return page;
   }
 
+  /** Launch the browser and load the page with MapLibre, if not done yet. */
+  async warmUp(): Promise<void> {
+    await this.open();
+  }
+
   /**
    * Render `view` of `styleUrl` at `pixelRatio`; the page POSTs the drawing buffer's pixels (RGBA,
    * bottom row first, premultiplied: see fromDrawingBuffer in pipeline/render/encode.ts) to

@@ -6,6 +6,13 @@
  */
 import { BrowserRenderer, RenderContentError, type PageRender, type PageUpload, type PageView } from './render-browser.ts';
 
+/** Input of a warm-up task: start this thread's browser and load the page (no render). */
+export interface WarmUpTask {
+  baseUrl: string;
+  warmUp: true;
+  timeoutMs: number;
+}
+
 /** Input of one render task. */
 export interface RenderTask {
   /** `http://127.0.0.1:<port>/` of the asset server. */
@@ -39,11 +46,12 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Render one view; see RenderTask. */
-export default async function renderTask(task: RenderTask): Promise<RenderResult> {
+/** Render one view (RenderTask), or only start the browser (WarmUpTask: resolves undefined). */
+export default async function renderTask(task: RenderTask | WarmUpTask): Promise<RenderResult | undefined> {
   renderer ??= new BrowserRenderer(task.baseUrl);
   const r = renderer;
   try {
+    if ('warmUp' in task) return await withTimeout(r.warmUp().then(() => undefined), task.timeoutMs);
     return await withTimeout(r.render(task.styleUrl, task.pixelRatio, task.view), task.timeoutMs);
   } catch (e) {
     if (e instanceof RenderContentError) throw new Error(`${RenderFailure.Content}: ${e.message}`);

@@ -2,7 +2,7 @@ import type { Piscina } from 'piscina';
 import { UserError } from '../../lib/errors.ts';
 import { logLine } from '../progress.ts';
 import { createPool } from '../../workers/pool.ts';
-import { RenderFailure, type RenderResult, type RenderTask } from '../../workers/render-task.ts';
+import type { RenderResult, RenderTask, WarmUpTask } from '../../workers/render-task.ts';
 import type { AssetServer } from './asset-server.ts';
 import { CHANNELS, fromDrawingBuffer, type RawImage } from './encode.ts';
 import { canvasSize, metatileKey, metatileView, type Metatile } from './metatiles.ts';
@@ -36,6 +36,16 @@ export class MetatileRenderer {
     this.pool = createPool(TASK_MODULE, opts.workers);
   }
 
+  /**
+   * Start every worker's browser and load its page, all at once (one warm-up task per worker), so
+   * that start-up overlaps the preparation of the styles instead of delaying the first metatile.
+   * Resolves when every browser is ready; a failure here is left to the first render to report.
+   */
+  async warmUp(): Promise<void> {
+    const task: WarmUpTask = { baseUrl: this.server.baseUrl, warmUp: true, timeoutMs: this.opts.timeoutMs };
+    await Promise.allSettled(Array.from({ length: this.opts.workers }, () => this.pool.run(task)));
+  }
+
   /** Render metatile `m` of the style at `styleUrl`; resolves the RGBA pixels of the whole canvas. */
   async render(styleUrl: string, label: string, m: Metatile, pixelRatio: number): Promise<RawImage> {
     const view = metatileView(m, this.opts.margin);
@@ -50,8 +60,8 @@ export class MetatileRenderer {
         const data = this.server.takeUpload(upload.id);
         // MapLibre does not report every failed request (e.g. glyphs); the asset server saw them all.
         this.checkMissing(label, m);
-        if (r.width !== size.width || r.height !== size.height) throw new Error(`${RenderFailure.Content}: canvas is ${r.width}×${r.height}, expected ${size.width}×${size.height}`);
-        if (!data || data.length !== r.width * r.height * CHANNELS) throw new Error(`${RenderFailure.Content}: the page uploaded ${data?.length ?? 0} bytes, expected ${r.width * r.height * CHANNELS}`);
+        if (r.width !== size.width || r.height !== size.height) throw new Error(`content: canvas is ${r.width}×${r.height}, expected ${size.width}×${size.height}`);
+        if (!data || data.length !== r.width * r.height * CHANNELS) throw new Error(`content: the page uploaded ${data?.length ?? 0} bytes, expected ${r.width * r.height * CHANNELS}`);
         return fromDrawingBuffer(data, r.width, r.height);
       } catch (e) {
         this.server.takeUpload(upload.id);
