@@ -15,7 +15,7 @@ import { AssetServer } from './render/asset-server.ts';
 import { archiveFromJournal, readIdentity, renderFingerprint, type RenderIdentity } from './render/archive.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat } from './render/encode.ts';
 import { RenderJournal } from './render/journal.ts';
-import { enumerateMetatiles, inShard, metatileKey, type Metatile } from './render/metatiles.ts';
+import { enumerateMetatiles, inShard, metatileKey, renderOrder, type Metatile } from './render/metatiles.ts';
 import { MetatileRenderer } from './render/renderer.ts';
 import { prepareStyle, type PreparedStyle } from './render/style.ts';
 
@@ -84,7 +84,7 @@ async function renderScale(
   journals: Map<RasterFormat, RenderJournal>,
 ): Promise<void> {
   const formats = [...journals.keys()];
-  const todo = metas.filter((m) => formats.some((f) => !journals.get(f)!.done.has(metatileKey(m))));
+  const todo = renderOrder(metas.filter((m) => formats.some((f) => !journals.get(f)!.done.has(metatileKey(m)))));
   const pending = new Set(todo);
   ctx.tick(metas.reduce((n, m) => n + (pending.has(m) ? 0 : m.tiles.length), 0));
   const r = ctx.config.render;

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { TilesetEntry } from '../lib/manifest.ts';
 import { prepareStyle } from '../pipeline/render/style.ts';
-import { enumerateMetatiles, metatileView, tileRect } from '../pipeline/render/metatiles.ts';
+import { enumerateMetatiles, metatileView, renderOrder, tileRect } from '../pipeline/render/metatiles.ts';
+import { tileRangeForBBox } from '../lib/tile-math.ts';
 import { OSM_BRIGHT, SAMPLE, tempDir } from './render-helpers.ts';
 
 const vector: TilesetEntry = { archive: 'data/openmaptiles.pmtiles', kind: 'vector', format: 'pbf', minzoom: 0, maxzoom: 14, bounds: [7.40, 43.72, 7.45, 43.75], center: [7.42, 43.73, 10], tiles: 1, bytes: 1 };
@@ -65,10 +66,25 @@ describe('metatiles', () => {
     expect(z2).toEqual([16]);
     expect(z3).toEqual([16, 16, 16, 16]);
     const m = [...enumerateMetatiles(vector.bounds, 14, 14, 4)];
-    expect(m.every((x) => x.size === 4 && x.x0 % 4 === 0 && x.y0 % 4 === 0)).toBe(true);
-    // Only the part of a block that holds tiles of the bbox is drawn.
-    for (const x of m) expect(x.area.w * x.area.h).toBe(x.tiles.length);
+    const range = tileRangeForBBox(vector.bounds, 14);
+    // The grid starts at the bbox's first tile; only blocks along the far edges are partial.
+    expect(m[0]).toMatchObject({ x0: range.minX, y0: range.minY, size: 4 });
+    for (const x of m) {
+      expect((x.x0 - range.minX) % 4 === 0 && (x.y0 - range.minY) % 4 === 0).toBe(true);
+      expect(x.area.w * x.area.h).toBe(x.tiles.length);
+      if (x.area.w < 4) expect(x.x0 + x.area.w - 1).toBe(range.maxX);
+      if (x.area.h < 4) expect(x.y0 + x.area.h - 1).toBe(range.maxY);
+    }
+    // Every tile of the bbox exactly once.
+    const keys = m.flatMap((x) => x.tiles.map((t) => `${t.x}/${t.y}`));
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(keys.length).toBe((range.maxX - range.minX + 1) * (range.maxY - range.minY + 1));
     expect(metatileView(m[0], 64).width).toBe(m[0].area.w * 256 + 128);
+    // Rendered highest zoom first, each zoom in enumeration order.
+    const both = [...enumerateMetatiles(vector.bounds, 13, 14, 4)];
+    const order = renderOrder(both);
+    expect(order.map((x) => x.z)).toEqual([...both.filter((x) => x.z === 14), ...both.filter((x) => x.z === 13)].map((x) => x.z));
+    expect(order.filter((x) => x.z === 14)).toEqual(both.filter((x) => x.z === 14));
   });
 
   test('the view is the metatile plus the margin; tiles are cut after the margin', () => {

@@ -20,6 +20,12 @@ export interface RenderIdentity {
 export const TILE_TYPES: Record<RasterFormat, TileType> = { png: TileType.Png, jpg: TileType.Jpeg };
 
 const MAPLIBRE_VERSION = (createRequire(import.meta.url)('maplibre-gl/package.json') as { version: string }).version;
+/**
+ * Version of how tilebake turns a style into tiles (metatile grid, render page, pixel read-out).
+ * Bump it when a change can alter tiles or metatile keys: archives and journals of older versions
+ * are then rebuilt instead of resumed. 2: metatile grid starts at the bbox.
+ */
+const RENDER_VERSION = 'tilebake-render/2';
 
 /** Hash of files' names (relative to `dir`) and contents. */
 async function hashFiles(dir: string, paths: string[]): Promise<string> {
@@ -74,6 +80,7 @@ export async function renderFingerprint(parts: {
   h.update(JSON.stringify(parts.style));
   h.update(JSON.stringify(parts.settings));
   h.update(MAPLIBRE_VERSION);
+  h.update(RENDER_VERSION);
   h.update(await hashFiles(parts.spriteDir, (await listFiles(parts.spriteDir)).filter((p) => /\/sprite[^/]*$/.test(p))));
   if (parts.fontsDir) {
     for (const f of (await listFiles(parts.fontsDir)).sort()) h.update(`${relative(parts.fontsDir, f)}:${(await stat(f)).size}`);

@@ -9,17 +9,17 @@ export interface TileId {
   y: number;
 }
 
-/** An N×N block of tiles rendered at once; `tiles` are the ones inside the area to render. */
+/** An N×N block of tiles rendered at once (less along the bbox's far edges); `tiles` are its tiles. */
 export interface Metatile {
   z: number;
   /** Top-left tile of the block. */
   x0: number;
   y0: number;
-  /** Tiles per side (the configured size, clamped to the world at low zooms). */
+  /** Tiles per side of a full block (the configured size, clamped to the world at low zooms). */
   size: number;
-  /** Tiles of the block that intersect the bbox (row-major). */
+  /** Tiles of the block, all inside the bbox (row-major). */
   tiles: TileId[];
-  /** The rectangle those tiles form (tile units); only this part of the block is drawn (plus the margin). */
+  /** The rectangle those tiles form (tile units); this is what is drawn (plus the margin). */
   area: TileArea;
 }
 
@@ -39,27 +39,37 @@ export function metatileKey(m: Pick<Metatile, 'z' | 'x0' | 'y0'>): string {
 /** Number of tiles of bbox over zooms minzoom..maxzoom. */
 export const countTiles = tileCountInBBox;
 
-/** Every metatile touching bbox for zooms minzoom..maxzoom, in a deterministic order (z, row, column). */
+/**
+ * Every metatile of bbox for zooms minzoom..maxzoom, in a deterministic order (z, row, column).
+ * The grid starts at the bbox's first tile (not at multiples of the metatile size, as on-demand
+ * renderers that cache metatiles do): a region then has partial metatiles only along its far edges,
+ * fewer and larger renders. Metatiles are clamped to the world at low zooms.
+ */
 export function* enumerateMetatiles(bbox: [number, number, number, number], minzoom: number, maxzoom: number, metatile: number): Generator<Metatile> {
   for (let z = minzoom; z <= maxzoom; z++) {
     const size = Math.min(metatile, 2 ** z);
     const r = tileRange(bbox, z);
-    for (let my = Math.floor(r.minY / size); my <= Math.floor(r.maxY / size); my++) {
-      for (let mx = Math.floor(r.minX / size); mx <= Math.floor(r.maxX / size); mx++) {
-        const x0 = mx * size;
-        const y0 = my * size;
+    for (let y0 = r.minY; y0 <= r.maxY; y0 += size) {
+      for (let x0 = r.minX; x0 <= r.maxX; x0 += size) {
         const tiles: TileId[] = [];
-        const ax = Math.max(x0, r.minX);
-        const ay = Math.max(y0, r.minY);
-        const ax1 = Math.min(x0 + size - 1, r.maxX);
-        const ay1 = Math.min(y0 + size - 1, r.maxY);
-        for (let y = ay; y <= ay1; y++) {
-          for (let x = ax; x <= ax1; x++) tiles.push({ z, x, y });
+        const x1 = Math.min(x0 + size - 1, r.maxX);
+        const y1 = Math.min(y0 + size - 1, r.maxY);
+        for (let y = y0; y <= y1; y++) {
+          for (let x = x0; x <= x1; x++) tiles.push({ z, x, y });
         }
-        yield { z, x0, y0, size, tiles, area: { x: ax, y: ay, w: ax1 - ax + 1, h: ay1 - ay + 1 } };
+        yield { z, x0, y0, size, tiles, area: { x: x0, y: y0, w: x1 - x0 + 1, h: y1 - y0 + 1 } };
       }
     }
   }
+}
+
+/**
+ * The order to render metatiles in: highest zoom first (the big, slow metatiles), each zoom in
+ * enumeration order (neighbours share vector tiles in the page's cache). The cheap low-zoom renders
+ * come last and keep every browser busy to the end. The tiles do not depend on the order.
+ */
+export function renderOrder(metas: Metatile[]): Metatile[] {
+  return metas.map((m, i) => ({ m, i })).sort((a, b) => b.m.z - a.m.z || a.i - b.i).map((e) => e.m);
 }
 
 /** Longitude of world x (in tiles) at zoom z. */
