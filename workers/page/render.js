@@ -54,7 +54,11 @@ function waitFor(event) {
   return new Promise((resolve) => map.once(event, resolve));
 }
 
-/** Create the map (first call) or switch style / pixel ratio; resolves when the style is loaded. */
+/**
+ * Create the map (first call) or switch style / pixel ratio; resolves when the style is loaded
+ * ('style.load', not 'load', which would also wait for tiles and a first frame of the placeholder
+ * view: the first render loads what its own view needs). Sprite and glyph errors surface there.
+ */
 async function init(styleUrl, pixelRatio) {
   if (!map) {
     maplibregl.setWorkerCount(1);
@@ -81,7 +85,7 @@ async function init(styleUrl, pixelRatio) {
     });
     map.on('error', (e) => errors.push(describe(e)));
     currentStyle = styleUrl;
-    await waitFor('load');
+    await waitFor('style.load');
   } else {
     // setPixelRatio alone keeps the sprite of the old ratio (icons of sprite.png scaled up at @2x):
     // reload the style so the sprite is fetched for the new ratio.
