@@ -13,7 +13,7 @@ import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
 import { AssetServer } from './render/asset-server.ts';
 import { archiveFromJournal, readIdentity, renderFingerprint, type RenderIdentity } from './render/archive.ts';
-import { hasOpaqueBackground, sliceMetatile, type RasterFormat } from './render/encode.ts';
+import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from './render/encode.ts';
 import { RenderJournal } from './render/journal.ts';
 import { enumerateMetatiles, inShard, metatileKey, renderOrder, type Metatile } from './render/metatiles.ts';
 import { MetatileRenderer } from './render/renderer.ts';
@@ -39,8 +39,14 @@ type StyleConfig = BuildConfig['styles'][string];
 type Shard = RenderStageOptions['shard'];
 
 const MS_PER_S = 1000;
-/** Metatiles waiting to be sliced/appended per worker (keeps the pool busy while the main thread encodes). */
+/** Render tasks queued per worker (keeps the pool busy while the main thread encodes). */
 const QUEUE_PER_WORKER = 2;
+/**
+ * Metatiles per render task (fewer when there are not enough for every worker): consecutive
+ * metatiles are neighbours and share the vector tiles in one page's cache; measured ~10 % less
+ * tile loading with two browsers than handing out single metatiles.
+ */
+const BATCH = 4;
 
 /** `1x.png.pmtiles` or `1x.png.shard-0-of-4.pmtiles` inside `<out>/styles/<id>/`. */
 export function archiveName(scale: number, format: RasterFormat, shard?: Shard): string {
@@ -88,25 +94,33 @@ async function renderScale(
   const pending = new Set(todo);
   ctx.tick(metas.reduce((n, m) => n + (pending.has(m) ? 0 : m.tiles.length), 0));
   const r = ctx.config.render;
-  let next = 0;
-  const worker = async () => {
-    while (next < todo.length) {
-      const m = todo[next++];
-      const image = await ctx.renderer.render(ctx.styleUrl, `${ctx.label} @${scale}x`, m, scale);
-      let tiles;
-      try {
-        tiles = await sliceMetatile(image, m, { margin: r.margin, pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque });
-      } catch (e) {
-        throw new UserError(`${ctx.label} @${scale}x: metatile ${metatileKey(m)}: ${(e as Error).message}`);
-      }
-      const key = metatileKey(m);
-      await Promise.all(formats.filter((f) => !journals.get(f)!.done.has(key)).map((f) => journals.get(f)!.append({ key, tiles: tiles[f] })));
-      ctx.tick(m.tiles.length);
-      ctx.rendered(m.tiles.length);
+  const label = `${ctx.label} @${scale}x`;
+  const onImage = async (m: Metatile, image: RawImage) => {
+    let tiles;
+    try {
+      tiles = await sliceMetatile(image, m, { margin: r.margin, pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque });
+    } catch (e) {
+      throw new UserError(`${label}: metatile ${metatileKey(m)}: ${(e as Error).message}`);
     }
+    const key = metatileKey(m);
+    await Promise.all(formats.filter((f) => !journals.get(f)!.done.has(key)).map((f) => journals.get(f)!.append({ key, tiles: tiles[f] })));
+    ctx.tick(m.tiles.length);
+    ctx.rendered(m.tiles.length);
   };
-  const lanes = Math.max(1, (ctx.config.render.workers ?? defaultWorkers()) * QUEUE_PER_WORKER);
-  await Promise.all(Array.from({ length: Math.min(lanes, todo.length) }, worker));
+  const workers = r.workers ?? defaultWorkers();
+  const batches = chunk(todo, Math.max(1, Math.min(BATCH, Math.ceil(todo.length / workers))));
+  let next = 0;
+  const lane = async () => {
+    while (next < batches.length) await ctx.renderer.renderBatch(ctx.styleUrl, label, batches[next++], scale, onImage);
+  };
+  await Promise.all(Array.from({ length: Math.min(workers * QUEUE_PER_WORKER, batches.length) }, lane));
+}
+
+/** `items` in consecutive runs of `size`. */
+function chunk<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }
 
 /** Render one style (every scale × format); returns its manifest entry (archives of this run). */

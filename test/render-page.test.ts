@@ -62,9 +62,10 @@ describe.sequential('render page (one long-lived page, many renders)', () => {
 
   /** Render `view` at `ratio`; resolves the canvas size and the drawing-buffer pixels the page uploaded. */
   async function render(ratio: number) {
-    const upload = server.expectUpload(view.width * view.height * ratio * ratio * 4);
+    let data: Buffer | undefined;
+    const upload = server.expectUpload(view.width * view.height * ratio * ratio * 4, (up) => (data = up.body));
     const r = await renderer.render(styleUrl, ratio, { ...view, upload: upload.url });
-    const data = server.takeUpload(upload.id);
+    server.forgetUpload(upload.id);
     expect(data?.length).toBe(r.width * r.height * 4);
     return { ...r, data: data! };
   }

@@ -1,8 +1,9 @@
 /**
- * Piscina task: render one metatile view in this worker thread's browser.
+ * Piscina task: render a batch of metatile views, in order, in this worker thread's browser.
  * Each worker thread owns one Chromium and one long-lived page (workers/render-browser.ts) and
- * renders many metatiles with it; a hang (timeout) or crash closes the browser, and the next task
- * starts a fresh one.
+ * renders many metatiles with it; a batch of neighbouring metatiles reuses the vector tiles they
+ * share. Each view's pixels go to its own upload URL as soon as it is drawn. A hang (timeout per
+ * view) or crash closes the browser, and the next task starts a fresh one.
  */
 import { BrowserRenderer, RenderContentError, type PageRender, type PageUpload, type PageView } from './render-browser.ts';
 
@@ -20,14 +21,14 @@ export interface RenderTask {
   /** Prepared style URL on the asset server. */
   styleUrl: string;
   pixelRatio: number;
-  /** The view, and where the page uploads its pixels. */
-  view: PageView & PageUpload;
-  /** Give up (and restart the browser) after this long. */
+  /** The views, rendered in order, each with where the page uploads its pixels. */
+  views: (PageView & PageUpload)[];
+  /** Give up on a view (and restart the browser) after this long. */
   timeoutMs: number;
 }
 
-/** Output: the canvas size; the page uploaded its pixels to `view.upload`. */
-export type RenderResult = PageRender;
+/** Output: the canvas size of each view; the page uploaded its pixels to the view's `upload`. */
+export type RenderResult = PageRender[];
 
 /** Error kinds a task can fail with (`name` survives the thread boundary in the message prefix). */
 export enum RenderFailure {
@@ -46,13 +47,15 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Render one view (RenderTask), or only start the browser (WarmUpTask: resolves undefined). */
+/** Render a batch of views (RenderTask), or only start the browser (WarmUpTask: resolves undefined). */
 export default async function renderTask(task: RenderTask | WarmUpTask): Promise<RenderResult | undefined> {
   renderer ??= new BrowserRenderer(task.baseUrl);
   const r = renderer;
   try {
     if ('warmUp' in task) return await withTimeout(r.warmUp().then(() => undefined), task.timeoutMs);
-    return await withTimeout(r.render(task.styleUrl, task.pixelRatio, task.view), task.timeoutMs);
+    const out: PageRender[] = [];
+    for (const view of task.views) out.push(await withTimeout(r.render(task.styleUrl, task.pixelRatio, view), task.timeoutMs));
+    return out;
   } catch (e) {
     if (e instanceof RenderContentError) throw new Error(`${RenderFailure.Content}: ${e.message}`);
     // Hang or crash: throw the browser away so the retry starts clean.

@@ -45,10 +45,18 @@ enum Status {
   ServerError = 500,
 }
 
-/** An image upload the server waits for: at most `maxBytes`; `body` once received. */
+/** The pixels of a canvas a render page uploaded, with the canvas size it reported. */
+export interface UploadedImage {
+  body: Buffer;
+  width: number;
+  height: number;
+}
+
+/** An image upload the server waits for: at most `maxBytes`; handed to `onBody` once received. */
 interface Upload {
   maxBytes: number;
-  body?: Buffer;
+  onBody: (image: UploadedImage) => void;
+  received: boolean;
 }
 
 function typeOf(path: string): string {
@@ -121,20 +129,19 @@ export class AssetServer {
   }
 
   /**
-   * Accept one image upload (POST, at most `maxBytes`) from a render page; returns its id and URL.
-   * The page sends a metatile's pixels straight here: no base64 through the DevTools protocol.
+   * Accept one image upload (POST `<url>?width=&height=`, at most `maxBytes`) from a render page,
+   * handed to `onBody` when it arrives; returns its id and URL. The page sends a metatile's pixels
+   * straight here, no base64 through the DevTools protocol.
    */
-  expectUpload(maxBytes: number): { id: string; url: string } {
+  expectUpload(maxBytes: number, onBody: (image: UploadedImage) => void): { id: string; url: string } {
     const id = String(++this.nextUpload);
-    this.uploads.set(id, { maxBytes });
+    this.uploads.set(id, { maxBytes, onBody, received: false });
     return { id, url: `${this.base}__upload/${id}` };
   }
 
-  /** The bytes uploaded for `id` (undefined if none arrived); forgets the upload either way. */
-  takeUpload(id: string): Buffer | undefined {
-    const u = this.uploads.get(id);
+  /** Stop accepting upload `id` (received or not). */
+  forgetUpload(id: string): void {
     this.uploads.delete(id);
-    return u?.body;
   }
 
   /** Forget what was recorded as missing. */
@@ -169,7 +176,7 @@ export class AssetServer {
     const full = `${this.base}${path.slice(1)}${u.search}`;
     if (path === '/favicon.ico') return this.send(res, Status.NoContent, '', 'text/plain');
     if (path === '/__blocked') return this.notFound(res, u.searchParams.get('url') ?? full);
-    if (path.startsWith('/__upload/')) return this.upload(req, res, path.slice('/__upload/'.length));
+    if (path.startsWith('/__upload/')) return this.upload(req, res, path.slice('/__upload/'.length), u.searchParams);
     if (path.startsWith('/page/')) return this.file(res, full, safeJoin(PAGE_DIR, path.slice('/page/'.length)));
     if (path.startsWith('/maplibre/')) return this.file(res, full, safeJoin(MAPLIBRE_DIR, path.slice('/maplibre/'.length)));
     if (path.startsWith('/fonts/') && this.fontsDir) return this.glyphs(res, full, path.slice('/fonts/'.length));
@@ -188,11 +195,11 @@ export class AssetServer {
     return this.notFound(res, full);
   }
 
-  /** `POST /__upload/<id>`: store the body of an expected upload. */
-  private async upload(req: IncomingMessage, res: ServerResponse, id: string): Promise<void> {
+  /** `POST /__upload/<id>?width=&height=`: hand the body of an expected upload over. */
+  private async upload(req: IncomingMessage, res: ServerResponse, id: string, params: URLSearchParams): Promise<void> {
     const u = this.uploads.get(id);
     const fail = (status: number, error: string) => this.send(res, status, JSON.stringify({ error, status }), TYPES['.json']);
-    if (req.method !== 'POST' || !u || u.body) return fail(Status.NotFound, `no upload ${id} is expected`);
+    if (req.method !== 'POST' || !u || u.received) return fail(Status.NotFound, `no upload ${id} is expected`);
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -200,8 +207,9 @@ export class AssetServer {
       if (size > u.maxBytes) return fail(Status.PayloadTooLarge, `upload ${id} is larger than ${u.maxBytes} bytes`);
       chunks.push(chunk);
     }
-    u.body = Buffer.concat(chunks, size);
+    u.received = true;
     this.send(res, Status.NoContent, '', 'text/plain');
+    u.onBody({ body: Buffer.concat(chunks, size), width: Number(params.get('width')), height: Number(params.get('height')) });
   }
 
   /** `/fonts/<stack>/<range>.pbf`: the first font of a comma-separated stack that has the range. */

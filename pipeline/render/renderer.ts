@@ -2,7 +2,7 @@ import type { Piscina } from 'piscina';
 import { UserError } from '../../lib/errors.ts';
 import { logLine } from '../progress.ts';
 import { createPool } from '../../workers/pool.ts';
-import type { RenderResult, RenderTask, WarmUpTask } from '../../workers/render-task.ts';
+import type { RenderTask, WarmUpTask } from '../../workers/render-task.ts';
 import type { AssetServer } from './asset-server.ts';
 import { CHANNELS, fromDrawingBuffer, type RawImage } from './encode.ts';
 import { canvasSize, metatileKey, metatileView, type Metatile } from './metatiles.ts';
@@ -46,34 +46,70 @@ export class MetatileRenderer {
     await Promise.allSettled(Array.from({ length: this.opts.workers }, () => this.pool.run(task)));
   }
 
-  /** Render metatile `m` of the style at `styleUrl`; resolves the RGBA pixels of the whole canvas. */
-  async render(styleUrl: string, label: string, m: Metatile, pixelRatio: number): Promise<RawImage> {
-    const view = metatileView(m, this.opts.margin);
-    const size = canvasSize(m, this.opts.margin, pixelRatio);
+  /**
+   * Render metatiles `metas` of the style at `styleUrl` in one worker, in order (neighbours share the
+   * page's vector tiles), calling `onImage` with each metatile's canvas as soon as its pixels arrive.
+   * Metatiles a failed attempt did not deliver are retried on a fresh browser; resolves when every
+   * `onImage` has resolved. A metatile that fails `retries + 1` times fails the build, named.
+   */
+  async renderBatch(styleUrl: string, label: string, metas: Metatile[], pixelRatio: number, onImage: (m: Metatile, image: RawImage) => Promise<void>): Promise<void> {
+    const delivered = new Set<Metatile>();
+    const handling: Promise<void>[] = [];
+    let handlingError: unknown;
     const failures: string[] = [];
-    for (let attempt = 0; attempt <= this.opts.retries; attempt++) {
-      const upload = this.server.expectUpload(size.width * size.height * CHANNELS);
-      const task: RenderTask = { baseUrl: this.server.baseUrl, styleUrl, pixelRatio, view: { ...view, upload: upload.url }, timeoutMs: this.opts.timeoutMs };
+    let pending = metas;
+    for (let attempt = 0; attempt <= this.opts.retries && pending.length > 0; attempt++) {
+      let open = true;
+      let wrong: string | undefined;
+      const uploads = pending.map((m) => {
+        const size = canvasSize(m, this.opts.margin, pixelRatio);
+        const bytes = size.width * size.height * CHANNELS;
+        return this.server.expectUpload(bytes, (up) => {
+          if (!open) return;
+          if (up.width !== size.width || up.height !== size.height || up.body.length !== bytes) {
+            wrong ??= `the page uploaded a ${up.width}×${up.height} canvas of ${up.body.length} bytes, expected ${size.width}×${size.height} (${bytes} bytes)`;
+            return;
+          }
+          delivered.add(m);
+          handling.push(onImage(m, fromDrawingBuffer(up.body, size.width, size.height)).catch((e) => void (handlingError ??= e)));
+        });
+      });
+      const task: RenderTask = {
+        baseUrl: this.server.baseUrl,
+        styleUrl,
+        pixelRatio,
+        views: pending.map((m, i) => ({ ...metatileView(m, this.opts.margin), upload: uploads[i].url })),
+        timeoutMs: this.opts.timeoutMs,
+      };
+      let error: string | undefined;
       try {
-        const signal = AbortSignal.timeout(this.opts.timeoutMs + ABORT_GRACE_MS);
-        const r = (await this.pool.run(task, { signal })) as RenderResult;
-        const data = this.server.takeUpload(upload.id);
-        // MapLibre does not report every failed request (e.g. glyphs); the asset server saw them all.
-        this.checkMissing(label, m);
-        if (r.width !== size.width || r.height !== size.height) throw new Error(`content: canvas is ${r.width}×${r.height}, expected ${size.width}×${size.height}`);
-        if (!data || data.length !== r.width * r.height * CHANNELS) throw new Error(`content: the page uploaded ${data?.length ?? 0} bytes, expected ${r.width * r.height * CHANNELS}`);
-        return fromDrawingBuffer(data, r.width, r.height);
+        const signal = AbortSignal.timeout(this.opts.timeoutMs * pending.length + ABORT_GRACE_MS);
+        await this.pool.run(task, { signal });
+        error = wrong;
       } catch (e) {
-        this.server.takeUpload(upload.id);
-        const msg = e instanceof Error ? e.message : String(e);
+        error = e instanceof Error ? e.message : String(e);
+      } finally {
+        open = false;
+        for (const u of uploads) this.server.forgetUpload(u.id);
+      }
+      // MapLibre does not report every failed request (e.g. glyphs); the asset server saw them all.
+      this.checkMissing(label, pending[0]);
+      const failed = pending.filter((m) => !delivered.has(m));
+      if (failed.length > 0) {
+        const m = failed[0];
+        // The batch renders in order: the first metatile not delivered is the one that failed.
+        const msg = error ?? 'the page uploaded no image';
         failures.push(msg);
-        this.checkMissing(label, m);
         if (attempt < this.opts.retries) logLine(`${label}: metatile ${metatileKey(m)} failed (${msg.split('\n')[0]}); retrying with a fresh browser (${attempt + 1}/${this.opts.retries})`);
       }
+      pending = failed;
     }
-    throw new UserError(
-      `${label}: metatile ${metatileKey(m)} (tiles ${m.tiles.map((t) => `${t.z}/${t.x}/${t.y}`).join(' ')}) failed ${failures.length} times: ${failures[failures.length - 1]}`,
-    );
+    await Promise.all(handling);
+    if (handlingError !== undefined) throw handlingError;
+    if (pending.length > 0) {
+      const m = pending[0];
+      throw new UserError(`${label}: metatile ${metatileKey(m)} (tiles ${m.tiles.map((t) => `${t.z}/${t.x}/${t.y}`).join(' ')}) failed ${failures.length} times: ${failures[failures.length - 1]}`);
+    }
   }
 
   /** Fail the build when the page asked the asset server for anything it does not have. */
