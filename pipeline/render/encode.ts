@@ -1,3 +1,4 @@
+import { endianness } from 'node:os';
 import sharp from 'sharp';
 import type { RenderConfig } from '../config/render.ts';
 import { canvasSize, tileRect, type Metatile } from './metatiles.ts';
@@ -14,6 +15,23 @@ export interface RawImage {
   data: Uint8Array;
   width: number;
   height: number;
+  /** Every pixel is known to be opaque (skips the per-tile alpha scan). */
+  opaque?: boolean;
+}
+
+/** An opaque RGBA pixel read as a little-endian uint32 is ≥ this (alpha is the high byte). */
+const OPAQUE_U32 = 0xff000000;
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/** True when every pixel of the RGBA buffer is opaque (one pass over 32-bit words when aligned). */
+function allOpaque(pixels: Uint8Array): boolean {
+  if (LITTLE_ENDIAN && pixels.byteOffset % Uint32Array.BYTES_PER_ELEMENT === 0) {
+    const words = new Uint32Array(pixels.buffer, pixels.byteOffset, pixels.length / CHANNELS);
+    for (let i = 0; i < words.length; i++) if (words[i] < OPAQUE_U32) return false;
+    return true;
+  }
+  for (let i = 3; i < pixels.length; i += CHANNELS) if (pixels[i] !== OPAQUE) return false;
+  return true;
 }
 /** Fully opaque alpha. */
 const OPAQUE = 255;
@@ -47,12 +65,15 @@ export function fromDrawingBuffer(pixels: Uint8Array, width: number, height: num
     pixels.copyWithin(a, b, b + row);
     pixels.set(tmp, b);
   }
-  for (let i = 3; i < pixels.length; i += CHANNELS) {
-    const alpha = pixels[i];
-    if (alpha === OPAQUE) continue;
-    for (let c = i - 3; c < i; c++) pixels[c] = alpha === 0 ? 0 : Math.min(OPAQUE, Math.round((pixels[c] * OPAQUE) / alpha));
+  const opaque = allOpaque(pixels);
+  if (!opaque) {
+    for (let i = 3; i < pixels.length; i += CHANNELS) {
+      const alpha = pixels[i];
+      if (alpha === OPAQUE) continue;
+      for (let c = i - 3; c < i; c++) pixels[c] = alpha === 0 ? 0 : Math.min(OPAQUE, Math.round((pixels[c] * OPAQUE) / alpha));
+    }
   }
-  return { data: pixels, width, height };
+  return { data: pixels, width, height, opaque };
 }
 
 /** True when every pixel of rect in the RGBA buffer is opaque; also counts fully transparent pixels. */
@@ -87,7 +108,7 @@ export async function sliceMetatile(image: RawImage, m: Metatile, opts: SliceOpt
   await Promise.all(
     m.tiles.map(async (t) => {
       const rect = tileRect(m, t, opts.margin, opts.pixelRatio);
-      const a = alphaStats(raw, info.width, rect);
+      const a = image.opaque ? { opaque: true, transparent: 0 } : alphaStats(raw, info.width, rect);
       if (a.transparent === rect.width * rect.height) throw new Error(`tile ${t.z}/${t.x}/${t.y}: blank (fully transparent) image`);
       if (opts.opaqueBackground && !a.opaque) throw new Error(`tile ${t.z}/${t.x}/${t.y}: partial image (transparent pixels although the style has an opaque background)`);
       const base = () => sharp(raw, { raw: { width: info.width, height: info.height, channels: CHANNELS } }).extract(rect);
