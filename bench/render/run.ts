@@ -26,7 +26,7 @@ const MB = 1024 * 1024;
 const PAGE = 4096;
 const SAMPLE_MS = 250;
 
-function rawConfig(metatile: number, scale: 1 | 2): Record<string, unknown> {
+function rawConfig(metatile: number, scale: 1 | 2, workers = WORKERS): Record<string, unknown> {
   const style = join(ROOT, 'data/sample/styles/osm-bright/style.json');
   const common = { style, minzoom: 0, maxzoom: MAXZOOM, scales: [scale], formats: ['png', 'jpg'] };
   return {
@@ -34,7 +34,7 @@ function rawConfig(metatile: number, scale: 1 | 2): Record<string, unknown> {
     tilesets: { monaco: join(ROOT, 'data/sample/monaco_omt.mbtiles'), liechtenstein: join(ROOT, 'data/liechtenstein/liechtenstein_omt.mbtiles') },
     styles: { 'monaco-bright': { ...common, tileset: 'monaco' }, 'liechtenstein-bright': { ...common, tileset: 'liechtenstein' } },
     fonts: join(ROOT, 'data/sample/fonts'),
-    render: { metatile, margin: 64, workers: WORKERS },
+    render: { metatile, margin: 64, workers },
   };
 }
 
@@ -67,6 +67,7 @@ function treeRss(): number {
 
 interface Row {
   mode: string;
+  workers: number;
   scale: number;
   tiles: number;
   /** Whole stage, browser start-up included. */
@@ -76,16 +77,16 @@ interface Row {
   peakMb: number;
 }
 
-async function measure(metatile: number, scale: 1 | 2): Promise<Row> {
+async function measure(metatile: number, scale: 1 | 2, workers: number): Promise<Row> {
   const file = join(OUT, 'bench.json');
-  const config = parseConfig(rawConfig(metatile, scale), file);
+  const config = parseConfig(rawConfig(metatile, scale, workers), file);
   await rm(join(OUT, 'styles'), { recursive: true, force: true });
   await rm(join(OUT, '.work'), { recursive: true, force: true });
   let peak = treeRss();
   const timer = setInterval(() => (peak = Math.max(peak, treeRss())), SAMPLE_MS);
   let stats;
   try {
-    stats = await runRenderStage(config, OUT, { workers: WORKERS });
+    stats = await runRenderStage(config, OUT, { workers });
   } finally {
     clearInterval(timer);
   }
@@ -93,13 +94,13 @@ async function measure(metatile: number, scale: 1 | 2): Promise<Row> {
   // Tiles rendered = tiles per archive (PNG and JPEG come from the same render).
   const tiles = Object.keys(config.styles).reduce((n, id) => n + (m.styles[id]?.archives[`${scale}x.png`]?.tiles ?? 0), 0);
   if (tiles !== stats.tiles) throw new Error(`the archives hold ${tiles} tiles but the stage rendered ${stats.tiles}`);
-  return { mode: metatile === 1 ? 'tile-by-tile (metatile 1)' : `metatile ${metatile}×${metatile}`, scale, tiles, seconds: stats.seconds, startSeconds: stats.startSeconds, peakMb: peak / MB };
+  return { mode: metatile === 1 ? 'tile-by-tile (metatile 1)' : `metatile ${metatile}×${metatile}`, workers, scale, tiles, seconds: stats.seconds, startSeconds: stats.startSeconds, peakMb: peak / MB };
 }
 
 /** Run a mode RUNS times; the run with the median stage time. */
-async function median(metatile: number, scale: 1 | 2): Promise<Row> {
+async function median(metatile: number, scale: 1 | 2, workers: number): Promise<Row> {
   const runs: Row[] = [];
-  for (let i = 0; i < RUNS; i++) runs.push(await measure(metatile, scale));
+  for (let i = 0; i < RUNS; i++) runs.push(await measure(metatile, scale, workers));
   runs.sort((a, b) => a.seconds - b.seconds);
   return runs[Math.floor(runs.length / 2)];
 }
@@ -109,22 +110,24 @@ const rate = (tiles: number, seconds: number) => (tiles / seconds).toFixed(1);
 await mkdir(OUT, { recursive: true });
 await runVectorStage(parseConfig(rawConfig(4, 1), join(OUT, 'bench.json')), OUT);
 const rows: Row[] = [];
+// Metatile vs tile by tile with the default pool, and the default pool vs a single browser.
+const modes: [metatile: number, workers: number][] = [[4, WORKERS], [1, WORKERS], ...(WORKERS > 1 ? [[4, 1] as [number, number]] : [])];
 for (const scale of [1, 2] as const) {
-  for (const metatile of [4, 1]) {
-    const r = await median(metatile, scale);
+  for (const [metatile, workers] of modes) {
+    const r = await median(metatile, scale, workers);
     rows.push(r);
-    console.log(`${r.mode} @${scale}x: ${r.tiles} tiles in ${r.seconds.toFixed(1)} s = ${rate(r.tiles, r.seconds)} tiles/s (browsers up after ${r.startSeconds.toFixed(1)} s; ${rate(r.tiles, r.seconds - r.startSeconds)} tiles/s after), peak RSS ${r.peakMb.toFixed(0)} MB`);
+    console.log(`${r.mode}, ${workers} worker(s) @${scale}x: ${r.tiles} tiles in ${r.seconds.toFixed(1)} s = ${rate(r.tiles, r.seconds)} tiles/s (browsers up after ${r.startSeconds.toFixed(1)} s; ${rate(r.tiles, r.seconds - r.startSeconds)} tiles/s after), peak RSS ${r.peakMb.toFixed(0)} MB`);
   }
 }
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 const table = rows
-  .map((r) => `| ${r.mode} | ${r.scale === 1 ? '256 px' : '@2x (512 px)'} | ${r.tiles} | ${r.seconds.toFixed(1)} | **${rate(r.tiles, r.seconds)}** | ${r.startSeconds.toFixed(1)} | **${rate(r.tiles, r.seconds - r.startSeconds)}** | ${r.peakMb.toFixed(0)} |`)
+  .map((r) => `| ${r.mode} | ${r.workers} | ${r.scale === 1 ? '256 px' : '@2x (512 px)'} | ${r.tiles} | ${r.seconds.toFixed(1)} | **${rate(r.tiles, r.seconds)}** | ${r.startSeconds.toFixed(1)} | **${rate(r.tiles, r.seconds - r.startSeconds)}** | ${r.peakMb.toFixed(0)} |`)
   .join('\n');
 const md = `# Render benchmark
 
 \`node --import tsx bench/render/run.ts\` — osm-bright (with labels) over the Monaco and Liechtenstein samples,
-z0–${MAXZOOM}, every tile of each tileset's bounds, PNG **and** JPEG encoded from the same render, ${WORKERS} pool workers
-(one Chromium each), margin 64 px. Tiles/s counts rendered tiles (each written twice: PNG and JPEG).
+z0–${MAXZOOM}, every tile of each tileset's bounds, PNG **and** JPEG encoded from the same render, pool of
+${WORKERS} workers (the default: one per core; one Chromium each) and, for comparison, of 1 worker; margin 64 px. Tiles/s counts rendered tiles (each written twice: PNG and JPEG).
 "stage" is the whole render stage (\`runRenderStage\`), browser start-up included; "start" is the part of it
 until every worker's Chromium was up with the page and MapLibre loaded; "rendering" is tiles / (stage − start),
 the throughput a long build runs at (loading the style, glyphs and first tiles stay in it).
@@ -133,8 +136,8 @@ Median of ${RUNS} run(s) per mode. Peak RSS = node + every Chromium process, sam
 Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GB RAM; load average at the end: ${load}
 Date: ${new Date().toISOString().slice(0, 10)}.
 
-| mode | tile size | tiles | stage (s) | stage tiles/s | start (s) | rendering tiles/s | peak RSS (MB) |
-|---|---|---:|---:|---:|---:|---:|---:|
+| mode | workers | tile size | tiles | stage (s) | stage tiles/s | start (s) | rendering tiles/s | peak RSS (MB) |
+|---|---:|---|---:|---:|---:|---:|---:|---:|
 ${table}
 `;
 await writeFile(join(import.meta.dirname, 'RESULTS.md'), md);
