@@ -65,6 +65,7 @@ describe.sequential('render page (one long-lived page, many renders)', () => {
     let data: Buffer | undefined;
     const upload = server.expectUpload(view.width * view.height * ratio * ratio * 4, (up) => (data = up.body));
     const r = await renderer.render(styleUrl, ratio, { ...view, upload: upload.url });
+    await renderer.flush();
     server.forgetUpload(upload.id);
     expect(data?.length).toBe(r.width * r.height * 4);
     return { ...r, data: data! };

@@ -95,7 +95,8 @@ export class BrowserRenderer {
   /**
    * Render `view` of `styleUrl` at `pixelRatio`; the page POSTs the drawing buffer's pixels (RGBA,
    * bottom row first, premultiplied: see fromDrawingBuffer in pipeline/render/encode.ts) to
-   * `view.upload`. Throws RenderContentError when the map reported problems.
+   * `view.upload`, in the background: `flush()` waits for the uploads. Throws RenderContentError
+   * when the map reported problems.
    */
   async render(styleUrl: string, pixelRatio: number, view: PageView & PageUpload): Promise<PageRender> {
     const page = await this.open();
@@ -114,6 +115,13 @@ export class BrowserRenderer {
     );
     if (r.errors.length) throw new RenderContentError([...new Set(r.errors)].join('; '));
     return { width: r.width, height: r.height };
+  }
+
+  /** Wait until every image rendered so far has reached its upload URL; throws RenderContentError if one did not. */
+  async flush(): Promise<void> {
+    if (!this.page) return;
+    const errors = await this.page.evaluate(() => (window as unknown as { tilebake: { flush(): Promise<string[]> } }).tilebake.flush());
+    if (errors.length) throw new RenderContentError([...new Set(errors)].join('; '));
   }
 
   /** Close the browser (after a crash or hang, or at the end). */

@@ -2,8 +2,9 @@
  * Piscina task: render a batch of metatile views, in order, in this worker thread's browser.
  * Each worker thread owns one Chromium and one long-lived page (workers/render-browser.ts) and
  * renders many metatiles with it; a batch of neighbouring metatiles reuses the vector tiles they
- * share. Each view's pixels go to its own upload URL as soon as it is drawn. A hang (timeout per
- * view) or crash closes the browser, and the next task starts a fresh one.
+ * share. Each view's pixels go to its own upload URL while the next view is drawn; the task ends
+ * when all have arrived. A hang (timeout per view) or crash closes the browser, and the next task
+ * starts a fresh one.
  */
 import { BrowserRenderer, RenderContentError, type PageRender, type PageUpload, type PageView } from './render-browser.ts';
 
@@ -55,6 +56,7 @@ export default async function renderTask(task: RenderTask | WarmUpTask): Promise
     if ('warmUp' in task) return await withTimeout(r.warmUp().then(() => undefined), task.timeoutMs);
     const out: PageRender[] = [];
     for (const view of task.views) out.push(await withTimeout(r.render(task.styleUrl, task.pixelRatio, view), task.timeoutMs));
+    await withTimeout(r.flush(), task.timeoutMs);
     return out;
   } catch (e) {
     if (e instanceof RenderContentError) throw new Error(`${RenderFailure.Content}: ${e.message}`);
