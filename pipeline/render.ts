@@ -261,7 +261,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   stats.seconds = (performance.now() - started) / MS_PER_S;
   if (stats.tiles > 0) {
     const rate = stats.tiles / Math.max(stats.seconds, Number.EPSILON);
-    logLine(`render: ${stats.tiles} tiles in ${stats.seconds.toFixed(1)} s (${rate.toFixed(1)} tiles/s; browsers ready after ${stats.startSeconds.toFixed(1)} s)`);
+    logLine(`render: ${stats.tiles} tiles drawn in ${stats.seconds.toFixed(1)} s, ${rate.toFixed(1)} tiles/s, each encoded in every configured format (browsers ready after ${stats.startSeconds.toFixed(1)} s)`);
   }
   return stats;
 }
