@@ -220,8 +220,8 @@ function resetTiles() {
 }
 
 /**
- * Render one view: size the canvas, jump, wait until everything is loaded and drawn, read the pixels.
- * Resolves { dataUrl, width, height, errors }.
+ * Render one view: size the canvas, jump, wait until everything is loaded and drawn, read the pixels
+ * and start uploading them to `view.upload` (see flush). Resolves { width, height, errors }.
  */
 async function render(view) {
   errors = [];
@@ -238,7 +238,6 @@ async function render(view) {
   // history is neutralised instead: placement history and tiles held for fade (placeOncePerView),
   // frames painted while tiles load and the dash atlas layout (paintOnlyWhenLoaded), zoom history.
   // After a failed render, start without tiles: an errored tile would stay and not report again.
-  const t0 = performance.now();
   placeOncePerView(map.style);
   paintOnlyWhenLoaded();
   forgetZoomHistory();
@@ -255,13 +254,11 @@ async function render(view) {
   }
   if (!map.areTilesLoaded()) problems.push('tiles did not finish loading');
   const canvas = map.getCanvas();
-  const t1 = performance.now();
   lastRenderFailed = problems.length > 0;
   const { width, height } = canvas;
   // The upload runs while the next view is drawn; flush() waits for all of them.
   if (!problems.length) uploads.push(upload(`${view.upload}?width=${width}&height=${height}`, readPixels(canvas)));
-  const timing = { draw: t1 - t0, read: performance.now() - t1 };
-  return { width, height, errors: problems, timing };
+  return { width, height, errors: problems };
 }
 
 /** Uploads in flight: each resolves to an error message, or undefined once the server has the image. */
