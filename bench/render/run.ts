@@ -2,7 +2,7 @@
  * Render benchmark (not a test): osm-bright over the Monaco and Liechtenstein samples, z0–14,
  * PNG + JPEG, at 256 px and @2x, metatile 4×4 vs tile-by-tile (metatile 1) in the same run.
  * Usage: node --import tsx bench/render/run.ts [--workers N] [--runs N] [--out DIR]
- * Each mode runs `--runs` times (default 1); the run with the median stage time is reported.
+ * Each mode runs `--runs` times (default 1), the modes in turn; the run with the median stage time is reported.
  * Writes bench/render/RESULTS.md.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -97,12 +97,9 @@ async function measure(metatile: number, scale: 1 | 2, workers: number): Promise
   return { mode: metatile === 1 ? 'tile-by-tile (metatile 1)' : `metatile ${metatile}×${metatile}`, workers, scale, tiles, seconds: stats.seconds, startSeconds: stats.startSeconds, peakMb: peak / MB };
 }
 
-/** Run a mode RUNS times; the run with the median stage time. */
-async function median(metatile: number, scale: 1 | 2, workers: number): Promise<Row> {
-  const runs: Row[] = [];
-  for (let i = 0; i < RUNS; i++) runs.push(await measure(metatile, scale, workers));
-  runs.sort((a, b) => a.seconds - b.seconds);
-  return runs[Math.floor(runs.length / 2)];
+/** The run with the median stage time. */
+function median(runs: Row[]): Row {
+  return [...runs].sort((a, b) => a.seconds - b.seconds)[Math.floor(runs.length / 2)];
 }
 
 const rate = (tiles: number, seconds: number) => (tiles / seconds).toFixed(1);
@@ -113,8 +110,13 @@ const rows: Row[] = [];
 // Metatile vs tile by tile with the default pool, and the default pool vs a single browser.
 const modes: [metatile: number, workers: number][] = [[4, WORKERS], [1, WORKERS], ...(WORKERS > 1 ? [[4, 1] as [number, number]] : [])];
 for (const scale of [1, 2] as const) {
-  for (const [metatile, workers] of modes) {
-    const r = await median(metatile, scale, workers);
+  // Rounds of every mode in turn (A B C A B C …), so that a drift of the machine's speed hits all alike.
+  const runs: Row[][] = modes.map(() => []);
+  for (let round = 0; round < RUNS; round++) {
+    for (const [i, [metatile, workers]] of modes.entries()) runs[i].push(await measure(metatile, scale, workers));
+  }
+  for (const [i, [, workers]] of modes.entries()) {
+    const r = median(runs[i]);
     rows.push(r);
     console.log(`${r.mode}, ${workers} worker(s) @${scale}x: ${r.tiles} tiles in ${r.seconds.toFixed(1)} s = ${rate(r.tiles, r.seconds)} tiles/s (browsers up after ${r.startSeconds.toFixed(1)} s; ${rate(r.tiles, r.seconds - r.startSeconds)} tiles/s after), peak RSS ${r.peakMb.toFixed(0)} MB`);
   }
@@ -131,7 +133,7 @@ ${WORKERS} workers (the default: one per core; one Chromium each) and, for compa
 "stage" is the whole render stage (\`runRenderStage\`), browser start-up included; "start" is the part of it
 until every worker's Chromium was up with the page and MapLibre loaded; "rendering" is tiles / (stage − start),
 the throughput a long build runs at (loading the style, glyphs and first tiles stay in it).
-Median of ${RUNS} run(s) per mode. Peak RSS = node + every Chromium process, sampled every ${SAMPLE_MS} ms.
+Median of ${RUNS} run(s) per mode, the modes run in turn (A B C A B C …). Peak RSS = node + every Chromium process, sampled every ${SAMPLE_MS} ms.
 
 Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GB RAM; load average at the end: ${load}
 Date: ${new Date().toISOString().slice(0, 10)}.
