@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
-import { assertChromium } from '../workers/render-browser.ts';
+import { assertChromium } from '../workers/chromium-process.ts';
 import { defaultWorkers } from '../workers/pool.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
@@ -125,7 +125,7 @@ function chunk<T>(items: T[], size: number): T[][] {
 
 /** Render one style (every scale × format); returns its manifest entry (archives of this run). */
 async function renderStyle(
-  ctx: { config: BuildConfig; outDir: string; server: AssetServer; renderer: () => MetatileRenderer; manifest: Manifest; fontsDir?: string; readers: Map<string, Awaited<ReturnType<typeof openArchiveFile>>>; shard: Shard; stats: RenderStageStats },
+  ctx: { config: BuildConfig; outDir: string; server: AssetServer; renderer: (first: { styleUrl: string; pixelRatio: number }) => MetatileRenderer; manifest: Manifest; fontsDir?: string; readers: Map<string, Awaited<ReturnType<typeof openArchiveFile>>>; shard: Shard; stats: RenderStageStats },
   s: StyleConfig,
 ): Promise<StyleEntry> {
   const { config, outDir, server, manifest, shard } = ctx;
@@ -183,7 +183,7 @@ async function renderStyle(
       }
       try {
         const rendered = (n: number) => (ctx.stats.tiles += n);
-        await renderScale({ renderer: ctx.renderer(), config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (n) => progress.tick(n), rendered }, metas, scale, journals);
+        await renderScale({ renderer: ctx.renderer({ styleUrl, pixelRatio: scale }), config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (n) => progress.tick(n), rendered }, metas, scale, journals);
         for (const [format, journal] of journals) {
           const name = archiveName(scale, format, shard);
           const res = await archiveFromJournal(journal, join(styleDir, name), {
@@ -233,11 +233,11 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       readers,
       shard: opts.shard,
       stats,
-      renderer: () => {
+      renderer: (first: { styleUrl: string; pixelRatio: number }) => {
         if (renderer) return renderer;
         renderer = new MetatileRenderer(server, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries });
         // Every browser starts at once; the first metatiles queue behind the warm-up.
-        void renderer.warmUp().then(() => (stats.startSeconds = (performance.now() - started) / MS_PER_S));
+        void renderer.warmUp(first).then(() => (stats.startSeconds = (performance.now() - started) / MS_PER_S));
         return renderer;
       },
     };

@@ -1,28 +1,7 @@
-import { access, constants } from 'node:fs/promises';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { UserError } from '../lib/errors.ts';
+import { killChromium, renderPageUrl, startChromium, type ChromiumHandle } from './chromium-process.ts';
 
-/** Debian's Chromium; override with TILEBAKE_CHROMIUM. */
-export const CHROMIUM_PATH = process.env.TILEBAKE_CHROMIUM || '/usr/lib/chromium/chromium';
-
-/** Flags measured to work (and to be fast) for headless SwiftShader WebGL on a CPU-only machine. */
-export const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--use-angle=swiftshader',
-  '--enable-unsafe-swiftshader',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-background-timer-throttling',
-  '--disable-renderer-backgrounding',
-  '--disable-backgrounding-occluded-windows',
-  // Nothing leaves the machine: every host but the local asset server fails to resolve.
-  '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
-];
+export { assertChromium, CHROMIUM_ARGS, CHROMIUM_PATH } from './chromium-process.ts';
 
 /** What the page is asked to draw: CSS size, centre and MapLibre zoom. */
 export interface PageView {
@@ -51,43 +30,55 @@ export class RenderContentError extends Error {
   }
 }
 
-/** Throw a UserError with the install command when Chromium is not installed. */
-export async function assertChromium(path = CHROMIUM_PATH): Promise<void> {
-  try {
-    await access(path, constants.X_OK);
-  } catch {
-    throw new UserError(
-      `Chromium not found at ${path} (needed to render styles). Install it with \`sudo apt-get install chromium\`, or set TILEBAKE_CHROMIUM to its path.`,
-    );
-  }
-}
-
 /** One Chromium browser with one long-lived page running workers/page/render.html. */
 export class BrowserRenderer {
   private browser?: Browser;
+  /** The browser process (started here, with `exited`, or adopted), killed by close(). */
+  private handle?: ChromiumHandle & { exited?: Promise<void> };
   private page?: Page;
   private styleUrl?: string;
   private pixelRatio?: number;
 
   constructor(private readonly baseUrl: string) {}
 
-  /** Launch the browser and load the page (idempotent). */
-  private async open(): Promise<Page> {
-    if (this.page && this.browser?.isConnected()) return this.page;
-    await this.close();
-    await assertChromium();
-    this.browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
-    const context = await this.browser.newContext({ viewport: { width: 1280, height: 1280 }, deviceScaleFactor: 1 });
-    const page = await context.newPage();
-    page.on('crash', () => void this.close());
-    await page.goto(`${this.baseUrl}page/render.html`);
-    await page.waitForFunction(() => (window as unknown as { tilebake?: { ready: boolean } }).tilebake?.ready === true);
-    this.page = page;
-    this.styleUrl = undefined;
-    return page;
+  /**
+   * Use a browser another thread started on the render page (startChromium with renderPageUrl) for the
+   * next open(), instead of starting one. This renderer kills it on close().
+   */
+  adopt(handle: ChromiumHandle): void {
+    if (this.handle) throw new Error('adopt: this renderer already has a browser');
+    this.handle = handle;
   }
 
-  /** Launch the browser and load the page with MapLibre, if not done yet. */
+  /** True when a browser is running (or adopted) for this renderer. */
+  get hasBrowser(): boolean {
+    return this.handle !== undefined;
+  }
+
+  /** Start the browser (or attach to the adopted one) and wait for the page (idempotent). */
+  private async open(): Promise<Page> {
+    if (this.page && this.browser?.isConnected()) return this.page;
+    if (this.browser) await this.close();
+    try {
+      this.handle ??= await startChromium(renderPageUrl(this.baseUrl));
+      const browser = await chromium.connectOverCDP(this.handle.endpoint);
+      this.browser = browser;
+      const context = browser.contexts()[0];
+      if (!context) throw new Error('Chromium has no default browser context');
+      // The start page: opened by the browser itself, and normally there by the time we attach.
+      const page = context.pages()[0] ?? (await context.waitForEvent('page'));
+      page.on('crash', () => void this.close());
+      await page.waitForFunction(() => (window as unknown as { tilebake?: { ready: boolean } }).tilebake?.ready === true);
+      this.page = page;
+      this.styleUrl = undefined;
+      return page;
+    } catch (e) {
+      await this.close();
+      throw e;
+    }
+  }
+
+  /** Start (or attach to) the browser and wait for the page with MapLibre, if not done yet. */
   async warmUp(): Promise<void> {
     await this.open();
   }
@@ -124,13 +115,17 @@ export class BrowserRenderer {
     if (errors.length) throw new RenderContentError([...new Set(errors)].join('; '));
   }
 
-  /** Close the browser (after a crash or hang, or at the end). */
+  /** Close the browser (after a crash or hang, or at the end): disconnect and kill its processes. */
   async close(): Promise<void> {
     const b = this.browser;
+    const h = this.handle;
     this.browser = undefined;
+    this.handle = undefined;
     this.page = undefined;
     this.styleUrl = undefined;
     this.pixelRatio = undefined;
+    if (h) killChromium(h.pid);
     if (b) await b.close().catch(() => undefined);
+    await h?.exited;
   }
 }

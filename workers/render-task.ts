@@ -6,13 +6,23 @@
  * when all have arrived. A hang (timeout per view) or crash closes the browser, and the next task
  * starts a fresh one.
  */
+import type { ChromiumHandle } from './chromium-process.ts';
 import { BrowserRenderer, RenderContentError, type PageRender, type PageUpload, type PageView } from './render-browser.ts';
 
-/** Input of a warm-up task: start this thread's browser and load the page (no render). */
+/**
+ * Input of a warm-up task: attach to `browser` (started by the main thread on the render page) or
+ * start this thread's browser, and wait for the page (no render).
+ */
 export interface WarmUpTask {
   baseUrl: string;
   warmUp: true;
   timeoutMs: number;
+  browser?: ChromiumHandle;
+}
+
+/** Output of a warm-up task: whether the thread took `browser` (false: it already had one). */
+export interface WarmUpResult {
+  adopted: boolean;
 }
 
 /** Input of one render task. */
@@ -48,12 +58,17 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Render a batch of views (RenderTask), or only start the browser (WarmUpTask: resolves undefined). */
-export default async function renderTask(task: RenderTask | WarmUpTask): Promise<RenderResult | undefined> {
+/** Render a batch of views (RenderTask), or only start the browser (WarmUpTask). */
+export default async function renderTask(task: RenderTask | WarmUpTask): Promise<RenderResult | WarmUpResult> {
   renderer ??= new BrowserRenderer(task.baseUrl);
   const r = renderer;
   try {
-    if ('warmUp' in task) return await withTimeout(r.warmUp().then(() => undefined), task.timeoutMs);
+    if ('warmUp' in task) {
+      const adopted = task.browser !== undefined && !r.hasBrowser;
+      if (adopted) r.adopt(task.browser!);
+      await withTimeout(r.warmUp(), task.timeoutMs);
+      return { adopted };
+    }
     const out: PageRender[] = [];
     for (const view of task.views) out.push(await withTimeout(r.render(task.styleUrl, task.pixelRatio, view), task.timeoutMs));
     await withTimeout(r.flush(), task.timeoutMs);

@@ -2,7 +2,8 @@ import type { Piscina } from 'piscina';
 import { UserError } from '../../lib/errors.ts';
 import { logLine } from '../progress.ts';
 import { createPool } from '../../workers/pool.ts';
-import type { RenderTask, WarmUpTask } from '../../workers/render-task.ts';
+import { killChromium, renderPageUrl, startChromium, type ChromiumProcess } from '../../workers/chromium-process.ts';
+import type { RenderTask, WarmUpResult, WarmUpTask } from '../../workers/render-task.ts';
 import type { AssetServer } from './asset-server.ts';
 import { CHANNELS, fromDrawingBuffer, type RawImage } from './encode.ts';
 import { canvasSize, metatileKey, metatileView, type Metatile } from './metatiles.ts';
@@ -28,6 +29,10 @@ export interface MetatileRendererOptions {
  */
 export class MetatileRenderer {
   private readonly pool: Piscina;
+  /** Resolves once warmUp has queued its tasks: renders queue behind them, so workers adopt the browsers. */
+  private warmUpQueued: Promise<void> = Promise.resolve();
+  /** Browsers this thread started for the workers (warmUp); all are killed by close(). */
+  private readonly started: ChromiumProcess[] = [];
 
   constructor(
     private readonly server: AssetServer,
@@ -37,13 +42,32 @@ export class MetatileRenderer {
   }
 
   /**
-   * Start every worker's browser and load its page, all at once (one warm-up task per worker), so
-   * that start-up overlaps the preparation of the styles instead of delaying the first metatile.
-   * Resolves when every browser is ready; a failure here is left to the first render to report.
+   * Start one browser per worker from this thread, opened on the render page loading the first style
+   * (`first`), while the worker threads are still loading playwright-core; each worker then attaches
+   * to one (a warm-up task). Start-up then costs the slower of the two, not their sum, and the first
+   * render finds MapLibre and the style loaded. Resolves when every worker is ready; a failure here
+   * is left to the first render to report (a worker without a browser starts its own).
    */
-  async warmUp(): Promise<void> {
-    const task: WarmUpTask = { baseUrl: this.server.baseUrl, warmUp: true, timeoutMs: this.opts.timeoutMs };
-    await Promise.allSettled(Array.from({ length: this.opts.workers }, () => this.pool.run(task)));
+  async warmUp(first: { styleUrl: string; pixelRatio: number }): Promise<void> {
+    const url = renderPageUrl(this.server.baseUrl, first);
+    let submitted!: () => void;
+    this.warmUpQueued = new Promise<void>((resolve) => (submitted = resolve));
+    const browsers = await Promise.allSettled(Array.from({ length: this.opts.workers }, () => startChromium(url)));
+    const tasks: Promise<unknown>[] = [];
+    for (const b of browsers) {
+      if (b.status === 'rejected') continue;
+      const browser = b.value;
+      this.started.push(browser);
+      const task: WarmUpTask = { baseUrl: this.server.baseUrl, warmUp: true, timeoutMs: this.opts.timeoutMs, browser: { pid: browser.pid, endpoint: browser.endpoint } };
+      tasks.push(
+        this.pool.run(task).then((result: WarmUpResult) => {
+          // A worker that already had a browser (it ran two warm-ups) leaves this one unused.
+          if (!result.adopted) killChromium(browser.pid);
+        }),
+      );
+    }
+    submitted();
+    await Promise.allSettled(tasks);
   }
 
   /**
@@ -83,6 +107,7 @@ export class MetatileRenderer {
       };
       let error: string | undefined;
       try {
+        await this.warmUpQueued;
         const signal = AbortSignal.timeout(this.opts.timeoutMs * pending.length + ABORT_GRACE_MS);
         await this.pool.run(task, { signal });
         error = wrong;
@@ -118,9 +143,11 @@ export class MetatileRenderer {
     throw new UserError(`${label}: metatile ${metatileKey(m)}: the style requested resources that are not available locally: ${[...this.server.missing].join(', ')}`);
   }
 
-  /** Close every worker's browser, then the pool. */
+  /** Stop the pool, then every browser (a worker's own ones end with its thread: their pipe closes). */
   async close(): Promise<void> {
     await this.pool.close();
     await this.pool.destroy();
+    for (const b of this.started) killChromium(b.pid);
+    await Promise.all(this.started.map((b) => b.exited));
   }
 }

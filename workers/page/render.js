@@ -59,7 +59,7 @@ function waitFor(event) {
  * ('style.load', not 'load', which would also wait for tiles and a first frame of the placeholder
  * view: the first render loads what its own view needs). Sprite and glyph errors surface there.
  */
-async function init(styleUrl, pixelRatio) {
+async function loadStyle(styleUrl, pixelRatio) {
   if (!map) {
     maplibregl.setWorkerCount(1);
     const container = document.getElementById('map');
@@ -295,6 +295,28 @@ function readPixels(canvas) {
   const pixels = new Uint8Array(canvas.width * canvas.height * 4);
   gl.readPixels(0, 0, canvas.width, canvas.height, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
   return pixels;
+}
+
+/**
+ * A style the page was opened with (`render.html?style=…&ratio=…`: a browser started ahead of the
+ * worker that drives it) starts loading at once; the first init() for it gets that load's result.
+ */
+let preload = null;
+{
+  const params = new URLSearchParams(window.location.search);
+  const style = params.get('style');
+  if (style) {
+    const ratio = Number(params.get('ratio') ?? '1');
+    preload = { style, ratio, result: loadStyle(style, ratio) };
+  }
+}
+
+/** Load `styleUrl` at `pixelRatio` (see loadStyle); resolves the errors reported while loading. */
+function init(styleUrl, pixelRatio) {
+  const p = preload;
+  preload = null;
+  if (p && p.style === styleUrl && p.ratio === pixelRatio) return p.result;
+  return (p ? p.result.catch(() => undefined) : Promise.resolve()).then(() => loadStyle(styleUrl, pixelRatio));
 }
 
 window.tilebake = { init, render, flush, ready: true };

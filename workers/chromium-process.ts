@@ -1,0 +1,218 @@
+/**
+ * Debian's Chromium as a child process, opened on the render page. The browser is started by a plain
+ * spawn (no playwright-core needed), so a build can start it while its worker thread is still
+ * loading playwright-core, and the page, MapLibre and the style load in the meantime; the worker then
+ * attaches with `chromium.connectOverCDP(endpoint)` (workers/render-browser.ts).
+ *
+ * - The DevTools endpoint is a WebSocket on 127.0.0.1 (`--remote-debugging-port=0`, port chosen by
+ *   Chromium and read from its stderr).
+ * - Chromium also gets `--remote-debugging-pipe` on fds 3 and 4, which only the spawning process holds:
+ *   when that process dies (even by SIGKILL), the pipe closes and Chromium exits. No orphans.
+ * - Each browser has its own throw-away profile folder, removed when it exits.
+ */
+import { spawn } from 'node:child_process';
+import { access, constants, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { UserError } from '../lib/errors.ts';
+
+/** Debian's Chromium; override with TILEBAKE_CHROMIUM. */
+export const CHROMIUM_PATH = process.env.TILEBAKE_CHROMIUM || '/usr/lib/chromium/chromium';
+
+/** Flags measured to work (and to be fast) for headless SwiftShader WebGL on a CPU-only machine. */
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--use-angle=swiftshader',
+  '--enable-unsafe-swiftshader',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-background-timer-throttling',
+  '--disable-renderer-backgrounding',
+  '--disable-backgrounding-occluded-windows',
+  // Nothing leaves the machine: every host but the local asset server fails to resolve.
+  '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
+];
+
+/**
+ * Switches playwright-core's own launch adds (chromiumSwitches): a plain spawn needs them for the same
+ * quiet, automation-friendly browser (no crash reporter, extensions, field trials, background
+ * services or hang monitor; sRGB colour; no IPC flood throttling of the many CDP calls).
+ */
+const AUTOMATION_ARGS = [
+  '--disable-field-trial-config',
+  '--disable-back-forward-cache',
+  '--disable-breakpad',
+  '--disable-component-extensions-with-background-pages',
+  '--no-default-browser-check',
+  '--disable-default-apps',
+  '--disable-dev-shm-usage',
+  '--disable-extensions',
+  '--allow-pre-commit-input',
+  '--disable-hang-monitor',
+  '--disable-ipc-flooding-protection',
+  '--disable-popup-blocking',
+  '--disable-prompt-on-repost',
+  '--force-color-profile=srgb',
+  '--metrics-recording-only',
+  '--password-store=basic',
+  '--use-mock-keychain',
+  '--no-service-autorun',
+  '--disable-search-engine-choice-screen',
+  '--hide-scrollbars',
+  '--mute-audio',
+];
+
+/**
+ * Features switched off (one --disable-features switch: a second would replace the first). Headless
+ * Chromium 156 loads the omnibox popup's WebUI (chrome://omnibox-popup.top-chrome/) in a renderer of
+ * its own at start-up, ~0.6 CPU-s per browser for a window nobody sees: the first two names. The
+ * rest are what playwright-core switches off (background requests, profile teardown, paint holding).
+ */
+const DISABLED_FEATURES = [
+  'WebUIOmniboxPopup',
+  'WebUIOmniboxAimPopup',
+  'DestroyProfileOnBrowserClose',
+  'MediaRouter',
+  'PaintHolding',
+  'OptimizationHints',
+  'NetworkTimeServiceQuerying',
+  'AimEnabled',
+  'PreconnectToSearch',
+];
+
+/** Window size in CSS pixels (the render page sizes its map container itself; this only needs to exist). */
+const WINDOW_SIZE = '1280,1280';
+/** Chromium prints this line on stderr once the DevTools endpoint is listening. */
+const ENDPOINT_LINE = /DevTools listening on (ws:\/\/\S+)/;
+/** Stderr kept for error messages. */
+const STDERR_TAIL = 4000;
+/** How long a browser may take to start. */
+export const START_TIMEOUT_MS = 30_000;
+
+/** A running Chromium. */
+export interface ChromiumProcess {
+  readonly pid: number;
+  /** DevTools WebSocket URL, for `chromium.connectOverCDP`. */
+  readonly endpoint: string;
+  /** Resolves once the browser has exited and its profile folder is removed. */
+  readonly exited: Promise<void>;
+}
+
+/** What another thread needs to attach to (and later kill) a browser started elsewhere. */
+export type ChromiumHandle = Pick<ChromiumProcess, 'pid' | 'endpoint'>;
+
+/**
+ * URL of the render page (workers/page/render.html) on the asset server at `baseUrl`; with `style`
+ * the page starts loading that style at `pixelRatio` at once, before anything attaches to it.
+ */
+export function renderPageUrl(baseUrl: string, style?: { styleUrl: string; pixelRatio: number }): string {
+  const url = new URL('page/render.html', baseUrl);
+  if (style) {
+    url.searchParams.set('style', style.styleUrl);
+    url.searchParams.set('ratio', String(style.pixelRatio));
+  }
+  return url.href;
+}
+
+/** Throw a UserError with the install command when Chromium is not installed. */
+export async function assertChromium(path = CHROMIUM_PATH): Promise<void> {
+  try {
+    await access(path, constants.X_OK);
+  } catch {
+    throw new UserError(
+      `Chromium not found at ${path} (needed to render styles). Install it with \`sudo apt-get install chromium\`, or set TILEBAKE_CHROMIUM to its path.`,
+    );
+  }
+}
+
+/**
+ * Kill a browser started by startChromium, with every process it started (renderer, GPU, network
+ * service: they share its process group). Works from any thread; a browser already gone is ignored.
+ */
+export function killChromium(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already exited.
+    }
+  }
+}
+
+/** Profile folders are `tilebake-chromium-<pid of the node process>-XXXXXX` in the temp folder. */
+const PROFILE_PREFIX = 'tilebake-chromium-';
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Remove the profile folders of builds that died without cleaning up (SIGKILL: their browsers exit
+ * with them, but nobody removes the folder). Once per process.
+ */
+let staleProfilesRemoved: Promise<void> | undefined;
+function removeStaleProfiles(): Promise<void> {
+  staleProfilesRemoved ??= (async () => {
+    const dir = tmpdir();
+    const names = await readdir(dir).catch(() => [] as string[]);
+    for (const name of names) {
+      const owner = name.startsWith(PROFILE_PREFIX) ? Number.parseInt(name.slice(PROFILE_PREFIX.length), 10) : Number.NaN;
+      if (Number.isNaN(owner) || processAlive(owner)) continue;
+      await rm(join(dir, name), { recursive: true, force: true }).catch(() => undefined);
+    }
+  })();
+  return staleProfilesRemoved;
+}
+
+/** Start Chromium with one tab open on `startUrl`; resolves once its DevTools endpoint is listening. */
+export async function startChromium(startUrl: string, timeoutMs = START_TIMEOUT_MS): Promise<ChromiumProcess> {
+  await assertChromium();
+  await removeStaleProfiles();
+  const profile = await mkdtemp(join(tmpdir(), `${PROFILE_PREFIX}${process.pid}-`));
+  const args = [...AUTOMATION_ARGS, ...CHROMIUM_ARGS, `--disable-features=${DISABLED_FEATURES.join(',')}`, '--remote-debugging-port=0', '--remote-debugging-pipe', `--user-data-dir=${profile}`, `--window-size=${WINDOW_SIZE}`, startUrl];
+  // Own process group (killChromium kills it whole); fds 3 and 4 are the pipe that ends it with us.
+  const child = spawn(CHROMIUM_PATH, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], detached: true });
+  // Nothing else may keep a thread alive: the pipe closing is what stops the browser at exit.
+  child.unref();
+  for (const s of child.stdio.slice(2)) (s as (Readable & { unref?: () => void }) | null)?.unref?.();
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => void rm(profile, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined).finally(resolve));
+  });
+  let stderr = '';
+  return await new Promise<ChromiumProcess>((resolve, reject) => {
+    let settled = false;
+    const fail = (why: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (child.pid !== undefined) killChromium(child.pid);
+      reject(new Error(`Chromium (${CHROMIUM_PATH}) ${why}${stderr.trim() ? `:\n${stderr.trim().slice(-STDERR_TAIL)}` : ''}`));
+    };
+    const timer = setTimeout(() => fail(`did not start within ${timeoutMs} ms`), timeoutMs);
+    child.once('error', (e) => fail(`could not be started: ${e.message}`));
+    child.once('exit', (code, signal) => fail(`exited before it was ready (${signal ?? `exit code ${code}`})`));
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      // Keep reading for the browser's whole life (a full pipe would block it); keep only a tail.
+      stderr = (stderr + chunk).slice(-STDERR_TAIL);
+      const m = settled ? null : ENDPOINT_LINE.exec(stderr);
+      if (!m || child.pid === undefined) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ pid: child.pid, endpoint: m[1], exited });
+    });
+  });
+}
