@@ -84,12 +84,14 @@ export class BrowserRenderer {
   }
 
   /**
-   * Render `view` of `styleUrl` at `pixelRatio`; the page POSTs the drawing buffer's pixels (RGBA,
-   * bottom row first, premultiplied: see fromDrawingBuffer in pipeline/render/encode.ts) to
-   * `view.upload`, in the background: `flush()` waits for the uploads. Throws RenderContentError
-   * when the map reported problems.
+   * Render `views` of `styleUrl` at `pixelRatio`, in order, in one call to the page (each view's tiles
+   * start loading while the previous view's pixels are read). The page POSTs each drawing buffer's
+   * pixels (RGBA, bottom row first, premultiplied: see fromDrawingBuffer in
+   * pipeline/render/encode.ts) to the view's `upload` URL in the background: `flush()` waits for the
+   * uploads. Throws RenderContentError when the map reported problems (the views before the failed
+   * one were rendered and uploaded).
    */
-  async render(styleUrl: string, pixelRatio: number, view: PageView & PageUpload): Promise<PageRender> {
+  async renderViews(styleUrl: string, pixelRatio: number, views: (PageView & PageUpload)[]): Promise<PageRender[]> {
     const page = await this.open();
     if (this.styleUrl !== styleUrl || this.pixelRatio !== pixelRatio) {
       const errors = await page.evaluate(
@@ -100,12 +102,18 @@ export class BrowserRenderer {
       this.styleUrl = styleUrl;
       this.pixelRatio = pixelRatio;
     }
-    const r = await page.evaluate(
-      (v) => (window as unknown as { tilebake: { render(v: PageView & PageUpload): Promise<{ width: number; height: number; errors: string[] }> } }).tilebake.render(v),
-      view,
+    const results = await page.evaluate(
+      (v) => (window as unknown as { tilebake: { renderViews(v: (PageView & PageUpload)[]): Promise<{ width: number; height: number; errors: string[] }[]> } }).tilebake.renderViews(v),
+      views,
     );
-    if (r.errors.length) throw new RenderContentError([...new Set(r.errors)].join('; '));
-    return { width: r.width, height: r.height };
+    const failed = results.find((r) => r.errors.length > 0);
+    if (failed) throw new RenderContentError([...new Set(failed.errors)].join('; '));
+    return results.map((r) => ({ width: r.width, height: r.height }));
+  }
+
+  /** Render one view (renderViews with one view). */
+  async render(styleUrl: string, pixelRatio: number, view: PageView & PageUpload): Promise<PageRender> {
+    return (await this.renderViews(styleUrl, pixelRatio, [view]))[0];
   }
 
   /** Wait until every image rendered so far has reached its upload URL; throws RenderContentError if one did not. */

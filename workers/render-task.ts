@@ -69,8 +69,8 @@ export default async function renderTask(task: RenderTask | WarmUpTask): Promise
       await withTimeout(r.warmUp(), task.timeoutMs);
       return { adopted };
     }
-    const out: PageRender[] = [];
-    for (const view of task.views) out.push(await withTimeout(r.render(task.styleUrl, task.pixelRatio, view), task.timeoutMs));
+    // One page call for the batch; the time allowed is the per-view timeout for each view.
+    const out = await withTimeout(r.renderViews(task.styleUrl, task.pixelRatio, task.views), task.timeoutMs * task.views.length);
     await withTimeout(r.flush(), task.timeoutMs);
     return out;
   } catch (e) {

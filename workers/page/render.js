@@ -219,11 +219,23 @@ function resetTiles() {
   for (const id of Object.keys(managers)) managers[id].clearTiles();
 }
 
+/** A view begun ahead of its render() (see render): its key and its 'idle' promise. */
+let begun = null;
+
+function viewKey(view) {
+  return JSON.stringify([view.width, view.height, view.center, view.zoom]);
+}
+
 /**
- * Render one view: size the canvas, jump, wait until everything is loaded and drawn, read the pixels
- * and start uploading them to `view.upload` (see flush). Resolves { width, height, errors }.
+ * Start drawing `view`: size the canvas, reset what would make the pixels depend on earlier views,
+ * jump. Resolves on 'idle', once the view's tiles are loaded and its frame is painted.
+ * - A metatile's pixels must not depend on what this page rendered before. Loaded tiles are kept
+ *   (re-fetching and re-parsing them cost ~60% of the draw time); what made the result depend on
+ *   history is neutralised instead: placement history and tiles held for fade (placeOncePerView),
+ *   frames painted while tiles load and the dash atlas layout (paintOnlyWhenLoaded), zoom history.
+ * - After a failed render, start without tiles: an errored tile would stay and not report again.
  */
-async function render(view) {
+function begin(view) {
   errors = [];
   const container = map.getContainer();
   const w = `${view.width}px`;
@@ -233,11 +245,6 @@ async function render(view) {
     container.style.height = h;
     map.resize();
   }
-  // A metatile's pixels must not depend on what this page rendered before. Loaded tiles are kept
-  // (re-fetching and re-parsing them cost ~60% of the draw time); what made the result depend on
-  // history is neutralised instead: placement history and tiles held for fade (placeOncePerView),
-  // frames painted while tiles load and the dash atlas layout (paintOnlyWhenLoaded), zoom history.
-  // After a failed render, start without tiles: an errored tile would stay and not report again.
   placeOncePerView(map.style);
   paintOnlyWhenLoaded();
   forgetZoomHistory();
@@ -246,19 +253,65 @@ async function render(view) {
   const idle = waitFor('idle');
   map.jumpTo({ center: view.center, zoom: view.zoom, bearing: 0, pitch: 0 });
   map.triggerRepaint();
-  await idle;
+  begun = { key: viewKey(view), idle };
+  return idle;
+}
+
+/**
+ * Begin `next` now and ask for its tiles at once (MapLibre would only do so in the next frame): the
+ * tile worker loads and parses them while this thread waits in readPixels for the GPU to finish the
+ * current view. Nothing is painted until the current view's pixels are read (frames run only after
+ * this task), and the canvas keeps its size (a resize would clear the drawing buffer), so `next`
+ * must have the current size. Internal API (style._updateSources, map._camera), guarded.
+ */
+function beginAhead(next) {
+  const camera = map._camera;
+  if (typeof map.style._updateSources !== 'function' || !camera || !camera.transform) {
+    throw new Error('MapLibre internals changed: style._updateSources or map._camera.transform is missing');
+  }
+  begin(next);
+  map.style._updateSources(camera.transform);
+}
+
+/**
+ * Render one view and start uploading its pixels to `view.upload` (see flush). With `next` (the
+ * view the next call will render) of the same size, next's tiles load while this view's pixels are
+ * read. Resolves { width, height, errors }.
+ */
+async function render(view, next) {
+  const ahead = begun && begun.key === viewKey(view) ? begun.idle : null;
+  begun = null;
+  await (ahead || begin(view));
+  begun = null;
   const problems = errors.slice();
-  const style = map.getStyle();
-  for (const id of Object.keys(style.sources || {})) {
+  const managers = map.style.tileManagers;
+  for (const id of Object.keys(managers)) {
     if (!map.isSourceLoaded(id)) problems.push(`source "${id}" did not finish loading`);
   }
   if (!map.areTilesLoaded()) problems.push('tiles did not finish loading');
   const canvas = map.getCanvas();
   lastRenderFailed = problems.length > 0;
   const { width, height } = canvas;
+  if (problems.length) return { width, height, errors: problems };
+  if (next && next.width === view.width && next.height === view.height) beginAhead(next);
   // The upload runs while the next view is drawn; flush() waits for all of them.
-  if (!problems.length) uploads.push(upload(`${view.upload}?width=${width}&height=${height}`, readPixels(canvas)));
+  uploads.push(upload(`${view.upload}?width=${width}&height=${height}`, readPixels(canvas)));
   return { width, height, errors: problems };
+}
+
+/**
+ * Render `views` in order, each with the next one loading ahead (see render); stops at the first
+ * that reports problems. One call per batch: a CDP round trip per view cost ~15 ms. Resolves the
+ * results of the views rendered.
+ */
+async function renderViews(views) {
+  const out = [];
+  for (let i = 0; i < views.length; i++) {
+    const r = await render(views[i], views[i + 1]);
+    out.push(r);
+    if (r.errors.length) break;
+  }
+  return out;
 }
 
 /** Uploads in flight: each resolves to an error message, or undefined once the server has the image. */
@@ -319,4 +372,4 @@ function init(styleUrl, pixelRatio) {
   return (p ? p.result.catch(() => undefined) : Promise.resolve()).then(() => loadStyle(styleUrl, pixelRatio));
 }
 
-window.tilebake = { init, render, flush, ready: true };
+window.tilebake = { init, render, renderViews, flush, ready: true };
