@@ -98,7 +98,7 @@ async function renderScale(
   const onImage = async (m: Metatile, image: RawImage) => {
     let tiles;
     try {
-      tiles = await sliceMetatile(image, m, { margin: r.margin, pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque });
+      tiles = await sliceMetatile(image, m, { pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque });
     } catch (e) {
       throw new UserError(`${label}: metatile ${metatileKey(m)}: ${(e as Error).message}`);
     }

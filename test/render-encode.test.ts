@@ -1,7 +1,7 @@
 /**
  * Slicing and encoding a rendered metatile (pipeline/render/encode.ts): the WebGL drawing buffer is
- * turned the right way up and un-premultiplied, tiles are cut at the right place, and a blank or
- * partial canvas is refused instead of written.
+ * turned the right way up (RGB when opaque, else un-premultiplied RGBA), tiles are cut at the right
+ * place, and a blank or partial image is refused instead of written.
  */
 import sharp from 'sharp';
 import { describe, expect, test } from 'vitest';
@@ -9,7 +9,6 @@ import { fromDrawingBuffer, sliceMetatile, type SliceOptions } from '../pipeline
 import { canvasSize, type Metatile } from '../pipeline/render/metatiles.ts';
 
 const OPTS: SliceOptions = {
-  margin: 4,
   pixelRatio: 1,
   formats: ['png', 'jpg'],
   png: { compressionLevel: 6, palette: false },
@@ -46,7 +45,7 @@ describe('fromDrawingBuffer', () => {
     const [w, h] = [3, 4];
     const want = image(w, h, (x, y) => [40 * y, 10 * x, 200, y === 3 && x === 1 ? 128 : y === 2 && x === 0 ? 0 : 255]);
     const got = fromDrawingBuffer(asDrawingBuffer(want, w, h), w, h);
-    expect(got.opaque).toBe(false);
+    expect(got.channels).toBe(4);
     for (let i = 0; i < want.length; i += 4) {
       if (want[i + 3] === 0) {
         expect([...got.data.subarray(i, i + 4)]).toEqual([0, 0, 0, 0]);
@@ -57,12 +56,12 @@ describe('fromDrawingBuffer', () => {
     }
   });
 
-  test('an opaque buffer is only flipped, and marked opaque', () => {
+  test('an opaque buffer becomes RGB, flipped', () => {
     const [w, h] = [5, 3];
-    const want = image(w, h, (x, y) => [x, y, x + y, 255]);
+    const want = image(w, h, (x, y) => [x, 10 + y, 20 + x + y, 255]);
     const got = fromDrawingBuffer(asDrawingBuffer(want, w, h), w, h);
-    expect(got.opaque).toBe(true);
-    expect(Buffer.from(got.data).equals(Buffer.from(want))).toBe(true);
+    expect(got.channels).toBe(3);
+    expect([...got.data]).toEqual([...want].filter((_, i) => i % 4 !== 3));
   });
 
   test('refuses a buffer of the wrong size', () => {
@@ -71,22 +70,30 @@ describe('fromDrawingBuffer', () => {
 });
 
 describe('sliceMetatile', () => {
-  const { width, height } = canvasSize(META, OPTS.margin, 1);
+  const { width, height } = canvasSize(META, 0, 1);
 
-  test('cuts each tile after the margin and encodes PNG and JPEG from the same pixels', async () => {
-    // Left tile red, right tile blue, margin green.
-    const data = image(width, height, (x, y) => {
-      const inY = y >= 4 && y < 260;
-      if (inY && x >= 4 && x < 260) return [255, 0, 0, 255];
-      if (inY && x >= 260 && x < 516) return [0, 0, 255, 255];
-      return [0, 255, 0, 255];
-    });
-    const tiles = await sliceMetatile({ data, width, height, opaque: true }, META, OPTS);
+  test('cuts each tile at its place and encodes PNG and JPEG from the same pixels (RGB and RGBA images)', async () => {
+    // Left tile red, right tile blue, with a green frame one pixel wide on the left tile only.
+    const data = image(width, height, (x, y) => (x < 256 ? (x === 0 || y === 0 || x === 255 || y === 255 ? [0, 255, 0, 255] : [255, 0, 0, 255]) : [0, 0, 255, 255]));
+    for (const img of [fromDrawingBuffer(asDrawingBuffer(data, width, height), width, height), { data, width, height, channels: 4 as const }]) {
+      const tiles = await sliceMetatile(img, META, OPTS);
+      expect(tiles.png.map((t) => `${t.x}/${t.y}`)).toEqual(['0/0', '1/0']);
+      const left = await sharp(tiles.png[0].data).raw().toBuffer({ resolveWithObject: true });
+      expect(left.info).toMatchObject({ width: 256, height: 256, channels: 3 });
+      const px = (b: Buffer, x: number, y: number) => [...b.subarray((y * 256 + x) * 3, (y * 256 + x) * 3 + 3)];
+      for (const [x, y] of [[0, 0], [255, 0], [0, 255], [255, 255], [0, 128]]) expect(px(left.data, x, y)).toEqual([0, 255, 0]);
+      for (const [x, y] of [[1, 1], [254, 254], [128, 128]]) expect(px(left.data, x, y)).toEqual([255, 0, 0]);
+    }
+  });
+
+  test('PNG and JPEG of a tile decode to the same colours', async () => {
+    const data = image(width, height, (x) => (x < 256 ? [255, 0, 0, 255] : [0, 0, 255, 255]));
+    const tiles = await sliceMetatile(fromDrawingBuffer(asDrawingBuffer(data, width, height), width, height), META, OPTS);
     expect(tiles.png.map((t) => `${t.x}/${t.y}`)).toEqual(['0/0', '1/0']);
     for (const [i, colour] of [[0, [255, 0, 0]], [1, [0, 0, 255]]] as const) {
       const png = await sharp(tiles.png[i].data).raw().toBuffer({ resolveWithObject: true });
       expect(png.info).toMatchObject({ width: 256, height: 256, channels: 3 });
-      // Corners and centre: no margin colour anywhere on the tile.
+      // Corners and centre.
       for (const [x, y] of [[0, 0], [255, 0], [0, 255], [255, 255], [128, 128]]) expect([...png.data.subarray((y * 256 + x) * 3, (y * 256 + x) * 3 + 3)]).toEqual(colour);
       const jpg = await sharp(tiles.jpg[i].data).raw().toBuffer({ resolveWithObject: true });
       expect(jpg.info).toMatchObject({ width: 256, height: 256 });
@@ -95,7 +102,7 @@ describe('sliceMetatile', () => {
   });
 
   test('refuses a blank tile and a partial one (transparent pixels under an opaque background)', async () => {
-    const blankRight = image(width, height, (x) => (x >= 260 ? [0, 0, 0, 0] : [9, 9, 9, 255]));
+    const blankRight = image(width, height, (x) => (x >= 256 ? [0, 0, 0, 0] : [9, 9, 9, 255]));
     await expect(sliceMetatile(fromDrawingBuffer(asDrawingBuffer(blankRight, width, height), width, height), META, OPTS)).rejects.toThrow(/tile 1\/1\/0: blank/);
     const hole = image(width, height, (x, y) => (x === 100 && y === 100 ? [0, 0, 0, 0] : [9, 9, 9, 255]));
     await expect(sliceMetatile(fromDrawingBuffer(asDrawingBuffer(hole, width, height), width, height), META, OPTS)).rejects.toThrow(/tile 1\/0\/0: partial image/);
@@ -105,7 +112,7 @@ describe('sliceMetatile', () => {
     expect((await sharp(tiles.png[1].data).metadata()).channels).toBe(3);
   });
 
-  test('refuses a canvas of the wrong size', async () => {
-    await expect(sliceMetatile({ data: new Uint8Array(16 * 4), width: 4, height: 4 }, META, OPTS)).rejects.toThrow(/canvas is 4×4, expected 520×264/);
+  test('refuses an image of the wrong size', async () => {
+    await expect(sliceMetatile({ data: new Uint8Array(16 * 4), width: 4, height: 4, channels: 4 }, META, OPTS)).rejects.toThrow(/image is 4×4, expected 512×256/);
   });
 });

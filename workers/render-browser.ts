@@ -14,6 +14,8 @@ export interface PageView {
 /** Where the page sends the pixels of a render: a POST URL of the asset server (AssetServer.expectUpload). */
 export interface PageUpload {
   upload: string;
+  /** Device pixels cut from every side of the canvas before the upload (the metatile's margin). */
+  crop?: number;
 }
 
 /** A rendered view: size of the canvas in device pixels (its pixels went to the upload URL). */

@@ -10,37 +10,47 @@ export type RasterFormat = 'png' | 'jpg';
 /** RGBA channels of a rendered canvas. */
 export const CHANNELS = 4;
 
-/** A rendered canvas: RGBA rows, top row first, not premultiplied. */
+/** A rendered metatile: rows top first, RGB when every pixel is opaque, else RGBA not premultiplied. */
 export interface RawImage {
   data: Uint8Array;
   width: number;
   height: number;
-  /** Every pixel is known to be opaque (skips the per-tile alpha scan). */
-  opaque?: boolean;
+  /** 3: RGB, every pixel opaque (no per-tile alpha checks, nothing to flatten); 4: RGBA. */
+  channels: 3 | 4;
 }
 
 /** An opaque RGBA pixel read as a little-endian uint32 is ≥ this (alpha is the high byte). */
 const OPAQUE_U32 = 0xff000000;
 const LITTLE_ENDIAN = endianness() === 'LE';
-
-/** True when every pixel of the RGBA buffer is opaque (one pass over 32-bit words when aligned). */
-function allOpaque(pixels: Uint8Array): boolean {
-  if (LITTLE_ENDIAN && pixels.byteOffset % Uint32Array.BYTES_PER_ELEMENT === 0) {
-    const words = new Uint32Array(pixels.buffer, pixels.byteOffset, pixels.length / CHANNELS);
-    for (let i = 0; i < words.length; i++) if (words[i] < OPAQUE_U32) return false;
-    return true;
-  }
-  for (let i = 3; i < pixels.length; i += CHANNELS) if (pixels[i] !== OPAQUE) return false;
-  return true;
-}
 /** Fully opaque alpha. */
 const OPAQUE = 255;
 /** JPEG has no alpha: transparent pixels are flattened onto white. */
 const JPEG_BACKGROUND = '#ffffff';
 
+/**
+ * The canvas's pixels as RGB, rows flipped top first, or undefined when a pixel is not opaque. One
+ * pass reading each RGBA pixel as a uint32 (alpha the high byte on little-endian machines).
+ */
+function opaqueRgb(pixels: Uint8Array, width: number, height: number): Uint8Array | undefined {
+  if (!LITTLE_ENDIAN || pixels.byteOffset % Uint32Array.BYTES_PER_ELEMENT !== 0) return undefined;
+  const words = new Uint32Array(pixels.buffer, pixels.byteOffset, width * height);
+  const rgb = Buffer.allocUnsafe(width * height * 3);
+  let o = 0;
+  for (let y = height - 1; y >= 0; y--) {
+    const end = (y + 1) * width;
+    for (let i = y * width; i < end; i++) {
+      const v = words[i];
+      if (v < OPAQUE_U32) return undefined;
+      rgb[o++] = v & 0xff;
+      rgb[o++] = (v >>> 8) & 0xff;
+      rgb[o++] = (v >>> 16) & 0xff;
+    }
+  }
+  return rgb;
+}
+
 /** How to slice and encode one metatile image. */
 export interface SliceOptions {
-  margin: number;
   pixelRatio: number;
   formats: RasterFormat[];
   png: RenderConfig['png'];
@@ -50,13 +60,15 @@ export interface SliceOptions {
 }
 
 /**
- * The canvas image from WebGL drawing-buffer pixels (gl.readPixels: bottom row first, colour
- * premultiplied by alpha): rows flipped top-first and colour divided by alpha (what PNG stores),
- * in place. Opaque pixels (all of them for a style with an opaque background) are only moved.
+ * The image from WebGL drawing-buffer pixels (gl.readPixels: bottom row first, colour premultiplied
+ * by alpha), rows top first: RGB when every pixel is opaque (all of them for a style with an opaque
+ * background), else RGBA with colour divided by alpha (what PNG stores), in place.
  */
 export function fromDrawingBuffer(pixels: Uint8Array, width: number, height: number): RawImage {
   const row = width * CHANNELS;
   if (pixels.length !== row * height) throw new Error(`drawing buffer has ${pixels.length} bytes, expected ${row * height} for ${width}×${height}`);
+  const rgb = opaqueRgb(pixels, width, height);
+  if (rgb) return { data: rgb, width, height, channels: 3 };
   const tmp = new Uint8Array(row);
   for (let top = 0, bottom = height - 1; top < bottom; top++, bottom--) {
     const a = top * row;
@@ -65,15 +77,35 @@ export function fromDrawingBuffer(pixels: Uint8Array, width: number, height: num
     pixels.copyWithin(a, b, b + row);
     pixels.set(tmp, b);
   }
-  const opaque = allOpaque(pixels);
-  if (!opaque) {
-    for (let i = 3; i < pixels.length; i += CHANNELS) {
-      const alpha = pixels[i];
-      if (alpha === OPAQUE) continue;
-      for (let c = i - 3; c < i; c++) pixels[c] = alpha === 0 ? 0 : Math.min(OPAQUE, Math.round((pixels[c] * OPAQUE) / alpha));
-    }
+  for (let i = 3; i < pixels.length; i += CHANNELS) {
+    const alpha = pixels[i];
+    if (alpha === OPAQUE) continue;
+    for (let c = i - 3; c < i; c++) pixels[c] = alpha === 0 ? 0 : Math.min(OPAQUE, Math.round((pixels[c] * OPAQUE) / alpha));
   }
-  return { data: pixels, width, height, opaque };
+  return { data: pixels, width, height, channels: 4 };
+}
+
+/** RGB of an RGBA buffer. */
+function dropAlpha(rgba: Uint8Array): Buffer {
+  const rgb = Buffer.allocUnsafe((rgba.length / CHANNELS) * 3);
+  for (let i = 0, o = 0; i < rgba.length; i += CHANNELS) {
+    rgb[o++] = rgba[i];
+    rgb[o++] = rgba[i + 1];
+    rgb[o++] = rgba[i + 2];
+  }
+  return rgb;
+}
+
+/** The pixels of `r` as a buffer of their own (rows copied; sharp encodes it faster than an extract). */
+function cut(image: RawImage, r: { left: number; top: number; width: number; height: number }): Buffer {
+  const { channels } = image;
+  const rowBytes = r.width * channels;
+  const out = Buffer.allocUnsafe(rowBytes * r.height);
+  for (let y = 0; y < r.height; y++) {
+    const from = ((r.top + y) * image.width + r.left) * channels;
+    out.set(image.data.subarray(from, from + rowBytes), y * rowBytes);
+  }
+  return out;
 }
 
 /** True when every pixel of rect in the RGBA buffer is opaque; also counts fully transparent pixels. */
@@ -94,32 +126,35 @@ function alphaStats(raw: Uint8Array, width: number, r: { left: number; top: numb
 }
 
 /**
- * Cut the tiles of metatile `m` out of its rendered canvas and encode each in every format, all
- * from the same pixels. Throws when the image is blank or partial.
+ * Cut the tiles of metatile `m` out of its image (the metatile's tiles, margin already cropped) and
+ * encode each in every format, all from the same pixels. Throws when the image is blank or partial.
  */
 export async function sliceMetatile(image: RawImage, m: Metatile, opts: SliceOptions): Promise<Record<RasterFormat, JournalTile[]>> {
-  const raw = image.data;
-  const info = image;
-  const want = canvasSize(m, opts.margin, opts.pixelRatio);
-  if (info.width !== want.width || info.height !== want.height) {
-    throw new Error(`metatile ${m.z}/${m.x0}/${m.y0}: canvas is ${info.width}×${info.height}, expected ${want.width}×${want.height}`);
+  const want = canvasSize(m, 0, opts.pixelRatio);
+  if (image.width !== want.width || image.height !== want.height) {
+    throw new Error(`metatile ${m.z}/${m.x0}/${m.y0}: image is ${image.width}×${image.height}, expected ${want.width}×${want.height}`);
   }
   const out: Record<RasterFormat, JournalTile[]> = { png: [], jpg: [] };
   await Promise.all(
     m.tiles.map(async (t) => {
-      const rect = tileRect(m, t, opts.margin, opts.pixelRatio);
-      const a = image.opaque ? { opaque: true, transparent: 0 } : alphaStats(raw, info.width, rect);
-      if (a.transparent === rect.width * rect.height) throw new Error(`tile ${t.z}/${t.x}/${t.y}: blank (fully transparent) image`);
-      if (opts.opaqueBackground && !a.opaque) throw new Error(`tile ${t.z}/${t.x}/${t.y}: partial image (transparent pixels although the style has an opaque background)`);
-      const base = () => sharp(raw, { raw: { width: info.width, height: info.height, channels: CHANNELS } }).extract(rect);
-      for (const f of opts.formats) {
-        let img = base();
-        if (f === 'png') {
-          if (a.opaque) img = img.removeAlpha();
-          img = img.png({ compressionLevel: opts.png.compressionLevel, palette: opts.png.palette, adaptiveFiltering: false });
-        } else {
-          img = img.flatten({ background: JPEG_BACKGROUND }).jpeg({ quality: opts.jpeg.quality, mozjpeg: false });
+      const rect = tileRect(m, t, 0, opts.pixelRatio);
+      let channels = image.channels;
+      let pixels = cut(image, rect);
+      if (channels === CHANNELS) {
+        const a = alphaStats(pixels, rect.width, { left: 0, top: 0, width: rect.width, height: rect.height });
+        if (a.transparent === rect.width * rect.height) throw new Error(`tile ${t.z}/${t.x}/${t.y}: blank (fully transparent) image`);
+        if (opts.opaqueBackground && !a.opaque) throw new Error(`tile ${t.z}/${t.x}/${t.y}: partial image (transparent pixels although the style has an opaque background)`);
+        if (a.opaque) {
+          pixels = dropAlpha(pixels);
+          channels = 3;
         }
+      }
+      const raw = { raw: { width: rect.width, height: rect.height, channels } };
+      for (const f of opts.formats) {
+        const img =
+          f === 'png'
+            ? sharp(pixels, raw).png({ compressionLevel: opts.png.compressionLevel, palette: opts.png.palette, adaptiveFiltering: false })
+            : (channels === CHANNELS ? sharp(pixels, raw).flatten({ background: JPEG_BACKGROUND }) : sharp(pixels, raw)).jpeg({ quality: opts.jpeg.quality, mozjpeg: false });
         out[f].push({ ...t, data: await img.toBuffer() });
       }
     }),

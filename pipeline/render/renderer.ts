@@ -86,12 +86,13 @@ export class MetatileRenderer {
       let open = true;
       let wrong: string | undefined;
       const uploads = pending.map((m) => {
-        const size = canvasSize(m, this.opts.margin, pixelRatio);
+        // The page uploads the metatile's tiles only: the margin is cropped before the pixels are read.
+        const size = canvasSize(m, 0, pixelRatio);
         const bytes = size.width * size.height * CHANNELS;
         return this.server.expectUpload(bytes, (up) => {
           if (!open) return;
           if (up.width !== size.width || up.height !== size.height || up.body.length !== bytes) {
-            wrong ??= `the page uploaded a ${up.width}×${up.height} canvas of ${up.body.length} bytes, expected ${size.width}×${size.height} (${bytes} bytes)`;
+            wrong ??= `the page uploaded a ${up.width}×${up.height} image of ${up.body.length} bytes, expected ${size.width}×${size.height} (${bytes} bytes)`;
             return;
           }
           delivered.add(m);
@@ -102,7 +103,7 @@ export class MetatileRenderer {
         baseUrl: this.server.baseUrl,
         styleUrl,
         pixelRatio,
-        views: pending.map((m, i) => ({ ...metatileView(m, this.opts.margin), upload: uploads[i].url })),
+        views: pending.map((m, i) => ({ ...metatileView(m, this.opts.margin), upload: uploads[i].url, crop: this.opts.margin * pixelRatio })),
         timeoutMs: this.opts.timeoutMs,
       };
       let error: string | undefined;

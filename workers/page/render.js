@@ -295,7 +295,10 @@ async function render(view, next) {
   if (problems.length) return { width, height, errors: problems };
   if (next && next.width === view.width && next.height === view.height) beginAhead(next);
   // The upload runs while the next view is drawn; flush() waits for all of them.
-  uploads.push(upload(`${view.upload}?width=${width}&height=${height}`, readPixels(canvas)));
+  const crop = view.crop || 0;
+  const read = { x: crop, y: crop, width: width - 2 * crop, height: height - 2 * crop };
+  if (read.width <= 0 || read.height <= 0) throw new Error(`crop ${crop} leaves nothing of a ${width}×${height} canvas`);
+  uploads.push(upload(`${view.upload}?width=${read.width}&height=${read.height}`, readPixels(read)));
   return { width, height, errors: problems };
 }
 
@@ -334,19 +337,20 @@ async function flush() {
 }
 
 /**
- * The pixels of the frame just drawn, read with gl.readPixels (measured ~12 % faster per metatile
+ * The pixels of rectangle `r` (device pixels; the crop is symmetric, so the same from the top or
+ * the bottom) of the frame just drawn, read with gl.readPixels (measured ~12 % faster per metatile
  * than copying the canvas into a 2D canvas): RGBA rows, bottom row first, premultiplied by alpha,
  * as WebGL's drawing buffer holds them (the node side flips and un-premultiplies: encode.ts).
  */
-function readPixels(canvas) {
+function readPixels(r) {
   const context = map.painter && map.painter.context;
   const gl = context && context.gl;
   if (!gl || typeof gl.readPixels !== 'function' || !context.bindFramebuffer) {
     throw new Error('MapLibre internals changed: map.painter.context (gl, bindFramebuffer) is missing');
   }
   context.bindFramebuffer.set(null);
-  const pixels = new Uint8Array(canvas.width * canvas.height * 4);
-  gl.readPixels(0, 0, canvas.width, canvas.height, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
+  const pixels = new Uint8Array(r.width * r.height * 4);
+  gl.readPixels(r.x, r.y, r.width, r.height, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
   return pixels;
 }
 
