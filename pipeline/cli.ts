@@ -27,7 +27,7 @@ export function program(argv: string[]): Argv {
           .option('out', { alias: 'o', type: 'string', describe: 'Output folder (default: the config\'s "out")' })
           .option('only', { choices: ['vector', 'render', 'elevation'] as const, describe: 'Run one stage only' })
           .option('shard', { type: 'string', describe: 'Render only shard i of n (i/n, 0-based) into a partial archive; see `merge`' })
-          .option('workers', { type: 'number', describe: 'Render pool size (default: number of cores)' }),
+          .option('workers', { type: 'number', describe: 'Render pool size: browsers rendering at once (default: one per two cores)' }),
       async (a) => {
         const { loadConfig } = await import('./config/index.ts');
         const { build } = await import('./build.ts');

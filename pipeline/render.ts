@@ -8,7 +8,7 @@ import { UserError } from '../lib/errors.ts';
 import { readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { assertChromium } from '../workers/chromium-process.ts';
-import { defaultWorkers } from '../workers/pool.ts';
+import { defaultRenderWorkers } from '../workers/pool.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
 import { AssetServer } from './render/asset-server.ts';
@@ -107,7 +107,7 @@ async function renderScale(
     ctx.tick(m.tiles.length);
     ctx.rendered(m.tiles.length);
   };
-  const workers = r.workers ?? defaultWorkers();
+  const workers = r.workers ?? defaultRenderWorkers();
   const batches = chunk(todo, Math.max(1, Math.min(BATCH, Math.ceil(todo.length / workers))));
   let next = 0;
   const lane = async () => {
@@ -219,7 +219,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   const fontsDir = await copyFonts(config, outDir);
   const server = new AssetServer(fontsDir);
   await server.start();
-  const workers = opts.workers ?? config.render.workers ?? defaultWorkers();
+  const workers = opts.workers ?? config.render.workers ?? defaultRenderWorkers();
   let renderer: MetatileRenderer | undefined;
   const readers = new Map<string, Awaited<ReturnType<typeof openArchiveFile>>>();
   const cfg: BuildConfig = { ...config, render: { ...config.render, workers } };

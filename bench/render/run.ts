@@ -14,12 +14,15 @@ import { parseConfig } from '../../pipeline/config/index.ts';
 import { runRenderStage } from '../../pipeline/render.ts';
 import { runVectorStage } from '../../pipeline/vector.ts';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
+import { defaultRenderWorkers } from '../../workers/pool.ts';
 
 process.env.TILEBAKE_QUIET ??= '1';
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const { values } = parseArgs({ options: { workers: { type: 'string' }, out: { type: 'string' }, maxzoom: { type: 'string' }, runs: { type: 'string' } } });
 const RUNS = Math.max(1, Number(values.runs ?? 1));
-const WORKERS = Number(values.workers ?? availableParallelism());
+/** The default render pool (one browser per two cores) unless --workers; compared with one per core. */
+const WORKERS = Number(values.workers ?? defaultRenderWorkers());
+const CORES = availableParallelism();
 const OUT = resolve(values.out ?? join(ROOT, 'build', 'bench-render'));
 const MAXZOOM = Number(values.maxzoom ?? 14);
 const MB = 1024 * 1024;
@@ -107,8 +110,8 @@ const rate = (tiles: number, seconds: number) => (tiles / seconds).toFixed(1);
 await mkdir(OUT, { recursive: true });
 await runVectorStage(parseConfig(rawConfig(4, 1), join(OUT, 'bench.json')), OUT);
 const rows: Row[] = [];
-// Metatile vs tile by tile with the default pool, and the default pool vs a single browser.
-const modes: [metatile: number, workers: number][] = [[4, WORKERS], [1, WORKERS], ...(WORKERS > 1 ? [[4, 1] as [number, number]] : [])];
+// Metatile vs tile by tile with the default pool, and the default pool vs one browser per core.
+const modes: [metatile: number, workers: number][] = [[4, WORKERS], [1, WORKERS], ...(CORES !== WORKERS ? [[4, CORES] as [number, number]] : [])];
 for (const scale of [1, 2] as const) {
   // Rounds of every mode in turn (A B C A B C …), so that a drift of the machine's speed hits all alike.
   const runs: Row[][] = modes.map(() => []);
@@ -129,7 +132,7 @@ const md = `# Render benchmark
 
 \`node --import tsx bench/render/run.ts\` — osm-bright (with labels) over the Monaco and Liechtenstein samples,
 z0–${MAXZOOM}, every tile of each tileset's bounds, PNG **and** JPEG encoded from the same render, pool of
-${WORKERS} workers (the default: one per core; one Chromium each) and, for comparison, of 1 worker; margin 64 px. Tiles/s counts rendered tiles (each written twice: PNG and JPEG).
+${WORKERS} worker(s) (the default: one Chromium per two cores) and, for comparison, one per core (${CORES}); margin 64 px. Tiles/s counts rendered tiles (each written twice: PNG and JPEG).
 "stage" is the whole render stage (\`runRenderStage\`), browser start-up included; "start" is the part of it
 until every worker's Chromium was up with the page and MapLibre loaded; "rendering" is tiles / (stage − start),
 the throughput a long build runs at (loading the style, glyphs and first tiles stay in it).
