@@ -102,6 +102,8 @@ export interface ChromiumProcess {
   readonly endpoint: string;
   /** Resolves once the browser has exited and its profile folder is removed. */
   readonly exited: Promise<void>;
+  /** False once the browser process has exited (its pid may then belong to another process). */
+  readonly running: boolean;
 }
 
 /** What another thread needs to attach to (and later kill) a browser started elsewhere. */
@@ -188,6 +190,8 @@ export async function startChromium(startUrl: string, timeoutMs = START_TIMEOUT_
   // Nothing else may keep a thread alive: the pipe closing is what stops the browser at exit.
   child.unref();
   for (const s of child.stdio.slice(2)) (s as (Readable & { unref?: () => void }) | null)?.unref?.();
+  let running = true;
+  child.once('exit', () => (running = false));
   const exited = new Promise<void>((resolve) => {
     child.once('exit', () => void rm(profile, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined).finally(resolve));
   });
@@ -212,7 +216,14 @@ export async function startChromium(startUrl: string, timeoutMs = START_TIMEOUT_
       if (!m || child.pid === undefined) return;
       settled = true;
       clearTimeout(timer);
-      resolve({ pid: child.pid, endpoint: m[1], exited });
+      resolve({
+        pid: child.pid,
+        endpoint: m[1],
+        exited,
+        get running() {
+          return running;
+        },
+      });
     });
   });
 }

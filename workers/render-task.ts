@@ -81,10 +81,3 @@ export default async function renderTask(task: RenderTask | WarmUpTask): Promise
     throw new Error(msg.startsWith(RenderFailure.Timeout) ? msg : `${RenderFailure.Browser}: ${msg.split('\n')[0]}`);
   }
 }
-
-/** Close this thread's browser (run once per thread before the pool is destroyed). */
-export async function closeBrowser(): Promise<void> {
-  const r = renderer;
-  renderer = undefined;
-  if (r) await r.close();
-}

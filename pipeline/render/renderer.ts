@@ -148,7 +148,8 @@ export class MetatileRenderer {
   async close(): Promise<void> {
     await this.pool.close();
     await this.pool.destroy();
-    for (const b of this.started) killChromium(b.pid);
+    // Only those still running: a pid that has exited may already be another process's.
+    for (const b of this.started) if (b.running) killChromium(b.pid);
     await Promise.all(this.started.map((b) => b.exited));
   }
 }
