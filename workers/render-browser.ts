@@ -1,8 +1,6 @@
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { killChromium, renderPageUrl, startChromium, type ChromiumHandle } from './chromium-process.ts';
 
-export { assertChromium, CHROMIUM_ARGS, CHROMIUM_PATH } from './chromium-process.ts';
-
 /** What the page is asked to draw: CSS size, centre and MapLibre zoom. */
 export interface PageView {
   width: number;
