@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { runRenderStage } from '../pipeline/render.ts';
@@ -78,6 +79,8 @@ describe.sequential('render faults', () => {
     }
     expect(killed.length).toBeGreaterThan(0);
     expect(await exited, stderr).toBe(0);
+    // The replacement browser was started by the worker thread; the build still removed its profile.
+    expect(readdirSync(tmpdir()).filter((n) => n.startsWith(`tilebake-chromium-${child.pid}-`))).toEqual([]);
     expect(await archiveTiles(join(out, 'styles/osm-bright/1x.png.pmtiles'))).toEqual(await archiveTiles(join(ref, 'styles/osm-bright/1x.png.pmtiles')));
   }, LONG);
 });

@@ -8,9 +8,12 @@
  *   Chromium and read from its stderr).
  * - Chromium also gets `--remote-debugging-pipe` on fds 3 and 4, which only the spawning process holds:
  *   when that process dies (even by SIGKILL), the pipe closes and Chromium exits. No orphans.
- * - Each browser has its own throw-away profile folder, removed when it exits.
+ * - Each browser has its own throw-away profile folder, removed when it exits. A build's browsers keep
+ *   theirs in one folder (createProfiles) that the build removes at its end (removeProfiles), also
+ *   those of browsers that outlived the worker thread that started them.
  */
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { access, constants, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -179,11 +182,61 @@ function removeStaleProfiles(): Promise<void> {
   return staleProfilesRemoved;
 }
 
+/**
+ * A folder for the profiles of one build's browsers, `tilebake-chromium-<pid>-XXXXXX` in the temp
+ * folder: the browsers a worker thread starts itself (after a crash) may outlive their thread, which
+ * then cannot remove their profiles; the build removes the whole folder (removeProfiles).
+ */
+export async function createProfiles(): Promise<string> {
+  await removeStaleProfiles();
+  return mkdtemp(join(tmpdir(), `${PROFILE_PREFIX}${process.pid}-`));
+}
+
+/** Pids of the processes whose command line contains `text` (Linux /proc). */
+function processesWith(text: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(text)) out.push(Number(d));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+/** How long removeProfiles waits for the last browsers using the folder to exit. */
+const PROFILES_EXIT_WAIT_MS = 10_000;
+const PROFILES_POLL_MS = 50;
+
+/**
+ * Remove a createProfiles folder once no process uses a profile in it (the browsers of ended worker
+ * threads exit when their pipe closes). A folder still in use after ~10 s is left for the next
+ * build's start-up, which removes the folders of builds that are gone.
+ */
+export async function removeProfiles(dir: string): Promise<void> {
+  const marker = `--user-data-dir=${dir}/`;
+  for (let waited = 0; processesWith(marker).length > 0; waited += PROFILES_POLL_MS) {
+    if (waited >= PROFILES_EXIT_WAIT_MS) return;
+    await new Promise((r) => setTimeout(r, PROFILES_POLL_MS));
+  }
+  await rm(dir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined);
+}
+
+/** Options of startChromium. */
+export interface StartOptions {
+  /** A createProfiles folder to make the profile in (default: a folder of its own in the temp folder). */
+  profiles?: string;
+  timeoutMs?: number;
+}
+
 /** Start Chromium with one tab open on `startUrl`; resolves once its DevTools endpoint is listening. */
-export async function startChromium(startUrl: string, timeoutMs = START_TIMEOUT_MS): Promise<ChromiumProcess> {
+export async function startChromium(startUrl: string, opts: StartOptions = {}): Promise<ChromiumProcess> {
+  const timeoutMs = opts.timeoutMs ?? START_TIMEOUT_MS;
   await assertChromium();
   await removeStaleProfiles();
-  const profile = await mkdtemp(join(tmpdir(), `${PROFILE_PREFIX}${process.pid}-`));
+  const profile = await mkdtemp(opts.profiles ? join(opts.profiles, 'profile-') : join(tmpdir(), `${PROFILE_PREFIX}${process.pid}-`));
   const args = [...AUTOMATION_ARGS, ...CHROMIUM_ARGS, `--disable-features=${DISABLED_FEATURES.join(',')}`, '--remote-debugging-port=0', '--remote-debugging-pipe', `--user-data-dir=${profile}`, `--window-size=${WINDOW_SIZE}`, startUrl];
   // Own process group (killChromium kills it whole); fds 3 and 4 are the pipe that ends it with us.
   const child = spawn(CHROMIUM_PATH, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], detached: true });

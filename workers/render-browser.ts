@@ -47,7 +47,11 @@ export class BrowserRenderer {
   private styleUrl?: string;
   private pixelRatio?: number;
 
-  constructor(private readonly baseUrl: string) {}
+  /** `profiles`: a createProfiles folder for the browsers this renderer starts (default: their own). */
+  constructor(
+    private readonly baseUrl: string,
+    private readonly profiles?: string,
+  ) {}
 
   /**
    * Use a browser another thread started on the render page (startChromium with renderPageUrl) for the
@@ -68,7 +72,7 @@ export class BrowserRenderer {
     if (this.page && this.browser?.isConnected()) return this.page;
     if (this.browser) await this.close();
     try {
-      this.handle ??= await startChromium(renderPageUrl(this.baseUrl));
+      this.handle ??= await startChromium(renderPageUrl(this.baseUrl), { profiles: this.profiles });
       const browser = await chromium.connectOverCDP(this.handle.endpoint);
       this.browser = browser;
       const context = browser.contexts()[0];

@@ -15,6 +15,8 @@ import { BrowserRenderer, RenderContentError, type PageRender, type PageUpload, 
  */
 export interface WarmUpTask {
   baseUrl: string;
+  /** The build's createProfiles folder, for a browser this thread starts itself. */
+  profiles: string;
   warmUp: true;
   timeoutMs: number;
   browser?: ChromiumHandle;
@@ -29,6 +31,8 @@ export interface WarmUpResult {
 export interface RenderTask {
   /** `http://127.0.0.1:<port>/` of the asset server. */
   baseUrl: string;
+  /** The build's createProfiles folder, for a browser this thread starts itself. */
+  profiles: string;
   /** Prepared style URL on the asset server. */
   styleUrl: string;
   pixelRatio: number;
@@ -60,7 +64,7 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 
 /** Render a batch of views (RenderTask), or only start the browser (WarmUpTask). */
 export default async function renderTask(task: RenderTask | WarmUpTask): Promise<RenderResult | WarmUpResult> {
-  renderer ??= new BrowserRenderer(task.baseUrl);
+  renderer ??= new BrowserRenderer(task.baseUrl, task.profiles);
   const r = renderer;
   try {
     if ('warmUp' in task) {

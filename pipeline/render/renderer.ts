@@ -2,7 +2,7 @@ import type { Piscina } from 'piscina';
 import { UserError } from '../../lib/errors.ts';
 import { logLine } from '../progress.ts';
 import { createPool } from '../../workers/pool.ts';
-import { killChromium, renderPageUrl, startChromium, type ChromiumProcess } from '../../workers/chromium-process.ts';
+import { createProfiles, killChromium, removeProfiles, renderPageUrl, startChromium, type ChromiumProcess } from '../../workers/chromium-process.ts';
 import type { RenderTask, WarmUpResult, WarmUpTask } from '../../workers/render-task.ts';
 import type { AssetServer } from './asset-server.ts';
 import { CHANNELS, fromDrawingBuffer, type RawImage } from './encode.ts';
@@ -33,12 +33,17 @@ export class MetatileRenderer {
   private warmUpQueued: Promise<void> = Promise.resolve();
   /** Browsers this thread started for the workers (warmUp); all are killed by close(). */
   private readonly started: ChromiumProcess[] = [];
+  /** The folder every browser of this renderer keeps its profile in; removed by close(). */
+  private readonly profiles: Promise<string>;
 
   constructor(
     private readonly server: AssetServer,
     private readonly opts: MetatileRendererOptions,
   ) {
     this.pool = createPool(TASK_MODULE, opts.workers);
+    this.profiles = createProfiles();
+    // Reported where it is awaited (warmUp, renderBatch), not as an unhandled rejection.
+    this.profiles.catch(() => undefined);
   }
 
   /**
@@ -52,13 +57,19 @@ export class MetatileRenderer {
     const url = renderPageUrl(this.server.baseUrl, first);
     let submitted!: () => void;
     this.warmUpQueued = new Promise<void>((resolve) => (submitted = resolve));
-    const browsers = await Promise.allSettled(Array.from({ length: this.opts.workers }, () => startChromium(url)));
+    // A folder that could not be made fails the first render, which awaits it too.
+    const profiles = await this.profiles.catch(() => undefined);
+    if (!profiles) {
+      submitted();
+      return;
+    }
+    const browsers = await Promise.allSettled(Array.from({ length: this.opts.workers }, () => startChromium(url, { profiles })));
     const tasks: Promise<unknown>[] = [];
     for (const b of browsers) {
       if (b.status === 'rejected') continue;
       const browser = b.value;
       this.started.push(browser);
-      const task: WarmUpTask = { baseUrl: this.server.baseUrl, warmUp: true, timeoutMs: this.opts.timeoutMs, browser: { pid: browser.pid, endpoint: browser.endpoint } };
+      const task: WarmUpTask = { baseUrl: this.server.baseUrl, profiles, warmUp: true, timeoutMs: this.opts.timeoutMs, browser: { pid: browser.pid, endpoint: browser.endpoint } };
       tasks.push(
         this.pool.run(task).then((result: WarmUpResult) => {
           // A worker that already had a browser (it ran two warm-ups) leaves this one unused.
@@ -77,6 +88,7 @@ export class MetatileRenderer {
    * `onImage` has resolved. A metatile that fails `retries + 1` times fails the build, named.
    */
   async renderBatch(styleUrl: string, label: string, metas: Metatile[], pixelRatio: number, onImage: (m: Metatile, image: RawImage) => Promise<void>): Promise<void> {
+    const profiles = await this.profiles;
     const delivered = new Set<Metatile>();
     const handling: Promise<void>[] = [];
     let handlingError: unknown;
@@ -101,6 +113,7 @@ export class MetatileRenderer {
       });
       const task: RenderTask = {
         baseUrl: this.server.baseUrl,
+        profiles,
         styleUrl,
         pixelRatio,
         views: pending.map((m, i) => ({ ...metatileView(m, this.opts.margin), upload: uploads[i].url, crop: this.opts.margin * pixelRatio })),
@@ -144,12 +157,17 @@ export class MetatileRenderer {
     throw new UserError(`${label}: metatile ${metatileKey(m)}: the style requested resources that are not available locally: ${[...this.server.missing].join(', ')}`);
   }
 
-  /** Stop the pool, then every browser (a worker's own ones end with its thread: their pipe closes). */
+  /**
+   * Stop the pool, then every browser (a worker's own ones end with its thread: their pipe closes),
+   * then remove the profiles folder once no browser uses it.
+   */
   async close(): Promise<void> {
     await this.pool.close();
     await this.pool.destroy();
     // Only those still running: a pid that has exited may already be another process's.
     for (const b of this.started) if (b.running) killChromium(b.pid);
     await Promise.all(this.started.map((b) => b.exited));
+    const profiles = await this.profiles.catch(() => undefined);
+    if (profiles) await removeProfiles(profiles);
   }
 }
