@@ -80,6 +80,8 @@ async function loadStyle(styleUrl, pixelRatio) {
       transformConstrain: (center, zoom) => ({ center, zoom }),
       canvasContextAttributes: { preserveDrawingBuffer: true, antialias: false, premultipliedAlpha: true },
       transformRequest,
+      // The build validated the style before serving it (pipeline/render/style.ts); not again per load.
+      validateStyle: false,
       center: [0, 0],
       zoom: 0,
     });
@@ -92,7 +94,7 @@ async function loadStyle(styleUrl, pixelRatio) {
     const ratioChanged = map.getPixelRatio() !== pixelRatio;
     if (ratioChanged) map.setPixelRatio(pixelRatio);
     if (currentStyle !== styleUrl || ratioChanged) {
-      map.setStyle(styleUrl, { diff: false });
+      map.setStyle(styleUrl, { diff: false, validate: false });
       currentStyle = styleUrl;
       await waitFor('style.load');
     }
