@@ -192,18 +192,17 @@ export async function createProfiles(): Promise<string> {
   return mkdtemp(join(tmpdir(), `${PROFILE_PREFIX}${process.pid}-`));
 }
 
-/** Pids of the processes whose command line contains `text` (Linux /proc). */
-function processesWith(text: string): number[] {
-  const out: number[] = [];
+/** Whether any process has `text` in its command line (Linux /proc). */
+function anyProcessWith(text: string): boolean {
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(text)) out.push(Number(d));
+      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(text)) return true;
     } catch {
       // exited meanwhile
     }
   }
-  return out;
+  return false;
 }
 
 /** How long removeProfiles waits for the last browsers using the folder to exit. */
@@ -217,7 +216,7 @@ const PROFILES_POLL_MS = 50;
  */
 export async function removeProfiles(dir: string): Promise<void> {
   const marker = `--user-data-dir=${dir}/`;
-  for (let waited = 0; processesWith(marker).length > 0; waited += PROFILES_POLL_MS) {
+  for (let waited = 0; anyProcessWith(marker); waited += PROFILES_POLL_MS) {
     if (waited >= PROFILES_EXIT_WAIT_MS) return;
     await new Promise((r) => setTimeout(r, PROFILES_POLL_MS));
   }
@@ -226,17 +225,14 @@ export async function removeProfiles(dir: string): Promise<void> {
 
 /** Options of startChromium. */
 export interface StartOptions {
-  /** A createProfiles folder to make the profile in (default: a folder of its own in the temp folder). */
+  /** A createProfiles folder to make the profile in (default: a createProfiles folder of its own). */
   profiles?: string;
-  timeoutMs?: number;
 }
 
 /** Start Chromium with one tab open on `startUrl`; resolves once its DevTools endpoint is listening. */
 export async function startChromium(startUrl: string, opts: StartOptions = {}): Promise<ChromiumProcess> {
-  const timeoutMs = opts.timeoutMs ?? START_TIMEOUT_MS;
   await assertChromium();
-  await removeStaleProfiles();
-  const profile = await mkdtemp(opts.profiles ? join(opts.profiles, 'profile-') : join(tmpdir(), `${PROFILE_PREFIX}${process.pid}-`));
+  const profile = opts.profiles ? await mkdtemp(join(opts.profiles, 'profile-')) : await createProfiles();
   const args = [...AUTOMATION_ARGS, ...CHROMIUM_ARGS, `--disable-features=${DISABLED_FEATURES.join(',')}`, '--remote-debugging-port=0', '--remote-debugging-pipe', `--user-data-dir=${profile}`, `--window-size=${WINDOW_SIZE}`, startUrl];
   // Own process group (killChromium kills it whole); fds 3 and 4 are the pipe that ends it with us.
   const child = spawn(CHROMIUM_PATH, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], detached: true });
@@ -258,7 +254,7 @@ export async function startChromium(startUrl: string, opts: StartOptions = {}): 
       if (child.pid !== undefined) killChromium(child.pid);
       reject(new Error(`Chromium (${CHROMIUM_PATH}) ${why}${stderr.trim() ? `:\n${stderr.trim().slice(-STDERR_TAIL)}` : ''}`));
     };
-    const timer = setTimeout(() => fail(`did not start within ${timeoutMs} ms`), timeoutMs);
+    const timer = setTimeout(() => fail(`did not start within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
     child.once('error', (e) => fail(`could not be started: ${e.message}`));
     child.once('exit', (code, signal) => fail(`exited before it was ready (${signal ?? `exit code ${code}`})`));
     child.stderr!.setEncoding('utf8');

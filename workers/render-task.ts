@@ -9,16 +9,22 @@
 import type { ChromiumHandle } from './chromium-process.ts';
 import { BrowserRenderer, RenderContentError, type PageRender, type PageUpload, type PageView } from './render-browser.ts';
 
+/** What every task carries: where the build's asset server and profiles folder are. */
+interface BrowserTask {
+  /** `http://127.0.0.1:<port>/` of the asset server. */
+  baseUrl: string;
+  /** The build's createProfiles folder, for a browser this thread starts itself. */
+  profiles: string;
+  /** Give up (and restart the browser) after this long per view, or on the page at warm-up. */
+  timeoutMs: number;
+}
+
 /**
  * Input of a warm-up task: attach to `browser` (started by the main thread on the render page) or
  * start this thread's browser, and wait for the page (no render).
  */
-export interface WarmUpTask {
-  baseUrl: string;
-  /** The build's createProfiles folder, for a browser this thread starts itself. */
-  profiles: string;
+export interface WarmUpTask extends BrowserTask {
   warmUp: true;
-  timeoutMs: number;
   browser?: ChromiumHandle;
 }
 
@@ -28,18 +34,12 @@ export interface WarmUpResult {
 }
 
 /** Input of one render task. */
-export interface RenderTask {
-  /** `http://127.0.0.1:<port>/` of the asset server. */
-  baseUrl: string;
-  /** The build's createProfiles folder, for a browser this thread starts itself. */
-  profiles: string;
+export interface RenderTask extends BrowserTask {
   /** Prepared style URL on the asset server. */
   styleUrl: string;
   pixelRatio: number;
   /** The views, rendered in order, each with where the page uploads its pixels. */
   views: (PageView & PageUpload)[];
-  /** Give up on a view (and restart the browser) after this long. */
-  timeoutMs: number;
 }
 
 /** Output: the canvas size of each view; the page uploaded its pixels to the view's `upload`. */
