@@ -72,6 +72,7 @@ function treeRss(): number {
 
 interface Row {
   mode: string;
+  metatile: number;
   workers: number;
   scale: number;
   tiles: number;
@@ -99,7 +100,7 @@ async function measure(metatile: number, scale: 1 | 2, workers: number): Promise
   // Tiles rendered = tiles per archive (PNG and JPEG come from the same render).
   const tiles = Object.keys(config.styles).reduce((n, id) => n + (m.styles[id]?.archives[`${scale}x.png`]?.tiles ?? 0), 0);
   if (tiles !== stats.tiles) throw new Error(`the archives hold ${tiles} tiles but the stage rendered ${stats.tiles}`);
-  return { mode: metatile === 1 ? 'tile-by-tile (metatile 1)' : `metatile ${metatile}×${metatile}`, workers, scale, tiles, seconds: stats.seconds, startSeconds: stats.startSeconds, peakMb: peak / MB };
+  return { mode: metatile === 1 ? 'tile-by-tile (metatile 1)' : `metatile ${metatile}×${metatile}`, metatile, workers, scale, tiles, seconds: stats.seconds, startSeconds: stats.startSeconds, peakMb: peak / MB };
 }
 
 /** The run with the median stage time. */
@@ -127,8 +128,16 @@ for (const scale of [1, 2] as const) {
   }
 }
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+/**
+ * Stage speed against the peer measured in the same run (tile by tile, default pool, same scale):
+ * absolute rates on a shared machine drift between runs, the ratio much less.
+ */
+function vsPeer(r: Row): string {
+  const peer = rows.find((p) => p.metatile === 1 && p.workers === WORKERS && p.scale === r.scale);
+  return peer ? `${(peer.seconds / r.seconds).toFixed(2)}×` : '';
+}
 const table = rows
-  .map((r) => `| ${r.mode} | ${r.workers} | ${r.scale === 1 ? '256 px' : '@2x (512 px)'} | ${r.tiles} | ${r.seconds.toFixed(1)} | **${rate(r.tiles, r.seconds)}** | ${r.startSeconds.toFixed(1)} | **${rate(r.tiles, r.seconds - r.startSeconds)}** | ${r.peakMb.toFixed(0)} |`)
+  .map((r) => `| ${r.mode} | ${r.workers} | ${r.scale === 1 ? '256 px' : '@2x (512 px)'} | ${r.tiles} | ${r.seconds.toFixed(1)} | **${rate(r.tiles, r.seconds)}** | ${vsPeer(r)} | ${r.startSeconds.toFixed(1)} | **${rate(r.tiles, r.seconds - r.startSeconds)}** | ${r.peakMb.toFixed(0)} |`)
   .join('\n');
 const md = `# Render benchmark
 
@@ -138,13 +147,14 @@ ${WORKERS} worker(s) (the default: one Chromium per two cores) and, for comparis
 "stage" is the whole render stage (\`runRenderStage\`), browser start-up included; "start" is the part of it
 until every worker's Chromium was up with the page and MapLibre loaded; "rendering" is tiles / (stage − start),
 the throughput a long build runs at (loading the style, glyphs and first tiles stay in it).
+"stage vs tile-by-tile" is the stage's speed over the tile-by-tile stage of the same scale and pool in this run.
 Median of ${RUNS} run(s) per mode, the modes run in turn (A B C A B C …). Peak RSS = node + every Chromium process, sampled every ${SAMPLE_MS} ms.
 
 Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GB RAM; load average at the end: ${load}
 Date: ${new Date().toISOString().slice(0, 10)}.
 
-| mode | workers | tile size | tiles | stage (s) | stage tiles/s | start (s) | rendering tiles/s | peak RSS (MB) |
-|---|---:|---|---:|---:|---:|---:|---:|---:|
+| mode | workers | tile size | tiles | stage (s) | stage tiles/s | stage vs tile-by-tile | start (s) | rendering tiles/s | peak RSS (MB) |
+|---|---:|---|---:|---:|---:|---:|---:|---:|---:|
 ${table}
 `;
 await writeFile(join(import.meta.dirname, MAXZOOM === DEFAULT_MAXZOOM ? 'RESULTS.md' : `RESULTS-z${MAXZOOM}.md`), md);
