@@ -1,8 +1,16 @@
 // tilebake render page. Loaded from the local asset server; exposes `window.tilebake` for the
 // render worker: init(style, pixelRatio) once, then render(view) for every metatile.
 import * as maplibregl from '/maplibre/maplibre-gl.mjs';
+import { PROTOCOL, netLoad, netRequest } from './net-client.mjs';
 
 const ORIGIN = window.location.origin + '/';
+
+/** The shared worker that makes the page's requests (net-worker.js); resolves once it listens. */
+const netReady = new Promise((resolve) => {
+  const worker = new SharedWorker('./net-worker.js', { name: 'tilebake-net' });
+  worker.port.onmessage = () => resolve(worker);
+  worker.port.start();
+});
 
 /**
  * Run animation frames as soon as the event loop is free instead of at the display's 60 Hz: a view
@@ -43,11 +51,16 @@ function describe(e) {
   return `${(err && err.message) || String(err)}${status}${url}`;
 }
 
-/** Refuse every URL that is not on the local asset server; the server answers 404 naming it. */
+/**
+ * URLs of the local asset server become `tilebake://` URLs, which MapLibre (page and tile worker)
+ * loads through the shared worker (net-client.mjs). Every other URL is refused: the server answers
+ * 404 naming it.
+ */
 function transformRequest(url) {
-  if (url.startsWith(ORIGIN) || url.startsWith('blob:') || url.startsWith('data:')) return { url };
+  if (url.startsWith(ORIGIN)) return { url: PROTOCOL + url.slice('http'.length) };
+  if (url.startsWith('blob:') || url.startsWith('data:')) return { url };
   errors.push(`request for a resource that is not available locally: ${url}`);
-  return { url: `${ORIGIN}__blocked?url=${encodeURIComponent(url)}` };
+  return { url: `${PROTOCOL}${ORIGIN.slice('http'.length)}__blocked?url=${encodeURIComponent(url)}` };
 }
 
 function waitFor(event) {
@@ -62,6 +75,9 @@ function waitFor(event) {
 async function loadStyle(styleUrl, pixelRatio) {
   if (!map) {
     maplibregl.setWorkerCount(1);
+    await netReady;
+    maplibregl.addProtocol(PROTOCOL, netLoad);
+    await maplibregl.importScriptInWorkers(new URL('./net-client.mjs', import.meta.url).href);
     const container = document.getElementById('map');
     container.style.width = '256px';
     container.style.height = '256px';
@@ -325,8 +341,8 @@ const uploads = [];
 /** POST pixels to the asset server. A Blob body is ~10× faster to send than an ArrayBuffer (30 vs 270 ms for 5 MB). */
 async function upload(url, pixels) {
   try {
-    const response = await fetch(url, { method: 'POST', body: new Blob([pixels]) });
-    return response.ok ? undefined : `uploading the image failed: HTTP ${response.status} ${await response.text()}`;
+    const r = await netRequest({ url, method: 'POST', body: new Blob([pixels]) });
+    return r.ok ? undefined : `uploading the image failed: HTTP ${r.status} ${r.text ?? r.statusText}`;
   } catch (e) {
     return `uploading the image failed: ${describe(e)}`;
   }

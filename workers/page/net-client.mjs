@@ -1,0 +1,49 @@
+// tilebake render page: requests through the shared worker net-worker.js (see there why), for the page
+// and, imported with importScriptInWorkers, for MapLibre's tile worker. URLs of the local server are
+// given to MapLibre as `tilebake://host/path` (render.js transformRequest), which it hands to `netLoad`.
+export const PROTOCOL = 'tilebake';
+
+const channel = new BroadcastChannel('tilebake-net');
+const prefix = `${Math.random().toString(36).slice(2)}-`;
+let seq = 0;
+const pending = new Map();
+channel.onmessage = (e) => {
+  const done = pending.get(e.data.id);
+  if (done) {
+    pending.delete(e.data.id);
+    done(e.data);
+  }
+};
+
+function abortError() {
+  return new DOMException('The request was aborted', 'AbortError');
+}
+
+/** Send a request to the shared worker; resolves its answer ({ ok, status, body | text, … }). */
+export function netRequest(q, signal) {
+  const id = prefix + ++seq;
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError());
+    pending.set(id, resolve);
+    signal?.addEventListener('abort', () => {
+      if (!pending.delete(id)) return;
+      channel.postMessage({ abort: id });
+      reject(abortError());
+    });
+    channel.postMessage({ ...q, id });
+  });
+}
+
+/** MapLibre addProtocol loader for `tilebake://` URLs: errors as MapLibre's own fetch reports them (AJAXError fields). */
+export async function netLoad(params, abortController) {
+  const url = `http${params.url.slice(PROTOCOL.length)}`;
+  const r = await netRequest({ url, method: params.method, headers: params.type === 'json' ? { Accept: 'application/json' } : undefined }, abortController.signal);
+  if (r.aborted) throw abortError();
+  if (!r.ok) throw Object.assign(new Error(`AJAXError: ${r.statusText} (${r.status}): ${url}`), { status: r.status, statusText: r.statusText, url });
+  const data = params.type === 'json' ? JSON.parse(new TextDecoder().decode(r.body)) : params.type === 'string' ? new TextDecoder().decode(r.body) : r.body;
+  return { data, cacheControl: r.cacheControl, expires: r.expires };
+}
+
+if (typeof WorkerGlobalScope !== 'undefined' && self instanceof WorkerGlobalScope && typeof self.addProtocol === 'function') {
+  self.addProtocol(PROTOCOL, netLoad);
+}

@@ -1,0 +1,35 @@
+// tilebake render page: the shared worker that makes the page's requests to the build's local server.
+// Requests arrive on the BroadcastChannel 'tilebake-net' (from the page and from MapLibre's tile worker,
+// see net-client.mjs) and are answered on it. Playwright attaches to the page and its dedicated workers
+// with the DevTools Network domain on (Chromium then reports ~7 events per request, and the render
+// worker thread parses each); it does not attach to shared workers, so requests made here cost no events.
+const channel = new BroadcastChannel('tilebake-net');
+const inflight = new Map();
+
+async function handle(q) {
+  const controller = new AbortController();
+  inflight.set(q.id, controller);
+  let reply;
+  try {
+    const res = await fetch(q.url, { method: q.method || 'GET', body: q.body, headers: q.headers, signal: controller.signal });
+    const body = await res.arrayBuffer();
+    reply = res.ok
+      ? { id: q.id, ok: true, status: res.status, body, cacheControl: res.headers.get('Cache-Control'), expires: res.headers.get('Expires') }
+      : { id: q.id, ok: false, status: res.status, statusText: res.statusText, text: new TextDecoder().decode(body) };
+  } catch (e) {
+    reply = { id: q.id, ok: false, status: 0, aborted: e && e.name === 'AbortError', statusText: String((e && e.message) || e) };
+  } finally {
+    inflight.delete(q.id);
+  }
+  channel.postMessage(reply);
+}
+
+channel.onmessage = (e) => {
+  const q = e.data;
+  if (q.abort) inflight.get(q.abort)?.abort();
+  else if (q.url) void handle(q);
+};
+
+// The page waits for this before its first request: a BroadcastChannel message sent before this
+// worker listens would be lost.
+onconnect = (e) => e.ports[0].postMessage('ready');
