@@ -24,12 +24,17 @@ export function netRequest(q, signal) {
   const id = prefix + ++seq;
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(abortError());
-    pending.set(id, resolve);
-    signal?.addEventListener('abort', () => {
-      if (!pending.delete(id)) return;
+    // An aborted request is forgotten here at once (its late answer is ignored) and cancelled there.
+    const onAbort = () => {
+      pending.delete(id);
       channel.postMessage({ abort: id });
       reject(abortError());
+    };
+    pending.set(id, (answer) => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(answer);
     });
+    signal?.addEventListener('abort', onAbort, { once: true });
     channel.postMessage({ ...q, id });
   });
 }
@@ -38,7 +43,6 @@ export function netRequest(q, signal) {
 export async function netLoad(params, abortController) {
   const url = `http${params.url.slice(PROTOCOL.length)}`;
   const r = await netRequest({ url, method: params.method, headers: params.type === 'json' ? { Accept: 'application/json' } : undefined }, abortController.signal);
-  if (r.aborted) throw abortError();
   if (!r.ok) throw Object.assign(new Error(`AJAXError: ${r.statusText} (${r.status}): ${url}`), { status: r.status, statusText: r.statusText, url });
   const data = params.type === 'json' ? JSON.parse(new TextDecoder().decode(r.body)) : params.type === 'string' ? new TextDecoder().decode(r.body) : r.body;
   return { data, cacheControl: r.cacheControl, expires: r.expires };

@@ -17,7 +17,7 @@ async function handle(q) {
       ? { id: q.id, ok: true, status: res.status, body, cacheControl: res.headers.get('Cache-Control'), expires: res.headers.get('Expires') }
       : { id: q.id, ok: false, status: res.status, statusText: res.statusText, text: new TextDecoder().decode(body) };
   } catch (e) {
-    reply = { id: q.id, ok: false, status: 0, aborted: e && e.name === 'AbortError', statusText: String((e && e.message) || e) };
+    reply = { id: q.id, ok: false, status: 0, statusText: String((e && e.message) || e) };
   } finally {
     inflight.delete(q.id);
   }
