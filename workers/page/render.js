@@ -230,6 +230,37 @@ function paintOnlyWhenLoaded() {
   painter.__tilebakePaint = true;
 }
 
+/** The part of the drawing buffer the current view reads (device pixels), or null for all of it. */
+let scissorRect = null;
+
+/**
+ * Rasterise only the part of the canvas that is read: the metatile without its margin. The margin
+ * stays in the view (MapLibre places labels and icons over the whole canvas, so a label near the
+ * metatile's edge is placed as its neighbour places it), but its pixels are cropped away anyway, and
+ * shading them cost SwiftShader a fifth of a 4×4 metatile's fragments and over half of a single
+ * tile's. A scissor test on the default framebuffer only: MapLibre's offscreen passes (hillshade,
+ * heatmap, layer opacity) draw into framebuffers of their own sizes, which are left whole. MapLibre
+ * itself uses no scissor (only its debug drawing). Internal API (context.bindFramebuffer), guarded.
+ */
+function scissorToRead() {
+  const context = map.painter && map.painter.context;
+  const gl = context && context.gl;
+  const bind = context && context.bindFramebuffer;
+  if (!gl || !bind || typeof bind.set !== 'function') throw new Error('MapLibre internals changed: map.painter.context.bindFramebuffer is missing');
+  if (bind.__tilebakeScissor) return;
+  const set = bind.set;
+  bind.set = function (framebuffer) {
+    set.call(this, framebuffer);
+    if (framebuffer === null && scissorRect) {
+      gl.enable(gl.SCISSOR_TEST);
+      gl.scissor(scissorRect.x, scissorRect.y, scissorRect.width, scissorRect.height);
+    } else {
+      gl.disable(gl.SCISSOR_TEST);
+    }
+  };
+  bind.__tilebakeScissor = true;
+}
+
 /** Drop every loaded tile of every source (internal API; guarded so a MapLibre upgrade fails loudly). */
 function resetTiles() {
   const managers = map.style && map.style.tileManagers;
@@ -265,6 +296,12 @@ function begin(view) {
   }
   placeOncePerView(map.style);
   paintOnlyWhenLoaded();
+  scissorToRead();
+  const crop = view.crop || 0;
+  const canvas = map.getCanvas();
+  const inner = { x: crop, y: crop, width: canvas.width - 2 * crop, height: canvas.height - 2 * crop };
+  // No crop, or one that leaves nothing (render() reports that): the whole canvas.
+  scissorRect = crop > 0 && inner.width > 0 && inner.height > 0 ? inner : null;
   forgetZoomHistory();
   if (lastRenderFailed) resetTiles();
   lastRenderFailed = true;
