@@ -83,4 +83,24 @@ describe.sequential('render page (one long-lived page, many renders)', () => {
     const c = await render(1);
     expect(Buffer.compare(c.data, a.data)).toBe(0);
   });
+
+  // Uploads once went as Blobs over a BroadcastChannel: Chromium keeps a Blob's bytes until every
+  // context holding it collects its garbage, its blob storage filled up after ~500 MB on this machine
+  // (~125 metatiles of 1024 px), and every upload after that failed ("Failed to fetch").
+  it('uploads more pixels than Chromium keeps in its blob storage (800 MB in 48 renders) without failing', async () => {
+    const ratio = 2;
+    const big = { width: 1024, height: 1024, center: view.center, zoom: 12 };
+    const bytes = big.width * big.height * ratio * ratio * 4;
+    const BATCH = 4;
+    const RENDERS = 48;
+    let received = 0;
+    for (let i = 0; i < RENDERS; i += BATCH) {
+      const uploads = Array.from({ length: BATCH }, () => server.expectUpload(bytes, (up) => (received += up.body.length === bytes ? 1 : 0)));
+      await renderer.renderViews(styleUrl, ratio, uploads.map((u) => ({ ...big, upload: u.url })));
+      await renderer.flush();
+      for (const u of uploads) server.forgetUpload(u.id);
+    }
+    expect(received).toBe(RENDERS);
+    expect(RENDERS * bytes).toBeGreaterThan(800e6);
+  }, 300_000);
 });

@@ -39,6 +39,50 @@ export function netRequest(q, signal) {
   });
 }
 
+/** The page's connection to the shared worker (connectNet), and its requests waiting for an answer. */
+let port = null;
+const portPending = new Map();
+
+/**
+ * Start the shared worker from the page (not from MapLibre's tile worker: Chromium has no SharedWorker
+ * there) and connect to it; resolves once it listens, before which no request may be sent.
+ */
+export function connectNet(workerUrl) {
+  return new Promise((resolve) => {
+    const worker = new SharedWorker(workerUrl, { name: 'tilebake-net' });
+    worker.port.onmessage = (e) => {
+      if (e.data === 'ready') {
+        port = worker.port;
+        resolve();
+        return;
+      }
+      const done = portPending.get(e.data.id);
+      if (done) {
+        portPending.delete(e.data.id);
+        done(e.data);
+      }
+    };
+    worker.port.start();
+  });
+}
+
+/**
+ * POST `body` (an ArrayBuffer, transferred: the page no longer has it) to `url` through the shared
+ * worker's port, after connectNet; resolves its answer as netRequest does. Large bodies (a metatile's
+ * pixels) go this way rather than over the BroadcastChannel: every other context on the channel (the
+ * tile worker) would get a copy. They were Blobs there, and a Blob's bytes stay in Chromium's blob
+ * storage until every context that received it has collected it: the storage filled up after ~500 MB
+ * (~125 metatiles of 1024 px) and every upload after that failed ("Failed to fetch").
+ */
+export function netPost(url, body) {
+  if (!port) return Promise.reject(new Error('netPost before connectNet'));
+  const id = prefix + ++seq;
+  return new Promise((resolve) => {
+    portPending.set(id, resolve);
+    port.postMessage({ id, url, method: 'POST', body }, [body]);
+  });
+}
+
 /** MapLibre addProtocol loader for `tilebake://` URLs: errors as MapLibre's own fetch reports them (AJAXError fields). */
 export async function netLoad(params, abortController) {
   const url = `http${params.url.slice(PROTOCOL.length)}`;

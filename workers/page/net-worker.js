@@ -6,7 +6,8 @@
 const channel = new BroadcastChannel('tilebake-net');
 const inflight = new Map();
 
-async function handle(q) {
+/** Make request `q` and answer it with `send` (default: on the channel). */
+async function handle(q, send = (reply) => channel.postMessage(reply)) {
   const controller = new AbortController();
   inflight.set(q.id, controller);
   let reply;
@@ -21,7 +22,7 @@ async function handle(q) {
   } finally {
     inflight.delete(q.id);
   }
-  channel.postMessage(reply);
+  send(reply);
 }
 
 channel.onmessage = (e) => {
@@ -30,6 +31,13 @@ channel.onmessage = (e) => {
   else if (q.url) void handle(q);
 };
 
-// The page waits for this before its first request: a BroadcastChannel message sent before this
-// worker listens would be lost.
-onconnect = (e) => e.ports[0].postMessage('ready');
+// The page's own port (net-client.mjs netPost): requests whose bodies are transferred to this worker
+// alone, answered on the port. The page waits for 'ready' before its first request: a BroadcastChannel
+// message sent before this worker listens would be lost.
+onconnect = (e) => {
+  const port = e.ports[0];
+  port.onmessage = (m) => {
+    if (m.data && m.data.url) void handle(m.data, (reply) => port.postMessage(reply));
+  };
+  port.postMessage('ready');
+};
