@@ -110,6 +110,23 @@ function median(runs: Row[]): Row {
 
 const rate = (tiles: number, seconds: number) => (tiles / seconds).toFixed(1);
 
+/** Iterations of the reference loop (~0.3 s on this machine). */
+const REFERENCE_ITERATIONS = 30_000_000;
+/**
+ * Wall time of a fixed single-threaded loop. This machine's speed drifts by tens of per cent within a
+ * day (other tenants): the same loop timed in two runs tells how much of a difference is the machine.
+ */
+function referenceLoopMs(): number {
+  const t = performance.now();
+  let x = 1;
+  for (let i = 0; i < REFERENCE_ITERATIONS; i++) x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+  const ms = performance.now() - t;
+  // Use x, so that the loop is not optimised away.
+  if (x === 0.5) console.log(x);
+  return ms;
+}
+const referenceBefore = referenceLoopMs();
+
 await mkdir(OUT, { recursive: true });
 await runVectorStage(parseConfig(rawConfig(4, 1), join(OUT, 'bench.json')), OUT);
 const rows: Row[] = [];
@@ -128,6 +145,7 @@ for (const scale of [1, 2] as const) {
   }
 }
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+const referenceAfter = referenceLoopMs();
 /**
  * Stage speed against the peer measured in the same run (tile by tile, default pool, same scale):
  * absolute rates on a shared machine drift between runs, the ratio much less.
@@ -150,7 +168,8 @@ the throughput a long build runs at (loading the style, glyphs and first tiles s
 "stage vs tile-by-tile" is the stage's speed over the tile-by-tile stage of the same scale and pool in this run.
 Median of ${RUNS} run(s) per mode, the modes run in turn (A B C A B C …). Peak RSS = node + every Chromium process, sampled every ${SAMPLE_MS} ms.
 
-Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GB RAM; load average at the end: ${load}
+Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GB RAM; load average at the end: ${load}.
+Machine speed: a fixed single-threaded loop took ${referenceBefore.toFixed(0)} ms before the runs and ${referenceAfter.toFixed(0)} ms after them (lower is faster; compare runs by it).
 Date: ${new Date().toISOString().slice(0, 10)}.
 
 | mode | workers | tile size | tiles | stage (s) | stage tiles/s | stage vs tile-by-tile | start (s) | rendering tiles/s | peak RSS (MB) |
