@@ -1,6 +1,7 @@
 // tilebake render page. Loaded from the local asset server; exposes `window.tilebake` for the
 // render worker: init(style, pixelRatio) once, then render(view) for every metatile.
 import * as maplibregl from '/maplibre/maplibre-gl.mjs';
+import { forgetZoomHistory, paintOnlyWhenLoaded, placeOncePerView, rasteriseReadAreaOnly, resetTiles } from './map-internals.mjs';
 import { PROTOCOL, connectNet, netLoad, netPost } from './net-client.mjs';
 
 const ORIGIN = window.location.origin + '/';
@@ -116,154 +117,6 @@ async function loadStyle(styleUrl, pixelRatio) {
   return found;
 }
 
-/**
- * Place symbols once per view, from nothing, when every tile is loaded.
- * - MapLibre seeds each placement with the previous one (a label keeps its previous anchor or offset,
- *   for stability while panning), so the labels of the final frame would depend on the order in which
- *   tiles arrived. With `fadeDuration: 0` every frame is a full placement anyway: the history is dropped.
- * - Tiles kept from the previous view: a tile that is no longer ideal but has symbols is "held for
- *   fade" for one more frame, and MapLibre releases held tiles only *after* painting the frame that goes
- *   idle, so the final frame would still place and draw the previous view's labels (placement goes from
- *   the highest zoom down: a z12 child's "MONACO" won over the ideal z11 tile's). With nothing to fade,
- *   held tiles are released before placing: every placement sees only the tiles of the current view.
- * - Frames while tiles are still loading are never painted (paintOnlyWhenLoaded), so they are not
- *   placed either: the cross-tile symbol index and the placement see the complete set of tiles once.
- * - A placement run in the frame where new symbol buckets arrived is marked stale and MapLibre places
- *   everything again in one more frame. The forced full placement already covers every bucket and,
- *   without history, the repeat gives the same result: the staleness is cleared so that the frame is
- *   painted and the map goes idle at once.
- * Internal API, guarded so that a MapLibre upgrade fails loudly instead of rendering differently.
- */
-function placeOncePerView(style) {
-  if (style.__tilebakePlacement) return;
-  const update = style._updatePlacement;
-  if (typeof update !== 'function') {
-    throw new Error('MapLibre internals changed: style._updatePlacement is missing');
-  }
-  if (typeof style._releaseSymbolFadeTiles !== 'function') {
-    throw new Error('MapLibre internals changed: style._releaseSymbolFadeTiles is missing');
-  }
-  style._updatePlacement = function (...args) {
-    // Loading frames keep the last placement (the painter needs one) and are not painted.
-    if (this.placement && !map.areTilesLoaded()) return false;
-    this.pauseablePlacement = undefined;
-    this.placement = undefined;
-    this._releaseSymbolFadeTiles();
-    update.apply(this, args);
-    const placement = this.placement;
-    if (!this.pauseablePlacement || !this.pauseablePlacement.isDone() || !placement || typeof placement.stale !== 'boolean') {
-      throw new Error('MapLibre internals changed: a forced full placement did not finish in one frame');
-    }
-    placement.stale = false;
-    return placement.hasTransitions(performance.now());
-  };
-  style.__tilebakePlacement = true;
-}
-
-/**
- * Lay the dash atlas out afresh for the frame about to be painted. MapLibre adds a row to
- * `style.lineAtlas` for each `line-dasharray` the first time it is drawn, so a pattern's row (and its
- * texture sampling: ±1 in a few pixels of dashed lines) depended on which zooms and layers this page
- * had drawn before. Emptied before each painted frame, the atlas is refilled in the frame's draw order,
- * a function of the view alone. Data-driven dasharrays are laid out by the worker into the tiles'
- * vertex data (rows in tile arrival order); emptying the atlas would break those, so a style that has
- * one keeps the atlas (order-dependent, as it always was). Internal API, guarded so that a MapLibre
- * upgrade fails loudly.
- */
-function freshDashAtlas(style) {
-  const atlas = style.lineAtlas;
-  if (!atlas || !(atlas.data instanceof Uint8Array) || typeof atlas.nextRow !== 'number' || !atlas.dashEntry) {
-    throw new Error('MapLibre internals changed: style.lineAtlas (data, nextRow, dashEntry) is missing');
-  }
-  if (!Array.isArray(style._order) || !style._layers) throw new Error('MapLibre internals changed: style._order / style._layers are missing');
-  for (const id of style._order) {
-    const layer = style._layers[id];
-    if (layer.type !== 'line') continue;
-    const kind = layer.paint.get('line-dasharray')?.value?.kind;
-    if (kind === 'source' || kind === 'composite') return;
-  }
-  if (atlas.nextRow === 0) return;
-  atlas.nextRow = 0;
-  atlas.dashEntry = {};
-  atlas.data.fill(0);
-  atlas.dirty = true;
-}
-
-/**
- * Forget the zoom history: cross-faded properties given as zoom functions (dasharray, patterns) take
- * their `from` value from the zoom below or above depending on the previous zoom. Reset before each
- * view, and the style re-evaluated, as on a fresh page. Internal API, guarded.
- */
-function forgetZoomHistory() {
-  const history = map.style.zoomHistory;
-  if (!history || typeof history.first !== 'boolean' || typeof map._update !== 'function') {
-    throw new Error('MapLibre internals changed: style.zoomHistory.first or map._update is missing');
-  }
-  history.first = true;
-  map._update(true);
-}
-
-/**
- * Paint only the frame the map goes idle with. Tiles of a new view arrive over several frames and
- * MapLibre would paint each one in full (~100 ms at 1152² in SwiftShader) although only the last is
- * read: a frame is painted only when every tile is loaded and nothing (sources, style, placement)
- * asks for another frame. Tile bookkeeping still runs every frame. Each painted frame starts with a
- * fresh dash atlas (freshDashAtlas). Internal API, guarded so that a MapLibre upgrade fails loudly.
- */
-function paintOnlyWhenLoaded() {
-  const painter = map.painter;
-  if (painter.__tilebakePaint) return;
-  const paint = painter.render;
-  if (typeof paint !== 'function') throw new Error('MapLibre internals changed: map.painter.render is missing');
-  if (typeof map._placementDirty !== 'boolean' || typeof map._sourcesDirty !== 'boolean' || typeof map._styleDirty !== 'boolean') {
-    throw new Error('MapLibre internals changed: map._placementDirty / _sourcesDirty / _styleDirty are missing');
-  }
-  painter.render = function (style, ...args) {
-    if (!map.areTilesLoaded() || map._placementDirty || map._sourcesDirty || map._styleDirty) return undefined;
-    freshDashAtlas(style);
-    return paint.call(this, style, ...args);
-  };
-  painter.__tilebakePaint = true;
-}
-
-/** The part of the drawing buffer the current view reads (device pixels), or null for all of it. */
-let scissorRect = null;
-
-/**
- * Rasterise only the part of the canvas that is read: the metatile without its margin. The margin
- * stays in the view (MapLibre places labels and icons over the whole canvas, so a label near the
- * metatile's edge is placed as its neighbour places it), but its pixels are cropped away anyway, and
- * shading them cost SwiftShader a fifth of a 4×4 metatile's fragments and over half of a single
- * tile's. A scissor test on the default framebuffer only: MapLibre's offscreen passes (hillshade,
- * heatmap, layer opacity) draw into framebuffers of their own sizes, which are left whole. MapLibre
- * itself uses no scissor (only its debug drawing). Internal API (context.bindFramebuffer), guarded.
- */
-function scissorToRead() {
-  const context = map.painter && map.painter.context;
-  const gl = context && context.gl;
-  const bind = context && context.bindFramebuffer;
-  if (!gl || !bind || typeof bind.set !== 'function') throw new Error('MapLibre internals changed: map.painter.context.bindFramebuffer is missing');
-  if (bind.__tilebakeScissor) return;
-  const set = bind.set;
-  bind.set = function (framebuffer) {
-    set.call(this, framebuffer);
-    if (framebuffer === null && scissorRect) {
-      gl.enable(gl.SCISSOR_TEST);
-      gl.scissor(scissorRect.x, scissorRect.y, scissorRect.width, scissorRect.height);
-    } else {
-      gl.disable(gl.SCISSOR_TEST);
-    }
-  };
-  bind.__tilebakeScissor = true;
-}
-
-/** Drop every loaded tile of every source (internal API; guarded so a MapLibre upgrade fails loudly). */
-function resetTiles() {
-  const managers = map.style && map.style.tileManagers;
-  if (!managers) throw new Error('MapLibre internals changed: map.style.tileManagers is missing');
-  for (const id of Object.keys(managers)) managers[id].clearTiles();
-}
-
 /** A view begun ahead of its render() (see render): its key and its 'idle' promise. */
 let begun = null;
 
@@ -290,16 +143,11 @@ function begin(view) {
     container.style.height = h;
     map.resize();
   }
-  placeOncePerView(map.style);
-  paintOnlyWhenLoaded();
-  scissorToRead();
-  const crop = view.crop || 0;
-  const canvas = map.getCanvas();
-  const inner = { x: crop, y: crop, width: canvas.width - 2 * crop, height: canvas.height - 2 * crop };
-  // No crop, or one that leaves nothing (render() reports that): the whole canvas.
-  scissorRect = crop > 0 && inner.width > 0 && inner.height > 0 ? inner : null;
-  forgetZoomHistory();
-  if (lastRenderFailed) resetTiles();
+  placeOncePerView(map);
+  paintOnlyWhenLoaded(map);
+  rasteriseReadAreaOnly(map, view.crop || 0);
+  forgetZoomHistory(map);
+  if (lastRenderFailed) resetTiles(map);
   lastRenderFailed = true;
   const idle = waitFor('idle');
   map.jumpTo({ center: view.center, zoom: view.zoom, bearing: 0, pitch: 0 });
