@@ -110,11 +110,11 @@ function median(runs: Row[]): Row {
 
 const rate = (tiles: number, seconds: number) => (tiles / seconds).toFixed(1);
 
-/** Iterations of the reference loop (~0.3 s on this machine). */
+/** Iterations of the reference loop (~0.15 s on this machine). */
 const REFERENCE_ITERATIONS = 30_000_000;
 /**
  * Wall time of a fixed single-threaded loop. This machine's speed drifts by tens of per cent within a
- * day (other tenants): the same loop timed in two runs tells how much of a difference is the machine.
+ * day (a shared host): the same loop timed in two runs tells how much of a difference is the machine.
  */
 function referenceLoopMs(): number {
   const t = performance.now();
