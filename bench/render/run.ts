@@ -113,8 +113,9 @@ const rate = (tiles: number, seconds: number) => (tiles / seconds).toFixed(1);
 /** Iterations of the reference loop (~0.15 s on this machine). */
 const REFERENCE_ITERATIONS = 30_000_000;
 /**
- * Wall time of a fixed single-threaded loop. This machine's speed drifts by tens of per cent within a
- * day (a shared host): the same loop timed in two runs tells how much of a difference is the machine.
+ * Wall time of a fixed single-threaded loop, printed with the results: this machine's speed drifts by
+ * tens of per cent within a day (a shared host). It catches a slow CPU, not all of the drift: two
+ * runs whose render stages differed by 10 % had the same loop time.
  */
 function referenceLoopMs(): number {
   const t = performance.now();
@@ -169,7 +170,7 @@ the throughput a long build runs at (loading the style, glyphs and first tiles s
 Median of ${RUNS} run(s) per mode, the modes run in turn (A B C A B C …). Peak RSS = node + every Chromium process, sampled every ${SAMPLE_MS} ms.
 
 Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'CPU'}, ${(totalmem() / 1024 ** 3).toFixed(0)} GB RAM; load average at the end: ${load}.
-Machine speed: a fixed single-threaded loop took ${referenceBefore.toFixed(0)} ms before the runs and ${referenceAfter.toFixed(0)} ms after them (lower is faster; compare runs by it).
+Machine speed: a fixed single-threaded loop took ${referenceBefore.toFixed(0)} ms before the runs and ${referenceAfter.toFixed(0)} ms after them (lower is faster; it has not tracked the drift of the render stages between runs, so compare rows of one run).
 Date: ${new Date().toISOString().slice(0, 10)}.
 
 | mode | workers | tile size | tiles | stage (s) | stage tiles/s | stage vs tile-by-tile | start (s) | rendering tiles/s | peak RSS (MB) |
