@@ -19,8 +19,8 @@ function abortError() {
   return new DOMException('The request was aborted', 'AbortError');
 }
 
-/** Send a request to the shared worker; resolves its answer ({ ok, status, body | text, … }). */
-export function netRequest(q, signal) {
+/** Send a request to the shared worker over the channel; resolves its answer ({ ok, status, body | text, … }). */
+function netRequest(q, signal) {
   const id = prefix + ++seq;
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(abortError());
