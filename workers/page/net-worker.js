@@ -1,9 +1,9 @@
 // tilebake render page: the shared worker that makes the page's requests to the build's local server.
 // Requests arrive on the BroadcastChannel 'tilebake-net' (from the page and from MapLibre's tile worker,
 // see net-client.mjs) and are answered on it; the page's pixel uploads come over its own port (below).
-// Playwright attaches to the page and its dedicated workers
-// with the DevTools Network domain on (Chromium then reports ~7 events per request, and the render
-// worker thread parses each); it does not attach to shared workers, so requests made here cost no events.
+// Playwright attaches to the page and its dedicated workers with the DevTools Network domain on
+// (Chromium then reports ~7 events per request, and the render worker thread parses each); it does not
+// attach to shared workers, so requests made here cost no events.
 const channel = new BroadcastChannel('tilebake-net');
 const inflight = new Map();
 

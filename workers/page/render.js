@@ -1,5 +1,6 @@
 // tilebake render page. Loaded from the local asset server; exposes `window.tilebake` for the
-// render worker: init(style, pixelRatio) once, then render(view) for every metatile.
+// render worker: init(style, pixelRatio) once per style, then renderViews(views) for each batch of
+// metatiles and flush() for their uploads.
 import * as maplibregl from '/maplibre/maplibre-gl.mjs';
 import { forgetZoomHistory, paintOnlyWhenLoaded, placeOncePerView, rasteriseReadAreaOnly, resetTiles } from './map-internals.mjs';
 import { PROTOCOL, connectNet, netLoad, netPost } from './net-client.mjs';
@@ -12,7 +13,7 @@ const netReady = connectNet('./net-worker.js');
 /**
  * Run animation frames as soon as the event loop is free instead of at the display's 60 Hz: a view
  * takes a few frames (jump, tiles arrive, paint), and each waited up to 16.7 ms for the next vsync,
- * most of a low-zoom render. Nothing here is animated; the canvas is read with toDataURL, not shown.
+ * most of a low-zoom render. Nothing here is animated; the canvas is read with readPixels, not shown.
  * MapLibre schedules its frames with window.requestAnimationFrame, looked up at each call.
  */
 function immediateFrames() {
