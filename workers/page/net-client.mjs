@@ -44,12 +44,12 @@ let port = null;
 const portPending = new Map();
 
 /**
- * Start the shared worker from the page (not from MapLibre's tile worker: Chromium has no SharedWorker
- * there) and connect to it; resolves once it listens, before which no request may be sent.
+ * Connect to the shared worker `worker` (net-worker.js, started by the page: Chromium has no
+ * SharedWorker in MapLibre's tile worker); resolves once it listens, before which no request may be
+ * sent. Its port queues the worker's messages until this listens.
  */
-export function connectNet(workerUrl) {
+export function connectNet(worker) {
   return new Promise((resolve) => {
-    const worker = new SharedWorker(workerUrl, { name: 'tilebake-net' });
     worker.port.onmessage = (e) => {
       if (e.data === 'ready') {
         port = worker.port;
