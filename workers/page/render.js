@@ -12,7 +12,7 @@ const ORIGIN = window.location.origin + '/';
  * this module and maplibre-gl load (measured: listening ~8 ms after this module runs, ~28 ms when
  * started here); resolves once it listens.
  */
-const netReady = connectNet(window.tilebakeNet ?? new SharedWorker('./net-worker.js', { name: 'tilebake-net' }));
+const netReady = connectNet(window.tilebakeNet);
 
 /**
  * Run animation frames as soon as the event loop is free instead of at the display's 60 Hz: a view
