@@ -157,3 +157,35 @@ export function resetTiles(map) {
   if (!managers) throw new Error('MapLibre internals changed: map.style.tileManagers is missing');
   for (const id of Object.keys(managers)) managers[id].clearTiles();
 }
+
+/** Microtask turns tileRequestsSent waits at most (MapLibre needs ~7 per tile; each costs microseconds). */
+const MAX_REQUEST_TICKS = 100;
+
+/** True when a tile of the current view is loading but its request has not been sent yet. */
+function hasUnsentTiles(map) {
+  const managers = map.style && map.style.tileManagers;
+  if (!managers) throw new Error('MapLibre internals changed: map.style.tileManagers is missing');
+  for (const id of Object.keys(managers)) {
+    const manager = managers[id];
+    if (typeof manager.getIds !== 'function' || typeof manager.getTileByID !== 'function') {
+      throw new Error('MapLibre internals changed: tileManager.getIds / getTileByID are missing');
+    }
+    for (const key of manager.getIds()) {
+      const tile = manager.getTileByID(key);
+      if (tile && tile.state === 'loading' && !tile.abortController && !tile.aborted) return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * Resolve once the tile requests of the view just begun have gone out, staying in the current task.
+ * MapLibre asks for a tile (loadTile) only after a few awaits (transformRequest, overzoom parameters,
+ * worker start-up): those continuations are microtasks, and a synchronous readPixels right after the
+ * jump held them until the GPU had finished the previous view, so the tile worker sat idle while
+ * SwiftShader drew. Awaiting here runs them first; no task runs in between, so nothing is painted over
+ * the pixels still to be read. A tile counts as sent once MapLibre has given it an abort controller.
+ */
+export async function tileRequestsSent(map) {
+  for (let i = 0; i < MAX_REQUEST_TICKS && hasUnsentTiles(map); i++) await null;
+}

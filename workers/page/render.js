@@ -2,7 +2,7 @@
 // render worker: init(style, pixelRatio) once per style, then renderViews(views) for each batch of
 // metatiles and flush() for their uploads.
 import * as maplibregl from '/maplibre/maplibre-gl.mjs';
-import { forgetZoomHistory, paintOnlyWhenLoaded, placeOncePerView, rasteriseReadAreaOnly, resetTiles } from './map-internals.mjs';
+import { forgetZoomHistory, paintOnlyWhenLoaded, placeOncePerView, rasteriseReadAreaOnly, resetTiles, tileRequestsSent } from './map-internals.mjs';
 import { PROTOCOL, connectNet, netLoad, netPost } from './net-client.mjs';
 
 const ORIGIN = window.location.origin + '/';
@@ -197,7 +197,10 @@ async function render(view, next) {
   lastRenderFailed = problems.length > 0;
   const { width, height } = canvas;
   if (problems.length) return { width, height, errors: problems };
-  if (next && next.width === view.width && next.height === view.height) beginAhead(next);
+  if (next && next.width === view.width && next.height === view.height) {
+    beginAhead(next);
+    await tileRequestsSent(map);
+  }
   // The upload runs while the next view is drawn; flush() waits for all of them.
   const crop = view.crop || 0;
   const read = { x: crop, y: crop, width: width - 2 * crop, height: height - 2 * crop };
