@@ -178,9 +178,29 @@ function beginAhead(next) {
 }
 
 /**
+ * Ask for the tiles of `next`, a view of another size than the current one, without touching the
+ * canvas: resizing it would clear the drawing buffer before the current view's pixels are read. The
+ * tile managers are updated with a copy of the camera at next's size and place, so next's tiles load
+ * while this thread waits in readPixels; render(next) then resizes, jumps and finds them loading or
+ * loaded. Internal API (style._updateSources, map._camera.transform), guarded.
+ */
+function loadAhead(next) {
+  const camera = map._camera;
+  const transform = camera && camera.transform;
+  if (typeof map.style._updateSources !== 'function' || !transform || typeof transform.clone !== 'function') {
+    throw new Error('MapLibre internals changed: style._updateSources or map._camera.transform.clone is missing');
+  }
+  const t = transform.clone();
+  t.resize(next.width, next.height, false);
+  t.setZoom(next.zoom);
+  t.setCenter(new maplibregl.LngLat(next.center[0], next.center[1]));
+  map.style._updateSources(t);
+}
+
+/**
  * Render one view and start uploading its pixels to `view.upload` (see flush). With `next` (the
- * view the next call will render) of the same size, next's tiles load while this view's pixels are
- * read. Resolves { width, height, errors }.
+ * view the next call will render), next's tiles load while this view's pixels are read (beginAhead
+ * for a view of the same size, loadAhead for another). Resolves { width, height, errors }.
  */
 async function render(view, next) {
   const ahead = begun && begun.key === viewKey(view) ? begun.idle : null;
@@ -199,6 +219,9 @@ async function render(view, next) {
   if (problems.length) return { width, height, errors: problems };
   if (next && next.width === view.width && next.height === view.height) {
     beginAhead(next);
+    await tileRequestsSent(map);
+  } else if (next) {
+    loadAhead(next);
     await tileRequestsSent(map);
   }
   // The upload runs while the next view is drawn; flush() waits for all of them.
