@@ -217,11 +217,9 @@ async function render(view, next) {
   lastRenderFailed = problems.length > 0;
   const { width, height } = canvas;
   if (problems.length) return { width, height, errors: problems };
-  if (next && next.width === view.width && next.height === view.height) {
-    beginAhead(next);
-    await tileRequestsSent(map);
-  } else if (next) {
-    loadAhead(next);
+  if (next) {
+    if (next.width === view.width && next.height === view.height) beginAhead(next);
+    else loadAhead(next);
     await tileRequestsSent(map);
   }
   // The upload runs while the next view is drawn; flush() waits for all of them.
