@@ -151,11 +151,16 @@ export function rasteriseReadAreaOnly(map, crop) {
   bind.__tilebakeScissor = true;
 }
 
-/** Drop every loaded tile of every source (internal API; guarded so a MapLibre upgrade fails loudly). */
-export function resetTiles(map) {
+/** The tile manager of every source (internal API; guarded so a MapLibre upgrade fails loudly). */
+function tileManagers(map) {
   const managers = map.style && map.style.tileManagers;
   if (!managers) throw new Error('MapLibre internals changed: map.style.tileManagers is missing');
-  for (const id of Object.keys(managers)) managers[id].clearTiles();
+  return Object.values(managers);
+}
+
+/** Drop every loaded tile of every source (internal API; guarded so a MapLibre upgrade fails loudly). */
+export function resetTiles(map) {
+  for (const manager of tileManagers(map)) manager.clearTiles();
 }
 
 /** Microtask turns tileRequestsSent waits at most (MapLibre needs ~7 per tile; each costs microseconds). */
@@ -163,10 +168,7 @@ const MAX_REQUEST_TICKS = 100;
 
 /** True when a tile of the current view is loading but its request has not been sent yet. */
 function hasUnsentTiles(map) {
-  const managers = map.style && map.style.tileManagers;
-  if (!managers) throw new Error('MapLibre internals changed: map.style.tileManagers is missing');
-  for (const id of Object.keys(managers)) {
-    const manager = managers[id];
+  for (const manager of tileManagers(map)) {
     if (typeof manager.getIds !== 'function' || typeof manager.getTileByID !== 'function') {
       throw new Error('MapLibre internals changed: tileManager.getIds / getTileByID are missing');
     }
