@@ -162,6 +162,19 @@ function begin(view) {
 }
 
 /**
+ * The map's camera transform, for beginAhead and loadAhead, which hand it (or a copy) to
+ * style._updateSources. Internal API, guarded so that a MapLibre upgrade fails loudly.
+ */
+function aheadTransform() {
+  const camera = map._camera;
+  const transform = camera && camera.transform;
+  if (typeof map.style._updateSources !== 'function' || !transform || typeof transform.clone !== 'function') {
+    throw new Error('MapLibre internals changed: style._updateSources or map._camera.transform.clone is missing');
+  }
+  return transform;
+}
+
+/**
  * Begin `next` now and ask for its tiles at once (MapLibre would only do so in the next frame): the
  * tile worker loads and parses them while this thread waits in readPixels for the GPU to finish the
  * current view. Nothing is painted until the current view's pixels are read (frames run only after
@@ -169,12 +182,8 @@ function begin(view) {
  * must have the current size. Internal API (style._updateSources, map._camera), guarded.
  */
 function beginAhead(next) {
-  const camera = map._camera;
-  if (typeof map.style._updateSources !== 'function' || !camera || !camera.transform) {
-    throw new Error('MapLibre internals changed: style._updateSources or map._camera.transform is missing');
-  }
   begin(next);
-  map.style._updateSources(camera.transform);
+  map.style._updateSources(aheadTransform());
 }
 
 /**
@@ -185,12 +194,7 @@ function beginAhead(next) {
  * loaded. Internal API (style._updateSources, map._camera.transform), guarded.
  */
 function loadAhead(next) {
-  const camera = map._camera;
-  const transform = camera && camera.transform;
-  if (typeof map.style._updateSources !== 'function' || !transform || typeof transform.clone !== 'function') {
-    throw new Error('MapLibre internals changed: style._updateSources or map._camera.transform.clone is missing');
-  }
-  const t = transform.clone();
+  const t = aheadTransform().clone();
   t.resize(next.width, next.height, false);
   t.setZoom(next.zoom);
   t.setCenter(new maplibregl.LngLat(next.center[0], next.center[1]));
