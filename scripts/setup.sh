@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium fonts-dejavu-core gdal-bin libgdal-dev nginx-light wrk sqlite3)
+APT_PACKAGES=(chromium fonts-dejavu-core gdal-bin libgdal-dev nginx-light wrk sqlite3 tilemaker osmium-tool osmcoastline)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
