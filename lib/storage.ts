@@ -1,43 +1,66 @@
-import { open, readFile, stat, type FileHandle } from 'node:fs/promises';
+import { open, readFile, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { UserError } from './errors.ts';
+import { DEFAULT_READ_POLICY, guardedRead, HttpStatusError, StoreBadAnswerError, type ReadListener, type ReadPolicy } from './store-read.ts';
 
 /**
  * Random access to one stored file: a local file (positional reads) or an object on HTTP(S)
  * (Range requests). The PMTiles reader and the elevation index reader only see this.
  */
 export interface RangeSource {
-  /** Read `length` bytes at `offset`. Fewer bytes come back only at the end of the file. */
-  getBytes(offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * Read `length` bytes at `offset`. Fewer bytes come back only at the end of the file. `signal`
+   * abandons the read (HTTP sources stop the request; store sources apply their own deadline).
+   */
+  getBytes(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
   /** A stable key naming the file (path or URL), for caches and messages. */
   key(): string;
   /** Release the handle. */
   close(): Promise<void>;
 }
 
-/** A build output folder, local or on object storage behind an HTTP(S) base URL. */
+/**
+ * A build output folder, local or on object storage behind an HTTP(S) base URL. Every read has a
+ * deadline and retries (its ReadPolicy) and fails with a StoreError (lib/store-read.ts).
+ */
 export interface Store {
   /** Where the store is (folder path or base URL), for messages. */
   readonly location: string;
   /** A whole small file (manifest, style, sprite, glyphs). Undefined when it does not exist. */
   readFile(relPath: string): Promise<Uint8Array | undefined>;
-  /** Random access to a large file (archives, indexes). Throws UserError when it does not exist. */
+  /** Random access to a large file (archives, indexes). A missing file fails on open (local) or on the first read (HTTP). */
   openRange(relPath: string): Promise<RangeSource>;
+}
+
+/** How a store reads: its deadline and retries, and who hears about each read's outcome. */
+export interface StoreOptions {
+  policy?: ReadPolicy;
+  /** Called once per read (health tracking; the hook for metrics). */
+  onRead?: ReadListener;
 }
 
 /** Positional reads on a local file: never loads the whole file. */
 export class FileRangeSource implements RangeSource {
-  private constructor(private readonly path: string, private readonly fh: FileHandle) {}
+  private constructor(private readonly path: string, private readonly fh: FileHandle, private readonly bytes: number) {}
 
   static async open(path: string): Promise<FileRangeSource> {
+    let fh: FileHandle;
     try {
-      return new FileRangeSource(path, await open(path, 'r'));
+      fh = await open(path, 'r');
     } catch (e) {
       throw new UserError(`${path}: cannot open (${(e as NodeJS.ErrnoException).code ?? String(e)})`, { cause: e });
+    }
+    try {
+      return new FileRangeSource(path, fh, (await fh.stat()).size);
+    } catch (e) {
+      await fh.close();
+      throw e;
     }
   }
 
   async getBytes(offset: number, length: number): Promise<Uint8Array> {
+    // Clamped to the file: a corrupt length read from a directory must not allocate gigabytes.
+    length = Math.max(0, Math.min(length, this.bytes - offset));
     const buf = Buffer.allocUnsafe(length);
     let done = 0;
     while (done < length) {
@@ -53,7 +76,7 @@ export class FileRangeSource implements RangeSource {
   }
 
   async size(): Promise<number> {
-    return (await this.fh.stat()).size;
+    return this.bytes;
   }
 
   async close(): Promise<void> {
@@ -61,16 +84,25 @@ export class FileRangeSource implements RangeSource {
   }
 }
 
-/** HTTP(S) Range requests against one object URL (nginx, S3, GCS, any static host). */
+/** Cancel a response body that will not be read, so its connection is freed. */
+function discard(res: Response): Promise<void> {
+  return res.body ? res.body.cancel().catch(() => undefined) : Promise.resolve();
+}
+
+/** HTTP(S) Range requests against one object URL (nginx, S3, GCS, any static host); one attempt per call. */
 export class HttpRangeSource implements RangeSource {
   constructor(private readonly url: string) {}
 
-  async getBytes(offset: number, length: number): Promise<Uint8Array> {
+  async getBytes(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
     if (length === 0) return new Uint8Array(0);
-    const res = await fetch(this.url, { headers: { Range: `bytes=${offset}-${offset + length - 1}` } });
-    if (res.status === 416) return new Uint8Array(0);
+    const res = await fetch(this.url, { headers: { Range: `bytes=${offset}-${offset + length - 1}` }, signal });
+    if (res.status === 416) {
+      await discard(res);
+      return new Uint8Array(0);
+    }
     if (res.status !== 206 && res.status !== 200) {
-      throw new Error(`${this.url}: HTTP ${res.status} for bytes ${offset}-${offset + length - 1}`);
+      await discard(res);
+      throw new HttpStatusError(res.status, `HTTP ${res.status}`);
     }
     const body = new Uint8Array(await res.arrayBuffer());
     // A server that ignores Range answers 200 with the whole object: cut out the asked part.
@@ -85,56 +117,125 @@ export class HttpRangeSource implements RangeSource {
   async close(): Promise<void> {}
 }
 
+/** A RangeSource whose every read goes through the store's deadline, retries and listener. */
+class GuardedSource implements RangeSource {
+  constructor(private readonly inner: RangeSource, private readonly opts: ResolvedStoreOptions) {}
+
+  getBytes(offset: number, length: number): Promise<Uint8Array> {
+    return guardedRead(
+      () => `${this.inner.key()} bytes ${offset}+${length}`,
+      this.opts.policy,
+      (signal) => this.inner.getBytes(offset, length, signal),
+      this.opts.onRead,
+    );
+  }
+
+  key(): string {
+    return this.inner.key();
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+/** StoreOptions with the policy filled in. */
+type ResolvedStoreOptions = StoreOptions & { policy: ReadPolicy };
+
+/** The options with the default policy filled in. */
+function withPolicy(opts: StoreOptions): ResolvedStoreOptions {
+  return { ...opts, policy: opts.policy ?? DEFAULT_READ_POLICY };
+}
+
 /** A build folder on the local disk. */
 export class LocalStore implements Store {
   readonly location: string;
-  constructor(dir: string) {
+  private readonly opts: ResolvedStoreOptions;
+
+  constructor(dir: string, opts: StoreOptions = {}) {
     this.location = resolve(dir);
+    this.opts = withPolicy(opts);
   }
 
-  async readFile(relPath: string): Promise<Uint8Array | undefined> {
-    try {
-      return await readFile(join(this.location, relPath));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw e;
-    }
+  readFile(relPath: string): Promise<Uint8Array | undefined> {
+    const p = join(this.location, relPath);
+    return guardedRead(
+      () => p,
+      this.opts.policy,
+      async () => {
+        try {
+          return await readFile(p);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+          throw e;
+        }
+      },
+      this.opts.onRead,
+    );
   }
 
   async openRange(relPath: string): Promise<RangeSource> {
     const p = join(this.location, relPath);
-    await stat(p).catch((e) => {
-      throw new UserError(`${p}: listed in the manifest but missing (${(e as NodeJS.ErrnoException).code})`);
-    });
-    return FileRangeSource.open(p);
+    const source = await guardedRead(
+      () => p,
+      this.opts.policy,
+      async () => {
+        try {
+          return await FileRangeSource.open(p);
+        } catch (e) {
+          const code = ((e as Error).cause as NodeJS.ErrnoException | undefined)?.code;
+          if (code === 'ENOENT') throw new StoreBadAnswerError(`${p}: listed in the manifest but missing (ENOENT)`, { transient: false });
+          throw (e as Error).cause ?? e;
+        }
+      },
+      this.opts.onRead,
+      (late) => void late.close(),
+    );
+    return new GuardedSource(source, this.opts);
   }
 }
 
 /** A build folder published under an HTTP(S) base URL (object storage). */
 export class HttpStore implements Store {
   readonly location: string;
-  constructor(baseUrl: string) {
+  private readonly opts: ResolvedStoreOptions;
+
+  constructor(baseUrl: string, opts: StoreOptions = {}) {
     this.location = baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`;
+    this.opts = withPolicy(opts);
   }
 
   private urlOf(relPath: string): string {
     return new URL(relPath.split('/').map(encodeURIComponent).join('/'), this.location).href;
   }
 
-  async readFile(relPath: string): Promise<Uint8Array | undefined> {
+  readFile(relPath: string): Promise<Uint8Array | undefined> {
     const url = this.urlOf(relPath);
-    const res = await fetch(url);
-    if (res.status === 404 || res.status === 403) return undefined;
-    if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
-    return new Uint8Array(await res.arrayBuffer());
+    return guardedRead(
+      () => url,
+      this.opts.policy,
+      async (signal) => {
+        const res = await fetch(url, { signal });
+        if (res.status === 404 || res.status === 403) {
+          await discard(res);
+          return undefined;
+        }
+        if (!res.ok) {
+          await discard(res);
+          throw new HttpStatusError(res.status, `HTTP ${res.status}`);
+        }
+        return new Uint8Array(await res.arrayBuffer());
+      },
+      this.opts.onRead,
+    );
   }
 
   async openRange(relPath: string): Promise<RangeSource> {
-    return new HttpRangeSource(this.urlOf(relPath));
+    return new GuardedSource(new HttpRangeSource(this.urlOf(relPath)), this.opts);
   }
 }
 
 /** A store for `--out`: an http(s):// base URL or a local folder. */
-export function openStore(location: string): Store {
-  return /^https?:\/\//i.test(location) ? new HttpStore(location) : new LocalStore(location);
+export function openStore(location: string, opts: StoreOptions = {}): Store {
+  return /^https?:\/\//i.test(location) ? new HttpStore(location, opts) : new LocalStore(location, opts);
 }

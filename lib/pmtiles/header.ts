@@ -107,7 +107,9 @@ export function parseHeader(start: Uint8Array, key: string): Header {
   if (version !== SPEC_VERSION) {
     throw new UserError(`${key}: unsupported PMTiles spec version ${version} (only version ${SPEC_VERSION} is supported)`);
   }
-  const copy = start.slice(0, HEADER_SIZE);
+  // A copy in its own ArrayBuffer: `start` may be a view into a pooled Buffer.
+  const copy = new Uint8Array(HEADER_SIZE);
+  copy.set(start.subarray(0, HEADER_SIZE));
   const h = bytesToHeader(copy.buffer);
   if (!SUPPORTED_INTERNAL.has(h.internalCompression)) {
     throw new UserError(`${key}: unsupported internal compression ${Compression[h.internalCompression] ?? h.internalCompression} (need none or gzip)`);

@@ -18,6 +18,7 @@ import {
 } from 'pmtiles';
 import { isUserError, UserError } from '../errors.ts';
 import { FileRangeSource, type RangeSource } from '../storage.ts';
+import { isStoreError } from '../store-read.ts';
 import { isValidTile } from '../tile-math.ts';
 import { archiveEnd, parseHeader, ROOT_REGION_SIZE } from './header.ts';
 
@@ -102,6 +103,11 @@ function reason(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+/** Rethrow a failed store read as it is: a timeout or a dead store is not a corrupt archive. */
+function passStoreErrors(e: unknown): void {
+  if (isStoreError(e)) throw e;
+}
+
 class Reader implements ArchiveReader {
   private readonly key: string;
 
@@ -134,12 +140,16 @@ class Reader implements ArchiveReader {
   /** A leaf directory through `cache`; failures are not cached (a transient HTTP error must not stick). */
   private async leaf(entry: Entry, cache: SharedPromiseCache = this.cache): Promise<Entry[]> {
     const offset = this.header.leafDirectoryOffset + entry.offset;
+    if (entry.offset + entry.length > (this.header.leafDirectoryLength ?? 0)) {
+      throw new UserError(`${this.key}: corrupt PMTiles directory (a leaf at ${offset}+${entry.length} is outside the leaf section)`);
+    }
     try {
       return await cache.getDirectory(this.adapter, offset, entry.length, this.header);
     } catch (e) {
       const cacheKey = `${this.key}|${this.header.etag ?? ''}|${offset}|${entry.length}`;
       cache.cache.delete(cacheKey);
       cache.pendingFetches.delete(cacheKey);
+      passStoreErrors(e);
       throw new UserError(`${this.key}: corrupt PMTiles leaf directory at ${offset}+${entry.length} (${reason(e)})`, { cause: e });
     }
   }
@@ -163,6 +173,9 @@ class Reader implements ArchiveReader {
   }
 
   async readRange(offset: number, length: number): Promise<Uint8Array> {
+    if (offset + length > (this.header.tileDataLength ?? 0)) {
+      throw new UserError(`${this.key}: corrupt PMTiles directory (tile data at ${offset}+${length} is outside the tile data section)`);
+    }
     const bytes = await this.source.getBytes(this.header.tileDataOffset + offset, length);
     if (bytes.length !== length) {
       throw new UserError(`${this.key}: truncated PMTiles tile data (wanted ${length} bytes at ${this.header.tileDataOffset + offset}, got ${bytes.length})`);
@@ -216,11 +229,13 @@ export async function openArchive(source: RangeSource, options: OpenArchiveOptio
       const cachedHeader = await cache.getHeader(adapter);
       root = await cache.getDirectory(adapter, header.rootDirectoryOffset, header.rootDirectoryLength, cachedHeader);
     } catch (e) {
+      passStoreErrors(e);
       throw new UserError(`${key}: corrupt PMTiles root directory (${reason(e)})`, { cause: e });
     }
     return new Reader(source, adapter, cache, header, root);
   } catch (e) {
     if (isUserError(e)) throw e;
+    passStoreErrors(e);
     throw new UserError(`${key}: cannot read PMTiles archive (${reason(e)})`, { cause: e });
   }
 }
