@@ -1,5 +1,6 @@
 import yargs, { type Argv } from 'yargs';
 import { isUserError } from '../lib/errors.ts';
+import { DEFAULT_READ_POLICY, isStoreError } from '../lib/store-read.ts';
 
 /** Parse `i/n` for --shard. */
 function parseShard(s: string | undefined): { index: number; count: number } | undefined {
@@ -108,9 +109,11 @@ export function program(argv: string[]): Argv {
           .option('tokens-file', { type: 'string', describe: 'Bearer tokens, one per line (`sha256:<hex>` for a hash)' })
           .option('auth', { type: 'boolean', default: true, describe: 'Require bearer tokens (--no-auth to disable)' })
           .option('workers', { type: 'number', describe: 'HTTP worker processes (default: number of cores)' })
-          .option('cache-control', { type: 'string', default: 'public, max-age=86400', describe: 'Cache-Control of tiles' })
+          .option('cache-control', { type: 'string', describe: 'Cache-Control of tiles (default: "private, max-age=86400" with auth, "public, …" with --no-auth)' })
           .option('cors', { type: 'string', default: '*', describe: 'Access-Control-Allow-Origin (empty to disable)' })
           .option('cache-mb', { type: 'number', default: 256, describe: 'Memory for cached tiles and elevation blocks, per worker (MB)' })
+          .option('store-timeout-ms', { type: 'number', default: DEFAULT_READ_POLICY.timeoutMs, describe: 'Deadline of one read from the build folder or object storage, retries included (ms)' })
+          .option('store-retries', { type: 'number', default: DEFAULT_READ_POLICY.retries, describe: 'Retries of a read after a transient failure (connection error, HTTP 5xx)' })
           .option('log-level', { type: 'string', default: 'info', describe: 'pino log level' }),
       async (a) => {
         const { serve } = await import('../static-server/serve.ts');
@@ -124,6 +127,8 @@ export function program(argv: string[]): Argv {
           auth: a.auth,
           workers: a.workers,
           cacheControl: a['cache-control'],
+          storeTimeoutMs: a['store-timeout-ms'],
+          storeRetries: a['store-retries'],
           cors: a.cors,
           cacheMb: a['cache-mb'],
           logLevel: a['log-level'],
@@ -152,6 +157,11 @@ export async function main(argv: string[]): Promise<void> {
     if (isUserError(e)) {
       process.stderr.write(`tilebake: ${e.message}\n`);
       process.exit(e.exitCode);
+    }
+    if (isStoreError(e)) {
+      // An unreachable or failing store: the message names the URL or file and the cause.
+      process.stderr.write(`tilebake: ${e.message}\n`);
+      process.exit(1);
     }
     process.stderr.write(`tilebake: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
     process.exit(1);

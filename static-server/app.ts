@@ -1,7 +1,9 @@
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { isUserError } from '../lib/errors.ts';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { pino, type Logger } from 'pino';
 import { AuthResult, checkAuthorization, rejectUnauthorized } from './auth.ts';
 import { HttpError, type RouteModule, type ServerContext } from './context.ts';
+import { clientErrorHandler, errorBody, ErrorStatus, MAX_HEADER_BYTES, sendError } from './errors.ts';
+import { useCheckedJsonParser } from './json-body.ts';
 import { registerHeightRoutes } from './routes/height.ts';
 import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
@@ -14,8 +16,6 @@ export interface AppOptions {
   role: AppRole;
   /** SHA-256 hashes of the accepted tokens; null serves without auth (--no-auth). */
   tokenHashes: readonly Buffer[] | null;
-  /** pino destination stream (tests capture logs with it); default stdout. */
-  logStream?: NodeJS.WritableStream;
 }
 
 /** HTTP statuses the app answers itself. */
@@ -24,7 +24,7 @@ const enum Status {
   BadRequest = 400,
   NotFound = 404,
   MethodNotAllowed = 405,
-  Internal = 500,
+  Unavailable = 503,
 }
 
 /** Paths reachable without a token. */
@@ -48,6 +48,12 @@ const MAX_PARAM_LENGTH = 256;
 const DEBUG_LEVELS = new Set(['debug', 'trace']);
 /** Marker on routes this file adds to answer 405, so they are not counted as real routes. */
 const METHOD_NOT_ALLOWED_ROUTE = Symbol('tilebake.405');
+
+/** The server's pino logger (one per process, shared by its listeners); tokens are redacted. */
+export function createLogger(level: string, stream?: NodeJS.WritableStream): Logger {
+  const opts = { level, redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' } };
+  return stream ? pino(opts, stream) : pino(opts);
+}
 
 /** Per-request log lines at debug level (nothing is built per request unless debug is on); failures at error. */
 class DebugRequestLogs extends LogController {
@@ -75,47 +81,25 @@ const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
   routing: [registerHeightRoutes],
 };
 
-/** The JSON error body `{"error", "status", ...extra}`. */
-function errorBody(status: number, message: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { error: message, status, ...extra };
-}
-
 /** The 404 for a request no route matches. */
 function notFound(req: FastifyRequest): HttpError {
   return new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]}`);
 }
 
-/** Map any error to the JSON error response; unexpected errors are logged and answered 500. */
-function handleError(this: FastifyInstance, err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): void {
-  if (err instanceof HttpError || err.name === 'HttpError') {
-    const e = err as HttpError;
-    reply.headers(e.headers).code(e.status).send(errorBody(e.status, e.message, e.extra));
-    return;
-  }
-  const status = (err as FastifyError).statusCode;
-  if (status !== undefined && status >= Status.BadRequest && status < Status.Internal) {
-    reply.code(status).send(errorBody(status, err.message));
-    return;
-  }
-  req.log.error({ err: isUserError(err) ? err.message : err }, 'request failed');
-  reply.code(Status.Internal).send(errorBody(Status.Internal, 'internal server error'));
-}
-
 /**
- * Build the fastify app for one listener: JSON errors, 404 and 405 answers, CORS with preflight,
- * bearer auth on everything but GET /health and OPTIONS, and the route modules of its role.
+ * Build the fastify app for one listener: JSON errors (static-server/errors.ts), 404 and 405 answers,
+ * CORS with preflight, bearer auth on everything but GET /health and OPTIONS, limits on headers and
+ * JSON bodies, /health with the store's state, and the route modules of its role.
  */
 export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<FastifyInstance> {
   const { options } = ctx;
   const cors = options.cors;
   const app = Fastify({
-    logger: {
-      level: options.logLevel,
-      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' },
-      ...(opts.logStream ? { stream: opts.logStream } : {}),
-    },
+    loggerInstance: ctx.log as FastifyBaseLogger,
     logController: new DebugRequestLogs(DEBUG_LEVELS.has(options.logLevel)),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    http: { maxHeaderSize: MAX_HEADER_BYTES },
+    clientErrorHandler: clientErrorHandler(cors),
     // Malformed URLs and over-long path segments: the same JSON error body as everything else.
     frameworkErrors: (err: FastifyError, _req: FastifyRequest, reply: FastifyReply) => {
       const status = (err as FastifyError).statusCode ?? Status.BadRequest;
@@ -126,11 +110,18 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
           : err.code === 'FST_ERR_MAX_PARAM_LENGTH'
             ? `path segment longer than ${MAX_PARAM_LENGTH} characters`
             : err.message;
-      reply.code(status).send(errorBody(status, message));
+      reply.header('cache-control', 'no-store').code(status).send(errorBody(status, message));
     },
-    return503OnClosing: true,
+    // Answered by the onRequest hook below, in the JSON error shape.
+    return503OnClosing: false,
   });
   const hashes = opts.tokenHashes;
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  useCheckedJsonParser(app);
 
   // One onRequest hook for CORS and auth: the hot path pays for a single hook.
   app.addHook('onRequest', (req, reply, done) => {
@@ -138,6 +129,11 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
       reply.header('access-control-allow-origin', cors);
       reply.header('access-control-expose-headers', CORS_EXPOSE_HEADERS);
       if (cors !== '*') reply.header('vary', 'Origin');
+    }
+    if (closing) {
+      // Requests still arriving on kept-alive connections while the server drains.
+      done(new HttpError(Status.Unavailable, 'server is shutting down', {}, { connection: 'close' }));
+      return;
     }
     const open = req.method === 'OPTIONS' || (isHealth(req.url) && (req.method === 'GET' || req.method === 'HEAD'));
     const result = open || hashes === null ? AuthResult.Ok : checkAuthorization(req.headers.authorization, hashes);
@@ -153,7 +149,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     if (req.is404) done(notFound(req));
     else done();
   });
-  app.setErrorHandler(handleError);
+  app.setErrorHandler((err: FastifyError, req, reply) => sendError(ctx, err, req, reply));
   app.setNotFoundHandler((req) => {
     throw notFound(req);
   });
@@ -168,7 +164,14 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     methodsByUrl.set(route.url, set);
   });
 
-  app.get(HEALTH_PATH, async () => ({ status: 'ok' }));
+  // For load balancers: 503 while the store's last reads failed (timeouts, connection errors, 5xx).
+  app.get(HEALTH_PATH, async (_req, reply) => {
+    reply.header('cache-control', 'no-store');
+    const state = ctx.health.state();
+    if (state.ok) return { status: 'ok', store: 'ok' };
+    reply.code(Status.Unavailable);
+    return errorBody(Status.Unavailable, `the build's storage is failing (${state.failure ?? 'unknown'})`, { store: 'failing' });
+  });
   for (const register of ROUTES[opts.role]) await register(app, ctx);
 
   // CORS preflight (and plain OPTIONS) on any path.

@@ -1,12 +1,21 @@
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
 import { Compression } from 'pmtiles';
-import { openArchive } from '../lib/pmtiles/index.ts';
+import { openArchive, type ArchiveReader } from '../lib/pmtiles/index.ts';
 import type { Store } from '../lib/storage.ts';
 import { ByteLru } from '../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from './context.ts';
-import { tileBody, type TileBody } from './tile-response.ts';
+import { asStoreError, OpenedFile } from './opened-file.ts';
+import { identityEtag, tileBody, type TileBody } from './tile-response.ts';
 
 /** Rough per-entry overhead of the tile cache (key string, map slot, body object, ETag). */
 const ENTRY_OVERHEAD_BYTES = 160;
+/** Largest decompressed tile accepted (a corrupt or hostile gzip stream must not expand without bound). */
+const MAX_DECOMPRESSED_TILE_BYTES = 64 * 1024 * 1024;
+/** Cache key prefix of decompressed tiles (keyed by the stored tile's ETag: equal bytes share one entry). */
+const IDENTITY_KEY_PREFIX = 'identity:';
+
+const gunzipAsync = promisify(gunzip);
 
 /** An archive opened for serving. */
 export interface ServedArchive {
@@ -35,12 +44,11 @@ export class TileLru extends ByteLru<string, TileBody | null> {
 
 /**
  * The archives a server reads, each opened once on first use (the reader caches its directories),
- * and one tile cache (stored bytes + ETag) shared by all of them.
+ * and one tile cache (stored bytes + ETag, and decompressed bytes for clients without gzip) shared
+ * by all of them. Failures are StoreErrors (timeout, bad answer, corrupt data).
  */
 export class Archives {
-  private readonly opened = new Map<string, Promise<OpenArchive>>();
-  /** Archives whose open has completed, for a synchronous lookup on the hot path. */
-  private readonly ready = new Map<string, OpenArchive>();
+  private readonly files = new Map<string, OpenedFile<OpenArchive>>();
   private readonly pending = new Map<string, Promise<TileBody | null>>();
   private nextIndex = 0;
   /** The tile cache (exposed for tests and stats). */
@@ -52,16 +60,15 @@ export class Archives {
 
   /** Open (once) the archive at `path` relative to the store. */
   open(path: string): Promise<ServedArchive> {
-    return this.openInternal(path);
+    return this.fileOf(path).get();
   }
 
-  private openInternal(path: string): Promise<OpenArchive> {
-    let p = this.opened.get(path);
-    if (!p) {
+  private fileOf(path: string): OpenedFile<OpenArchive> {
+    let f = this.files.get(path);
+    if (!f) {
       const index = this.nextIndex++;
-      p = (async (): Promise<OpenArchive> => {
-        const source = await this.store.openRange(path);
-        const archive = await openArchive(source);
+      f = new OpenedFile(this.store, path, async (source): Promise<OpenArchive> => {
+        const archive: ArchiveReader = await openArchive(source);
         const h = archive.header;
         return {
           path,
@@ -72,15 +79,10 @@ export class Archives {
           getTile: (z, x, y) => archive.getTile(z, x, y),
           close: () => archive.close(),
         };
-      })();
-      // A failed open is not cached: the next request tries again.
-      p.then(
-        (a) => this.ready.set(path, a),
-        () => this.opened.delete(path),
-      );
-      this.opened.set(path, p);
+      });
+      this.files.set(path, f);
     }
-    return p;
+    return f;
   }
 
   /**
@@ -88,7 +90,8 @@ export class Archives {
    * misses); concurrent requests for the same uncached tile share one read.
    */
   async tile(path: string, z: number, x: number, y: number): Promise<TileBody | null> {
-    const archive = this.ready.get(path) ?? (await this.openInternal(path));
+    const file = this.fileOf(path);
+    const archive = file.ready ?? (await file.get());
     const key = `${archive.index}/${z}/${x}/${y}`;
     const hit = this.cache.get(key);
     if (hit !== undefined) return hit;
@@ -103,7 +106,34 @@ export class Archives {
         },
         (e: unknown) => {
           this.pending.delete(key);
-          throw e;
+          throw asStoreError(path, e);
+        },
+      );
+      this.pending.set(key, p);
+    }
+    return p;
+  }
+
+  /**
+   * The decompressed bytes of a gzip tile (for clients that do not accept gzip), under their own
+   * ETag: decompressed once off the event loop and kept in the same cache as the stored bytes.
+   */
+  async identity(tile: TileBody): Promise<TileBody> {
+    const key = IDENTITY_KEY_PREFIX + tile.etag;
+    const hit = this.cache.get(key);
+    if (hit) return hit;
+    let p = this.pending.get(key) as Promise<TileBody> | undefined;
+    if (!p) {
+      p = gunzipAsync(tile.bytes, { maxOutputLength: MAX_DECOMPRESSED_TILE_BYTES }).then(
+        (bytes) => {
+          const body: TileBody = { bytes, etag: identityEtag(tile.etag) };
+          this.cache.set(key, body);
+          this.pending.delete(key);
+          return body;
+        },
+        (e: unknown) => {
+          this.pending.delete(key);
+          throw asStoreError(`stored tile ${tile.etag}`, new Error(`cannot decompress (${(e as Error).message})`));
         },
       );
       this.pending.set(key, p);
@@ -113,10 +143,9 @@ export class Archives {
 
   /** Close every opened archive. */
   async close(): Promise<void> {
-    const all = [...this.opened.values()];
-    this.opened.clear();
-    this.ready.clear();
-    await Promise.allSettled(all.map(async (p) => (await p).close()));
+    const all = [...this.files.values()];
+    this.files.clear();
+    await Promise.allSettled(all.map((f) => f.close()));
   }
 }
 

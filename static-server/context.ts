@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import type { Manifest } from '../lib/manifest.ts';
 import type { Store } from '../lib/storage.ts';
+import type { StoreHealth } from './store-health.ts';
 
 /** Options of `tilebake serve` (see pipeline/cli.ts for the flags). */
 export interface ServeOptions {
@@ -17,7 +19,15 @@ export interface ServeOptions {
   auth: boolean;
   /** HTTP worker processes (default: number of cores). */
   workers?: number;
-  cacheControl: string;
+  /**
+   * Cache-Control of tiles, sprites and glyphs. Default: `private, max-age=86400` with auth (a shared
+   * cache must not hand a token-protected answer to others), `public, max-age=86400` with --no-auth.
+   */
+  cacheControl?: string;
+  /** Deadline of one store read, retries included, in ms (default 5000). */
+  storeTimeoutMs?: number;
+  /** Retries of a store read after a transient failure (default 2). */
+  storeRetries?: number;
   /** Access-Control-Allow-Origin; empty string disables CORS. */
   cors: string;
   /** Memory budget for cached tiles and decoded elevation blocks, per worker, in MB. */
@@ -32,6 +42,40 @@ export interface ServerContext {
   options: ServeOptions;
   /** Absolute base URL without trailing slash: --public-url, else from the request's Host. */
   baseUrl(req: FastifyRequest): string;
+  /** Cache-Control and Vary of responses. */
+  cache: CachePolicy;
+  /** Whether the store answers (for /health); logs store failures rate-limited. */
+  health: StoreHealth;
+  /** The server's logger, shared by its listeners. */
+  log: Logger;
+}
+
+/** Cache headers of successful responses. */
+export interface CachePolicy {
+  /** Tiles, sprites, glyphs, heights. */
+  data: string;
+  /** TileJSON and style.json: they change with a rebuild, so they are kept for minutes. */
+  metadata: string;
+  /** `Host` when those documents carry URLs built from the request's Host (no --public-url). */
+  metadataVary?: string;
+}
+
+/** How long TileJSON and style.json may be cached, in seconds. */
+const METADATA_MAX_AGE_S = 300;
+/** Default max-age of tiles, in seconds. */
+const DATA_MAX_AGE_S = 86400;
+
+/**
+ * The cache headers for the options. Authenticated responses are `private` unless --cache-control
+ * says otherwise: a shared cache (CDN, proxy) must not store an answer given for a token and hand it
+ * to clients without one. With --no-auth nothing is secret, so `public` is the default.
+ */
+export function cachePolicy(options: Pick<ServeOptions, 'auth' | 'cacheControl' | 'publicUrl'>): CachePolicy {
+  const visibility = options.auth ? 'private' : 'public';
+  const data = options.cacheControl ?? `${visibility}, max-age=${DATA_MAX_AGE_S}`;
+  const configuredPublic = /(^|[\s,])public($|[\s,])/i.test(data);
+  const metadata = /no-store|no-cache/i.test(data) ? data : `${configuredPublic ? 'public' : visibility}, max-age=${METADATA_MAX_AGE_S}`;
+  return { data, metadata, ...(options.publicUrl ? {} : { metadataVary: 'Host' }) };
 }
 
 /** A route module: registers its routes on the app (tile host, or the routing listener). */

@@ -4,11 +4,14 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { loadManifest } from '../lib/manifest.ts';
-import { openStore } from '../lib/storage.ts';
-import { buildApp } from './app.ts';
+import { openStore, type Store } from '../lib/storage.ts';
+import { DEFAULT_READ_POLICY, type ReadPolicy } from '../lib/store-read.ts';
+import { buildApp, createLogger } from './app.ts';
 import { archivesOf } from './archives.ts';
 import { loadTokenHashes, TOKENS_ENV } from './auth.ts';
-import type { ServeOptions, ServerContext } from './context.ts';
+import { cachePolicy, type ServeOptions, type ServerContext } from './context.ts';
+import { FailureLog } from './failure-log.ts';
+import { StoreHealth } from './store-health.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
 export const SHUTDOWN_GRACE_MS = 30_000;
@@ -51,30 +54,62 @@ function urlOf(app: FastifyInstance): string {
   return `http://${host}:${a.port}`;
 }
 
-/** Open the store and manifest, build the app(s) and listen. Used in-process and by each cluster worker. */
-export async function startServer(options: ServeOptions, start: StartOptions = {}): Promise<RunningServer> {
-  const tokenHashes = start.tokenHashes !== undefined ? start.tokenHashes : await tokensFor(options);
-  const store = openStore(options.out);
+/** The store's read policy from the options (--store-timeout-ms, --store-retries). */
+export function readPolicyOf(options: Pick<ServeOptions, 'storeTimeoutMs' | 'storeRetries'>): ReadPolicy {
+  return {
+    ...DEFAULT_READ_POLICY,
+    ...(options.storeTimeoutMs !== undefined ? { timeoutMs: options.storeTimeoutMs } : {}),
+    ...(options.storeRetries !== undefined ? { retries: options.storeRetries } : {}),
+  };
+}
+
+/** The store for the options, with its read policy; `health` hears about every read. */
+function storeFor(options: ServeOptions, health?: () => StoreHealth): Store {
+  return openStore(options.out, { policy: readPolicyOf(options), onRead: health && ((o) => health().onRead(o)) });
+}
+
+/**
+ * Everything route modules share: the store (reads with deadline and retries, watched by the
+ * health tracker), its manifest, the cache headers, the logger. Throws a StoreError or UserError
+ * when the manifest cannot be read.
+ */
+export async function createServerContext(options: ServeOptions, logStream?: NodeJS.WritableStream): Promise<ServerContext> {
+  const log = createLogger(options.logLevel, logStream);
+  const store: Store = storeFor(options, () => health);
+  const health = new StoreHealth(() => store.readFile(MANIFEST_FILE), new FailureLog(log));
   const manifest = await loadManifest(store);
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
-  const ctx: ServerContext = {
+  return {
     store,
     manifest,
     options,
     baseUrl: publicUrl ? () => publicUrl : (req: FastifyRequest) => `${req.protocol}://${req.host}`,
+    cache: cachePolicy(options),
+    health,
+    log,
   };
+}
+
+/** The file /health reads to probe the store. */
+const MANIFEST_FILE = 'manifest.json';
+
+/** Open the store and manifest, build the app(s) and listen. Used in-process and by each cluster worker. */
+export async function startServer(options: ServeOptions, start: StartOptions = {}): Promise<RunningServer> {
+  const tokenHashes = start.tokenHashes !== undefined ? start.tokenHashes : await tokensFor(options);
+  const ctx = await createServerContext(options, start.logStream);
   const apps: FastifyInstance[] = [];
   const closeAll = async () => {
     await Promise.allSettled(apps.map((a) => a.close()));
     await archivesOf(ctx).close();
+    ctx.health.failures.close();
   };
   try {
-    const tiles = await buildApp(ctx, { role: 'tiles', tokenHashes, logStream: start.logStream });
+    const tiles = await buildApp(ctx, { role: 'tiles', tokenHashes });
     apps.push(tiles);
     await tiles.listen({ port: options.port, host: options.host });
     let routingUrl: string | undefined;
     if (options.routingPort !== undefined) {
-      const routing = await buildApp(ctx, { role: 'routing', tokenHashes, logStream: start.logStream });
+      const routing = await buildApp(ctx, { role: 'routing', tokenHashes });
       apps.push(routing);
       await routing.listen({ port: options.routingPort, host: options.host });
       routingUrl = urlOf(routing);
@@ -116,7 +151,7 @@ function closeOnSignals(server: RunningServer, log: Logger): void {
 async function runPrimary(options: ServeOptions, count: number, log: Logger): Promise<void> {
   // Fail early, once, with a clear message, instead of in every worker.
   await tokensFor(options);
-  await loadManifest(openStore(options.out));
+  await loadManifest(storeFor(options));
 
   let shuttingDown = false;
   let readyCount = 0;
@@ -162,6 +197,17 @@ async function runPrimary(options: ServeOptions, count: number, log: Logger): Pr
   for (let i = 0; i < count; i++) fork();
 }
 
+/** Start-up warnings about options that expose data: no auth, or shared caching of authenticated answers. */
+export function startupWarnings(options: ServeOptions): string[] {
+  if (!options.auth) {
+    return [`serving without authentication (--no-auth): anyone who can reach ${options.host}:${options.port} can read every tile and height`];
+  }
+  if (/(^|[\s,])public($|[\s,])/i.test(cachePolicy(options).data)) {
+    return ['--cache-control is "public" while bearer auth is on: a shared cache (CDN, proxy) may store token-protected answers and serve them without a token'];
+  }
+  return [];
+}
+
 /**
  * `tilebake serve`: one HTTP worker per core sharing the port(s) (`--workers 1` runs in this
  * process). Refuses to start without tokens unless `--no-auth`. SIGTERM stops accepting
@@ -170,6 +216,7 @@ async function runPrimary(options: ServeOptions, count: number, log: Logger): Pr
 export async function serve(options: ServeOptions): Promise<void> {
   const log = pino({ level: options.logLevel });
   const count = Math.max(1, options.workers ?? availableParallelism());
+  if (!cluster.isWorker) for (const w of startupWarnings(options)) log.warn(w);
   if (cluster.isWorker) {
     const server = await startServer(options);
     closeOnSignals(server, log);

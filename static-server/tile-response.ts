@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { gunzipSync } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** Stored tile bytes with their strong ETag, computed once when the tile enters the cache. */
@@ -18,6 +17,10 @@ export interface TileSendOptions {
   gzip: boolean;
   /** Cache-Control header value (`--cache-control`). */
   cacheControl: string;
+  /** The decompressed representation of a gzip tile, for clients without gzip (required when `gzip`). */
+  decompress?: (tile: TileBody) => Promise<TileBody>;
+  /** Request headers the response also varies by (e.g. `Host` for documents with absolute URLs). */
+  vary?: string;
 }
 
 /** Status codes of tile responses. */
@@ -48,6 +51,17 @@ export function tileBody(bytes: Uint8Array): TileBody {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const hash = createHash('sha256').update(buf).digest().subarray(0, ETAG_HASH_BYTES).toString('base64url');
   return { bytes: buf, etag: `"${hash}"` };
+}
+
+/** The ETag of a gzip tile's decompressed representation (differs from the stored one's). */
+export function identityEtag(etag: string): string {
+  return etag.slice(0, -1) + IDENTITY_ETAG_SUFFIX + '"';
+}
+
+/** Add `value` to the response's Vary header (after what CORS or another step put there). */
+export function appendVary(reply: FastifyReply, value: string): void {
+  const vary = reply.getHeader('vary');
+  reply.header('vary', vary ? `${String(vary)}, ${value}` : value);
 }
 
 /** True when the bytes start with the gzip magic number. */
@@ -90,16 +104,16 @@ export function etagMatches(header: string | undefined, etag: string): boolean {
 /**
  * Send a stored tile: strong ETag and If-None-Match → 304, Cache-Control, `Vary: Accept-Encoding`,
  * gzip negotiation (stored gzip bytes with `Content-Encoding: gzip` when the client accepts gzip,
- * else the decompressed bytes under their own ETag). Shared by the vector and raster routes.
+ * else the decompressed bytes under their own ETag, from `opts.decompress`). Shared by the vector and
+ * raster routes and the small files (styles, sprites, glyphs).
  */
-export function sendTile(req: FastifyRequest, reply: FastifyReply, tile: TileBody, opts: TileSendOptions): FastifyReply {
+export function sendTile(req: FastifyRequest, reply: FastifyReply, tile: TileBody, opts: TileSendOptions): FastifyReply | Promise<FastifyReply> {
   const gzipped = opts.gzip && isGzip(tile.bytes);
   const asGzip = gzipped && acceptsGzip(req.headers['accept-encoding']);
-  const etag = gzipped && !asGzip ? tile.etag.slice(0, -1) + IDENTITY_ETAG_SUFFIX + '"' : tile.etag;
+  const etag = gzipped && !asGzip ? identityEtag(tile.etag) : tile.etag;
   reply.header('etag', etag);
   reply.header('cache-control', opts.cacheControl);
-  const vary = reply.getHeader('vary');
-  reply.header('vary', vary ? `${String(vary)}, Accept-Encoding` : 'Accept-Encoding');
+  appendVary(reply, opts.vary ? `Accept-Encoding, ${opts.vary}` : 'Accept-Encoding');
   if (etagMatches(req.headers['if-none-match'], etag)) {
     return reply.code(Status.NotModified).send();
   }
@@ -108,5 +122,6 @@ export function sendTile(req: FastifyRequest, reply: FastifyReply, tile: TileBod
     reply.header('content-encoding', 'gzip');
     return reply.send(tile.bytes);
   }
-  return reply.send(gzipped ? gunzipSync(tile.bytes) : tile.bytes);
+  if (!gzipped) return reply.send(tile.bytes);
+  return opts.decompress!(tile).then((plain) => reply.send(plain.bytes));
 }

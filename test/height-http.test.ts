@@ -80,9 +80,9 @@ describe('POST /height', () => {
     rh2.forEach(([, h], i) => expect(Math.abs(h - rh0[i][1])).toBeLessThanOrEqual(0.5));
     const r1 = await post_({ shape, height_precision: 1 });
     (r1.json.height as number[]).forEach((h) => expect(Math.round(h * 10)).toBeCloseTo(h * 10, 6));
-    // Anything else behaves as 0.
-    const r7 = await post_({ shape, range: true, height_precision: 7 });
-    expect(r7.json.range_height).toEqual(rh0);
+    // Precision 0 given explicitly is the default.
+    const r0b = await post_({ shape, range: true, height_precision: 0 });
+    expect(r0b.json.range_height).toEqual(rh0);
     expect(haversine(shape[0], shape[1])).toBeGreaterThan(800);
   });
 
@@ -130,6 +130,9 @@ describe('POST /height', () => {
       [[{ encoded_polyline: 'abc~' }], 400, 131, /malformed/],
       [[{ encoded_polyline: encodePolyline(shape), shape_format: 'geojson' }], 400, 131, /shape_format/],
       [[{ shape, resample_distance: 9.9 }], 400, 313, />= 10/],
+      [[{ shape, height_precision: '2' }], 400, 100, /height_precision: expected 0, 1 or 2 \(got "2"\)/],
+      [[{ shape, height_precision: 3 }], 400, 100, /height_precision.*got 3/],
+      [[{ shape, height_precision: -1 }], 400, 100, /height_precision.*got -1/],
       [[{ shape: Array.from({ length: 501 }, () => shape[0]) }], 400, 314, /limit is 500/],
       [[{ shape: [shape[0], { lat: 43.8, lon: 7.5 }], resample_distance: 10 }], 400, 314, /limit is 500/],
       [[undefined, { raw: JSON.stringify({ shape: Array.from({ length: 5000 }, () => shape[0]) }) }], 413, 100, /too large/],

@@ -76,7 +76,7 @@ describe('bearer auth over HTTP', () => {
   it('serves GET /health and CORS preflights without a token', async () => {
     const r = await request(`${server.url}/health`);
     expect(r.status).toBe(200);
-    expect(r.json()).toEqual({ status: 'ok' });
+    expect(r.json()).toEqual({ status: 'ok', store: 'ok' });
     const pre = await request(`${server.url}${tilePath}`, {
       method: 'OPTIONS',
       headers: { origin: 'https://x.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'Authorization' },

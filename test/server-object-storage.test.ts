@@ -1,15 +1,16 @@
 // Object-storage mode: `tilebake serve --out http://…/` against Debian's nginx serving a build folder.
 import { randomBytes } from 'node:crypto';
-import { rm, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSampleVector, monacoTiles, request, runServeToExit, startNginx, startServe, type Nginx, type ServeProcess, type SourceTile } from './fixtures/server/helpers.ts';
+import { monacoTiles, request, runServeToExit, serveSampleFromNginx, type Nginx, type NginxServe, type ServeProcess, type SourceTile } from './fixtures/server/helpers.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const ARCHIVE = 'data/openmaptiles.pmtiles';
 
+let setup: NginxServe;
 let out: string;
 let nginx: Nginx;
 let server: ServeProcess;
@@ -31,19 +32,13 @@ async function archiveRequests(): Promise<{ status: number; range: string; bytes
 }
 
 beforeAll(async () => {
-  out = await buildSampleVector();
   tiles = monacoTiles();
-  nginx = await startNginx(out);
-  server = await startServe(['--out', nginx.url, '--port', '0', '--host', '127.0.0.1', '--workers', '1'], { TILEBAKE_TOKENS: TOKEN });
+  setup = await serveSampleFromNginx(TOKEN);
+  ({ out, nginx, server } = setup);
 });
 
 afterAll(async () => {
-  if (server) {
-    server.proc.kill('SIGTERM');
-    await server.exited;
-  }
-  await nginx?.stop();
-  if (out) await rm(out, { recursive: true, force: true });
+  await setup?.close();
 });
 
 describe('serving from object storage (nginx, HTTP Range)', () => {

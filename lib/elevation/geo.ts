@@ -102,12 +102,26 @@ export function encodePolyline(points: readonly LatLon[], precision: PolylinePre
   return out;
 }
 
-/** Decode a Google-style polyline; throws Error with the offending offset when malformed. */
-export function decodePolyline(s: string, precision: PolylinePrecision = 6): LatLon[] {
+/** Thrown by `decodePolyline` as soon as the line has more points than its `maxPoints`. */
+export class TooManyPointsError extends Error {
+  constructor(readonly maxPoints: number) {
+    super(`more than ${maxPoints} points`);
+    this.name = 'TooManyPointsError';
+  }
+}
+
+/**
+ * Decode a Google-style polyline; throws Error with the offending offset when malformed, and
+ * TooManyPointsError while decoding once more than `maxPoints` points were read (the work stays
+ * bounded by the limit, not by the length of the string).
+ */
+export function decodePolyline(s: string, precision: PolylinePrecision = 6, maxPoints = Infinity): LatLon[] {
   const factor = 10 ** precision;
   const values: number[] = [];
+  const maxValues = 2 * maxPoints;
   let i = 0;
   while (i < s.length) {
+    if (values.length >= maxValues) throw new TooManyPointsError(maxPoints);
     let shift = 0, result = 0, byte: number;
     do {
       if (i >= s.length) throw new Error(`truncated value at character ${i}`);

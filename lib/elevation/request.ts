@@ -2,11 +2,11 @@
  * The /height request and response (Valhalla's elevation API): validation, resampling and the
  * response body with its fixed key order. Pure functions; the HTTP route wraps them.
  */
-import { cumulativeDistances, decodePolyline, encodePolyline, resample, resampledCount, type LatLon, type PolylinePrecision } from './geo.ts';
+import { cumulativeDistances, decodePolyline, encodePolyline, resample, resampledCount, TooManyPointsError, type LatLon, type PolylinePrecision } from './geo.ts';
 
 /** Error codes in `error_code` (Valhalla's numbering where it has one). */
 export enum HeightErrorCode {
-  /** Body is not JSON, wrong content type, too large, or no `json` query parameter. */
+  /** Body is not JSON, wrong content type or charset, too large, nested too deeply, no `json` query parameter, or a bad `height_precision`. */
   BadBody = 100,
   /** A point with a non-numeric or out-of-range lat/lon. */
   BadPoint = 130,
@@ -26,7 +26,7 @@ export enum HeightErrorCode {
 export interface HeightLimits {
   /** Smallest `resample_distance` accepted, metres. */
   minResampleDistance: number;
-  /** Most points per request, counted after resampling. */
+  /** Most points per request, counted as given and again after resampling. */
   maxPoints: number;
   /** Largest request body, bytes (413 beyond). */
   bodyLimitBytes: number;
@@ -74,6 +74,15 @@ export interface HeightRequest {
   polyline?: string;
 }
 
+/** Longest echo of a client's value in an error message. */
+const MAX_ECHO_CHARS = 64;
+
+/** A client's value for an error message, cut short (a field may hold megabytes). */
+function shown(v: unknown): string {
+  const text = JSON.stringify(v) ?? String(v);
+  return text.length > MAX_ECHO_CHARS ? `${text.slice(0, MAX_ECHO_CHARS)}…` : text;
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Validate a parsed JSON body against the limits; throws HeightRequestError. */
@@ -83,10 +92,16 @@ export function parseHeightRequest(body: unknown, limits: HeightLimits): HeightR
   let input: HeightRequest['input'];
   let polylinePrecision: PolylinePrecision = 6;
   let polyline: string | undefined;
+  const tooMany = (n: number | string) => new HeightRequestError(HeightErrorCode.TooManyPoints, `Too many shape points: ${n} (the limit is ${limits.maxPoints} points, counted as given and after resampling)`);
+  const hp = body.height_precision;
+  if (hp !== undefined && hp !== 0 && hp !== 1 && hp !== 2) {
+    throw new HeightRequestError(HeightErrorCode.BadBody, `height_precision: expected 0, 1 or 2 (got ${shown(hp)})`);
+  }
   if (body.shape !== undefined) {
     input = 'shape';
     if (!Array.isArray(body.shape)) throw new HeightRequestError(HeightErrorCode.BadPoint, 'shape: expected an array of {"lat", "lon"}');
     if (body.shape.length === 0) throw new HeightRequestError(HeightErrorCode.EmptyShape, 'Insufficient shape provided: shape is empty');
+    if (body.shape.length > limits.maxPoints) throw tooMany(body.shape.length);
     points = body.shape.map((p: unknown, i: number) => {
       const lat = isObject(p) ? p.lat : undefined, lon = isObject(p) ? p.lon : undefined;
       if (typeof lat !== 'number' || typeof lon !== 'number' || !Number.isFinite(lat) || !Number.isFinite(lon)) {
@@ -99,12 +114,13 @@ export function parseHeightRequest(body: unknown, limits: HeightLimits): HeightR
   } else if (body.encoded_polyline !== undefined) {
     input = 'encoded_polyline';
     const fmt = body.shape_format ?? 'polyline6';
-    if (fmt !== 'polyline6' && fmt !== 'polyline5') throw new HeightRequestError(HeightErrorCode.BadPolyline, `shape_format: expected "polyline6" or "polyline5" (got ${JSON.stringify(fmt)})`);
+    if (fmt !== 'polyline6' && fmt !== 'polyline5') throw new HeightRequestError(HeightErrorCode.BadPolyline, `shape_format: expected "polyline6" or "polyline5" (got ${shown(fmt)})`);
     polylinePrecision = fmt === 'polyline5' ? 5 : 6;
     if (typeof body.encoded_polyline !== 'string') throw new HeightRequestError(HeightErrorCode.BadPolyline, 'encoded_polyline: expected a string');
     try {
-      points = decodePolyline(body.encoded_polyline, polylinePrecision);
+      points = decodePolyline(body.encoded_polyline, polylinePrecision, limits.maxPoints);
     } catch (e) {
+      if (e instanceof TooManyPointsError) throw tooMany(`more than ${limits.maxPoints}`);
       throw new HeightRequestError(HeightErrorCode.BadPolyline, `encoded_polyline: malformed (${(e as Error).message})`);
     }
     if (points.length === 0) throw new HeightRequestError(HeightErrorCode.EmptyShape, 'Insufficient shape provided: encoded_polyline is empty');
@@ -114,11 +130,10 @@ export function parseHeightRequest(body: unknown, limits: HeightLimits): HeightR
   } else {
     throw new HeightRequestError(HeightErrorCode.NoShape, "Insufficiently specified required parameter 'shape' or 'encoded_polyline'");
   }
-  const tooMany = (n: number) => new HeightRequestError(HeightErrorCode.TooManyPoints, `Too many shape points: ${n} (the limit is ${limits.maxPoints} points, counted after resampling)`);
   if (body.resample_distance !== undefined) {
     const d = body.resample_distance;
     if (typeof d !== 'number' || !Number.isFinite(d) || d < limits.minResampleDistance) {
-      throw new HeightRequestError(HeightErrorCode.ResampleTooSmall, `resample_distance must be >= ${limits.minResampleDistance} m (got ${JSON.stringify(d)})`);
+      throw new HeightRequestError(HeightErrorCode.ResampleTooSmall, `resample_distance must be >= ${limits.minResampleDistance} m (got ${shown(d)})`);
     }
     const n = resampledCount(points, d);
     if (n > limits.maxPoints) throw tooMany(n);
@@ -126,11 +141,10 @@ export function parseHeightRequest(body: unknown, limits: HeightLimits): HeightR
     polyline = undefined;
   }
   if (points.length > limits.maxPoints) throw tooMany(points.length);
-  const hp = body.height_precision;
   return {
     points, input, polylinePrecision, polyline,
     range: body.range === true,
-    decimals: hp === 1 || hp === 2 ? hp : 0,
+    decimals: (hp ?? 0) as 0 | 1 | 2,
     id: body.id,
   };
 }

@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { StyleEntry } from '../../lib/manifest.ts';
+import { StoreBadAnswerError, StoreCorruptError } from '../../lib/store-read.ts';
 import { archivesOf } from '../archives.ts';
 import { HttpError, cacheBudgetBytes, type RouteModule, type ServerContext } from '../context.ts';
 import { checkZoom, parseTileCoord, splitTileFile } from '../coords.ts';
@@ -8,13 +9,12 @@ import { BoundedCache } from '../styles/bounded-cache.ts';
 import { FontService } from '../styles/fonts.ts';
 import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
 import { rewriteNeutralUrls, type StyleUrls } from '../styles/style-json.ts';
-import { sendTile, TILE_CONTENT_TYPES, tileBody, type TileBody } from '../tile-response.ts';
+import { appendVary, sendTile, TILE_CONTENT_TYPES, tileBody, type TileBody } from '../tile-response.ts';
 
 /** HTTP statuses of the style routes. */
 const enum Status {
   NoContent = 204,
   NotFound = 404,
-  Internal = 500,
 }
 
 /** Bytes in a megabyte. */
@@ -23,8 +23,6 @@ const MB = 1024 * 1024;
 const MIN_STYLE_FILES_CACHE_BYTES = 4 * MB;
 /** Rough per-entry overhead accounted in the small-file cache (key, map slot, ETag). */
 const ENTRY_OVERHEAD_BYTES = 128;
-/** Cache-Control of documents that change with a rebuild (style.json, TileJSON). */
-const METADATA_CACHE_CONTROL = 'public, max-age=300';
 /** Content type of JSON documents. */
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** Content type of glyph PBFs. */
@@ -57,7 +55,7 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
   const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => ENTRY_OVERHEAD_BYTES + (v ? v.bytes.byteLength : 0));
   const fonts = ctx.manifest.fonts ? new FontService(ctx.store, ctx.manifest.fonts, cacheBytes / 2) : undefined;
   const parsedStyles = new Map<string, Promise<StyleUrls>>();
-  const cacheControl = ctx.options.cacheControl;
+  const cacheControl = ctx.cache.data;
 
   const styleOr404 = (id: string): StyleEntry => {
     const entry = styles.get(id);
@@ -78,11 +76,11 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     if (!p) {
       p = (async () => {
         const bytes = await ctx.store.readFile(entry.style);
-        if (!bytes) throw new HttpError(Status.Internal, `style "${id}": ${entry.style} is listed in the manifest but missing`);
+        if (!bytes) throw new StoreBadAnswerError(`style "${id}": ${entry.style} is listed in the manifest but missing`, { transient: false });
         try {
           return JSON.parse(Buffer.from(bytes).toString('utf8')) as StyleUrls;
         } catch (e) {
-          throw new HttpError(Status.Internal, `style "${id}": ${entry.style} is not valid JSON (${(e as Error).message})`);
+          throw new StoreCorruptError(`style "${id}": ${entry.style} is not valid JSON (${(e as Error).message})`, e);
         }
       })();
       p.catch(() => parsedStyles.delete(id));
@@ -98,8 +96,8 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
       return tileBody(Buffer.from(JSON.stringify(style)));
     }) as Promise<TileBody>;
 
-  const sendSmall = (req: FastifyRequest, reply: FastifyReply, body: TileBody, contentType: string, cc: string) =>
-    sendTile(req, reply, body, { contentType, gzip: false, cacheControl: cc });
+  const sendSmall = (req: FastifyRequest, reply: FastifyReply, body: TileBody, contentType: string, cc: string, vary?: string) =>
+    sendTile(req, reply, body, { contentType, gzip: false, cacheControl: cc, vary });
 
   app.get<{ Params: TileParams }>('/styles/:style/:z/:x/:file', async (req, reply) => {
     const { style: id, z: zText, x: xText, file } = req.params;
@@ -132,7 +130,7 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     const { style: id, file } = req.params;
     const entry = styleOr404(id);
     if (file === STYLE_FILE) {
-      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req)), JSON_TYPE, METADATA_CACHE_CONTROL);
+      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req)), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
     }
     const m = SPRITE_FILE.exec(file);
     if (!m) {
@@ -152,7 +150,8 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     }
     const id = file.slice(0, -JSON_SUFFIX.length);
     const entry = styleOr404(id);
-    reply.header('cache-control', METADATA_CACHE_CONTROL);
+    reply.header('cache-control', ctx.cache.metadata);
+    if (ctx.cache.metadataVary) appendVary(reply, ctx.cache.metadataVary);
     return rasterTileJson(id, entry, ctx.baseUrl(req));
   });
 

@@ -3,7 +3,7 @@ import type { TilesetEntry } from '../../lib/manifest.ts';
 import { archivesOf } from '../archives.ts';
 import { HttpError, type ServerContext } from '../context.ts';
 import { checkZoom, parseTileCoord, splitTileFile } from '../coords.ts';
-import { sendTile, TILE_CONTENT_TYPES, type TileSendOptions } from '../tile-response.ts';
+import { appendVary, sendTile, TILE_CONTENT_TYPES, type TileSendOptions } from '../tile-response.ts';
 
 /** HTTP statuses of the data routes. */
 const enum Status {
@@ -13,8 +13,6 @@ const enum Status {
 
 /** TileJSON version written by `/data/{tileset}.json`. */
 export const TILEJSON_VERSION = '3.0.0';
-/** Cache-Control of TileJSON documents (they change when the build changes). */
-const METADATA_CACHE_CONTROL = 'public, max-age=300';
 /** Suffix of TileJSON requests. */
 const JSON_SUFFIX = '.json';
 
@@ -69,7 +67,8 @@ export async function registerVectorRoutes(app: FastifyInstance, ctx: ServerCont
       send: {
         contentType: TILE_CONTENT_TYPES[entry.format] ?? 'application/octet-stream',
         gzip: false,
-        cacheControl: ctx.options.cacheControl,
+        cacheControl: ctx.cache.data,
+        decompress: (tile) => archives.identity(tile),
       },
       compressionKnown: false,
     });
@@ -117,7 +116,8 @@ export async function registerVectorRoutes(app: FastifyInstance, ctx: ServerCont
       throw new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (TileJSON is /data/{tileset}.json)`);
     }
     const ts = tilesetOr404(file.slice(0, -JSON_SUFFIX.length));
-    reply.header('cache-control', METADATA_CACHE_CONTROL);
+    reply.header('cache-control', ctx.cache.metadata);
+    if (ctx.cache.metadataVary) appendVary(reply, ctx.cache.metadataVary);
     return tileJson(ts.id, ts.entry, ctx.baseUrl(req));
   });
 }
