@@ -22,13 +22,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # gdal-async must link Debian's GDAL; without these settings it compiles its bundled GDAL (~37 min).
+# They are set here only (not in .npmrc, where npm warns about unknown keys on every command), and
+# .npmrc turns install scripts off, so an `npm ci` outside this script builds nothing at all.
 export npm_config_build_from_source=gdal-async npm_config_shared_gdal=true
 command -v gdal-config >/dev/null || { echo "setup: gdal-config missing (libgdal-dev) - refusing to build gdal-async's bundled GDAL"; exit 1; }
 
 stamp=node_modules/.tilebake-setup
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then
   echo "setup: npm ci (builds better-sqlite3 and gdal-async against Debian's GDAL, ~2-3 min the first time)"
-  npm ci --no-audit --no-fund --loglevel=error
+  npm ci --ignore-scripts=false --no-audit --no-fund --loglevel=error
   touch "$stamp"
 fi
 node -e "if (require('gdal-async').bundled) { console.error('setup: gdal-async was built with its bundled GDAL; remove node_modules and rerun'); process.exit(1) }"
