@@ -8,3 +8,5 @@ echo "== bench/render: MapLibre pre-render, metatile vs tile-by-tile"
 node --import tsx bench/render/run.ts
 echo "== bench/height: elevation lookups in process and over HTTP (wrk)"
 bash bench/height/run.sh
+echo "== bench/soak: 5 minutes of mixed vector, raster and /height load; RSS and descriptors every 10 s"
+node --import tsx bench/soak/run.ts
