@@ -1,5 +1,7 @@
-import { basename, join, resolve } from 'node:path';
+import { rmdir } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
+import type { BBox } from '../lib/tile-math.ts';
 import { updateManifest, type TilesetEntry, type TileFormat } from '../lib/manifest.ts';
 import { PMTilesWriter } from '../lib/pmtiles/index.ts';
 import type { BuildConfig } from './config/index.ts';
@@ -14,6 +16,11 @@ export interface PackOptions {
   description?: string;
   /** Label of the progress bar (default: the output file). */
   label?: string;
+  /** For an .osm.pbf input: clip to `[w, s, e, n]` first; `bboxField` names where it was configured. */
+  bbox?: BBox;
+  bboxField?: string;
+  /** For an .osm.pbf input: the work folder of the generator (default: `.work/osm-<output name>` beside the output). */
+  workDir?: string;
 }
 
 /** What `packVectorTiles` wrote. */
@@ -103,13 +110,30 @@ export async function packSource(source: TileSource, output: string, opts: PackO
   }
 }
 
-/** `tilebake vector IN OUT.pmtiles`: pack MBTiles, PMTiles or a z/x/y folder into a PMTiles v3 archive. */
+/** Remove the `.work` folders above an OSM work folder once they are empty (other stages may still use them). */
+async function removeEmptyWorkParents(workDir: string): Promise<void> {
+  for (let dir = dirname(workDir); basename(dir) === 'osm' || basename(dir) === '.work'; dir = dirname(dir)) {
+    await rmdir(dir).catch(() => undefined);
+  }
+}
+
+/**
+ * `tilebake vector IN OUT.pmtiles`: pack MBTiles, PMTiles or a z/x/y folder into a PMTiles v3 archive,
+ * or generate OpenMapTiles-schema tiles from an OpenStreetMap extract and pack those.
+ */
 export async function packVectorTiles(input: string, output: string, opts: PackOptions = {}): Promise<PackResult> {
-  const source = await openTileSource(input);
+  const workDir = opts.workDir ?? join(dirname(resolve(output)), '.work', `osm-${basename(output)}`);
   try {
-    return await packSource(source, output, opts);
+    const source = await openTileSource(input, {
+      osm: { bbox: opts.bbox, bboxField: opts.bboxField, workDir, label: opts.label ?? `vector ${basename(output)}` },
+    });
+    try {
+      return await packSource(source, output, opts);
+    } finally {
+      await source.close();
+    }
   } finally {
-    await source.close();
+    await removeEmptyWorkParents(workDir);
   }
 }
 
@@ -145,7 +169,15 @@ export async function runVectorStage(config: BuildConfig, outDir: string): Promi
   const result: VectorStageResult = { tilesets: 0, tiles: 0, bytes: 0 };
   for (const t of Object.values(config.tilesets)) {
     const output = join(outDir, 'data', `${t.id}.pmtiles`);
-    const r = await packVectorTiles(t.source, output, { name: t.name, attribution: t.attribution, description: t.description, label: `vector ${t.id}` });
+    const r = await packVectorTiles(t.source, output, {
+      name: t.name,
+      attribution: t.attribution,
+      description: t.description,
+      label: `vector ${t.id}`,
+      bbox: t.bbox,
+      bboxField: `${config.file}: $.tilesets.${t.id}.bbox`,
+      workDir: join(outDir, '.work', 'osm', t.id),
+    });
     await updateManifest(outDir, (m) => {
       m.tilesets[t.id] = tilesetEntry(t.id, r);
     });

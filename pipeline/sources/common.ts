@@ -4,8 +4,8 @@ import { Compression, TileType } from 'pmtiles';
 import { UserError } from '../../lib/errors.ts';
 import type { TileFormat } from '../../lib/manifest.ts';
 
-/** The kinds of input the vector stage reads. */
-export type InputKind = 'mbtiles' | 'pmtiles' | 'folder';
+/** The kinds of input the vector stage reads (`osm`: an OpenStreetMap extract, generated into tiles). */
+export type InputKind = 'mbtiles' | 'pmtiles' | 'folder' | 'osm';
 
 /** Highest zoom level accepted from any input (the pmtiles library rejects deeper tile ids). */
 export const MAX_ZOOM = 26;
