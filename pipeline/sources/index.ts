@@ -58,7 +58,7 @@ export interface OpenOptions {
 export async function openTileSource(path: string, opts: OpenOptions = {}): Promise<TileSource> {
   const kind = await detectInputKind(path);
   if (kind !== 'osm' && opts.osm?.bbox) {
-    throw new UserError(`${opts.osm.bboxField ?? 'bbox'}: clipping to a bbox applies to .osm.pbf sources only (${path} is ${kind === 'folder' ? 'a tile folder' : `a ${kind === 'mbtiles' ? 'MBTiles' : 'PMTiles'} file`})`);
+    throw new UserError(`${opts.osm.bboxField ?? 'bbox'}: clipping to a bbox applies to .osm.pbf sources only (${path} is ${kind === 'folder' ? 'a tile folder' : kind === 'mbtiles' ? 'an MBTiles file' : 'a PMTiles archive'})`);
   }
   switch (kind) {
     case 'osm': {
