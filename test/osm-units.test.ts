@@ -32,9 +32,11 @@ function area(p: { outer: Point[]; holes: Point[][] }): number {
 }
 
 describe('coastline → water polygons', () => {
-  it('parses OPL ways with locations, dropping nodes without one', () => {
-    const ways = parseCoastlineOpl(['w2 v1 Tnatural=coastline Nn1x1y2,n2x,n3x3.5y-4', 'n1 v1 x1 y2', 'w1 v1 Tnatural=coastline Nn4x0y0,n5x1y1'].join('\n'));
+  it('parses OPL ways with their nodes\' locations (node lines or inline), dropping nodes without one', () => {
+    const opl = ['n1 v1 T x1 y2', 'n2 v1 T x y', 'n3 v1 T x3.5 y-4', 'w2 v1 Tnatural=coastline Nn1,n2,n3', 'w1 v1 Tnatural=coastline Nn4x0y0,n5x1y1,n6x'].join('\n');
+    const ways = parseCoastlineOpl(opl);
     expect(ways.map((w) => w.id)).toEqual([1, 2]);
+    expect(ways[0]).toEqual({ id: 1, refs: [4, 5], coords: [[0, 0], [1, 1]] });
     expect(ways[1]).toEqual({ id: 2, refs: [1, 3], coords: [[1, 2], [3.5, -4]] });
   });
 

@@ -37,20 +37,34 @@ export interface CoastChains {
 /** Distance under which a point counts as lying on the box edge (degrees, ~1 mm). */
 const ON_EDGE = 1e-8;
 
-/** Parse the OPL lines `osmium add-locations-to-ways -f opl` writes; nodes without a location are dropped. */
+/**
+ * Parse coastline ways from OPL: node lines (`n<id> … x<lon> y<lat>`, as `osmium tags-filter` writes
+ * the nodes a way references) and way lines whose node list refers to them (or carries the locations
+ * inline, as `osmium add-locations-to-ways` writes). Nodes without a location are dropped.
+ */
 export function parseCoastlineOpl(text: string): CoastWay[] {
+  const lines = text.split('\n');
+  const nodes = new Map<number, Point>();
+  for (const line of lines) {
+    if (!line.startsWith('n')) continue;
+    const m = / x(-?[\d.]+) y(-?[\d.]+)/.exec(line);
+    if (m) nodes.set(Number(line.slice(1, line.indexOf(' '))), [Number(m[1]), Number(m[2])]);
+  }
   const ways: CoastWay[] = [];
-  for (const line of text.split('\n')) {
+  for (const line of lines) {
     if (!line.startsWith('w')) continue;
     const id = Number(line.slice(1, line.indexOf(' ')));
-    const nodes = / N(\S*)/.exec(line)?.[1] ?? '';
+    const list = / N(\S*)/.exec(line)?.[1] ?? '';
     const refs: number[] = [];
     const coords: Point[] = [];
-    for (const n of nodes.split(',')) {
-      const m = /^n(-?\d+)x(-?[\d.]+)y(-?[\d.]+)$/.exec(n);
+    for (const n of list.split(',')) {
+      const m = /^n(-?\d+)(?:x(-?[\d.]+)y(-?[\d.]+))?$/.exec(n);
       if (!m) continue;
-      refs.push(Number(m[1]));
-      coords.push([Number(m[2]), Number(m[3])]);
+      const ref = Number(m[1]);
+      const at: Point | undefined = m[2] !== undefined ? [Number(m[2]), Number(m[3])] : nodes.get(ref);
+      if (!at) continue;
+      refs.push(ref);
+      coords.push(at);
     }
     if (coords.length >= 2) ways.push({ id, refs, coords });
   }

@@ -40,9 +40,8 @@ export async function writeWaterShapefile(polygons: WaterPolygon[], path: string
 
 /** Run the sea step for `input` over `box`; files go into `workDir`. */
 export async function buildSea(osmium: string, input: string, box: BBox, workDir: string, pidFile: string): Promise<SeaResult> {
-  const coast = join(workDir, 'coastline.osm.pbf');
-  await runTool(osmium, ['tags-filter', '--no-progress', '-O', '-o', coast, input, 'w/natural=coastline'], { pidFile });
-  const opl = await runTool(osmium, ['add-locations-to-ways', '--no-progress', '-f', 'opl', '-o', '-', coast], { pidFile });
+  // The coastline ways and the nodes they reference (with their locations), as OPL text.
+  const opl = await runTool(osmium, ['tags-filter', '--no-progress', '-f', 'opl', '-o', '-', input, 'w/natural=coastline'], { pidFile });
   const ways = parseCoastlineOpl(opl);
   if (ways.length === 0) return { coastlineWays: 0, polygons: 0 };
   const polygons = waterPolygons(assembleChains(ways), box);
