@@ -6,8 +6,10 @@ import { updateManifest, type TilesetEntry, type TileFormat } from '../lib/manif
 import { PMTilesWriter } from '../lib/pmtiles/index.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
-import { tileTypeOf, type SourceMetadata, type TileSource } from './sources/common.ts';
+import { tileTypeOf, type SourceMetadata, type SourcePhase, type TileSource } from './sources/common.ts';
 import { openTileSource } from './sources/index.ts';
+
+const MS_PER_S = 1000;
 
 /** Overrides of the input's own metadata. */
 export interface PackOptions {
@@ -35,6 +37,8 @@ export interface PackResult {
   tileContents: number;
   /** Archive size in bytes. */
   bytes: number;
+  /** Wall time of each step: the source's own (an OSM extract: clip, sea, tilemaker), then `pack`. */
+  phases: SourcePhase[];
 }
 
 /** The archive metadata JSON for a source: its extra keys, then the normalised TileJSON fields. */
@@ -75,6 +79,7 @@ export async function packSource(source: TileSource, output: string, opts: PackO
     bounds: metadata.bounds,
     center: metadata.center,
   });
+  const started = performance.now();
   const progress = createProgress(opts.label ?? `vector ${basename(output)}`, source.count);
   try {
     let added = 0;
@@ -98,6 +103,7 @@ export async function packSource(source: TileSource, output: string, opts: PackO
       tileEntries: r.tileEntries,
       tileContents: r.tileContents,
       bytes: r.bytes,
+      phases: [...(source.phases ?? []), { name: 'pack', seconds: (performance.now() - started) / MS_PER_S }],
     };
   } catch (e) {
     await writer.abort();

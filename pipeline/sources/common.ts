@@ -36,6 +36,12 @@ export interface SourceTile {
   data: Uint8Array;
 }
 
+/** One timed step of opening or packing a source. */
+export interface SourcePhase {
+  name: string;
+  seconds: number;
+}
+
 /** An opened input: metadata, a tile count, and a stream of tiles. */
 export interface TileSource {
   /** The input path, for messages. */
@@ -49,6 +55,8 @@ export interface TileSource {
   readonly count: number;
   /** Stream the tiles; bytes are as stored (gzip kept), never all in memory at once. */
   tiles(): AsyncIterable<SourceTile>;
+  /** Steps that ran to open the source, with their wall time (a generated source: clip, sea, generator). */
+  readonly phases?: readonly SourcePhase[];
   /** Release file handles. */
   close(): Promise<void>;
 }

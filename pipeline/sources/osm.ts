@@ -16,7 +16,7 @@ import { buildSea } from '../osm/sea.ts';
 import { runTilemaker } from '../osm/tilemaker.ts';
 import { findTool, killLeftovers, OSMIUM, runTool, TILEMAKER, ToolError } from '../osm/tools.ts';
 import { logLine } from '../progress.ts';
-import { defaultCenter, type SourceTile, type TileSource } from './common.ts';
+import { defaultCenter, type SourcePhase, type SourceTile, type TileSource } from './common.ts';
 import { openMbtiles } from './mbtiles.ts';
 
 /** Options of an OSM source. */
@@ -57,7 +57,8 @@ function osmiumError(e: unknown, path: string): unknown {
   return new UserError(`${path}: not a readable OSM PBF file (osmium: ${why})`, { cause: e });
 }
 
-const elapsed = (since: number) => `${((performance.now() - since) / MS_PER_S).toFixed(1)} s`;
+const seconds = (since: number) => (performance.now() - since) / MS_PER_S;
+const elapsed = (since: number) => `${seconds(since).toFixed(1)} s`;
 
 /** Generate the tiles of an OSM extract (see the module comment) and open them as a TileSource. */
 export async function openOsm(path: string, opts: OsmSourceOptions): Promise<TileSource> {
@@ -77,6 +78,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
   await killLeftovers(pidFile, workDir);
   await rm(workDir, { recursive: true, force: true });
   await mkdir(workDir, { recursive: true });
+  const phases: SourcePhase[] = [];
   try {
     let input = path;
     let bounds = header.bbox;
@@ -92,6 +94,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
         throw osmiumError(e, path);
       }
       bounds = opts.bbox;
+      phases.push({ name: 'clip', seconds: seconds(t0) });
       logLine(`${opts.label}: clipped to [${bbox}] in ${elapsed(t0)}`);
     }
     if (!bounds) {
@@ -111,6 +114,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
     } catch (e) {
       throw osmiumError(e, path);
     }
+    phases.push({ name: 'sea', seconds: seconds(t1) });
     logLine(`${opts.label}: sea from ${sea.coastlineWays} coastline ways: ${sea.polygons} water polygons in ${elapsed(t1)}`);
 
     const t2 = performance.now();
@@ -120,6 +124,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
     } catch (e) {
       throw new UserError(`${path}: ${(e as Error).message}`, { cause: e });
     }
+    phases.push({ name: 'tilemaker', seconds: seconds(t2) });
     logLine(`${opts.label}: tilemaker done in ${elapsed(t2)}`);
 
     let source: TileSource;
@@ -142,6 +147,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       compression: Compression.Gzip,
       metadata,
       count: source.count,
+      phases,
       async *tiles(): AsyncIterable<SourceTile> {
         for await (const t of source.tiles()) yield { ...t, data: canonicalTile(t.data, t.x, t.y) };
       },
