@@ -8,3 +8,5 @@ echo "== bench/render: MapLibre pre-render, metatile vs tile-by-tile"
 node --import tsx bench/render/run.ts
 echo "== bench/height: elevation lookups in process and over HTTP (wrk)"
 bash bench/height/run.sh
+echo "== bench/osm: OSM extract to PMTiles, tilebake's vector stage vs the bare tilemaker"
+node --import tsx bench/osm/run.ts
