@@ -14,8 +14,8 @@ const LENGTH_PREFIX_BYTES = 4;
 /** The format's limits: a BlobHeader under 64 KiB, a header blob under 32 MiB. */
 const MAX_BLOB_HEADER_BYTES = 64 * 1024;
 const MAX_BLOB_BYTES = 32 * 1024 * 1024;
-/** HeaderBBox coordinates are in nanodegrees. */
-const NANO = 1e-9;
+/** HeaderBBox coordinates are in nanodegrees (divided, not multiplied by 1e-9: 7448637000 → 7.448637 exactly). */
+const NANO_PER_DEGREE = 1e9;
 
 /** True when `head` (the first 15+ bytes of a file) starts like an OSM PBF file. */
 export function isOsmPbfHead(head: Uint8Array): boolean {
@@ -43,7 +43,7 @@ export function decodeHeaderBlock(block: Uint8Array): OsmHeader {
         else if (t === 3) r.top = p.readSVarint();
         else if (t === 4) r.bottom = p.readSVarint();
       }, b);
-      o.bbox = [b.left * NANO, b.bottom * NANO, b.right * NANO, b.top * NANO];
+      o.bbox = [b.left / NANO_PER_DEGREE, b.bottom / NANO_PER_DEGREE, b.right / NANO_PER_DEGREE, b.top / NANO_PER_DEGREE];
     } else if (tag === 4) o.requiredFeatures.push(pbf.readString());
     else if (tag === 16) o.writingProgram = pbf.readString();
   }, out);
