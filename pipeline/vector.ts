@@ -116,10 +116,15 @@ export async function packSource(source: TileSource, output: string, opts: PackO
   }
 }
 
-/** Remove the `.work` folders above an OSM work folder once they are empty (other stages may still use them). */
+/** Remove the folders between an OSM work folder and its `.work` ancestor (inclusive) that are empty (other stages may use them). */
 async function removeEmptyWorkParents(workDir: string): Promise<void> {
-  for (let dir = dirname(workDir); basename(dir) === 'osm' || basename(dir) === '.work'; dir = dirname(dir)) {
-    await rmdir(dir).catch(() => undefined);
+  const between: string[] = [];
+  for (let dir = dirname(workDir); dir !== dirname(dir); dir = dirname(dir)) {
+    between.push(dir);
+    if (basename(dir) === '.work') {
+      for (const d of between) await rmdir(d).catch(() => undefined);
+      return;
+    }
   }
 }
 
