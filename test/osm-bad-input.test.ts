@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
+import { findTool, OSMIUM } from '../pipeline/osm/tools.ts';
 import { CLI, MONACO_HEADER_BBOX, MONACO_PBF, osmConfig, runCli } from './osm-helpers.ts';
 import { tempDir } from './render-helpers.ts';
 
@@ -93,12 +94,13 @@ describe('bad OSM inputs', () => {
     // A PATH with osmium but no tilemaker.
     const bin = join(dir, 'bin-without-tilemaker');
     await mkdir(bin);
-    await symlink('/usr/bin/osmium', join(bin, 'osmium'));
+    const osmium = await findTool(OSMIUM);
+    await symlink(osmium, join(bin, 'osmium'));
     const { config, out } = await setUp('no-tilemaker', MONACO_PBF);
     const r = await runCli(['build', '--config', config, '--only', 'vector'], { PATH: bin });
     expectOneLineError(r, /tilemaker not found on PATH .*install Debian's tilemaker package/);
     await expectUntouched(out);
-    expect(await readlink(join(bin, 'osmium'))).toBe('/usr/bin/osmium');
+    expect(await readlink(join(bin, 'osmium'))).toBe(osmium);
   });
 });
 
