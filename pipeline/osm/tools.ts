@@ -76,10 +76,10 @@ export interface RunOptions {
 /** Run `path args…`; resolves with stdout when it exits 0, rejects with a ToolError otherwise. */
 export async function runTool(path: string, args: string[], opts: RunOptions = {}): Promise<string> {
   const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  if (opts.pidFile && child.pid !== undefined) await appendFile(opts.pidFile, `${child.pid}\n`);
   let stdout = '';
   let stderr = '';
   let pending = '';
+  // Every listener is attached before the first await: a quick program can exit meanwhile.
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     if (!opts.onLine) {
       stdout += chunk;
@@ -93,7 +93,7 @@ export async function runTool(path: string, args: string[], opts: RunOptions = {
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-STDERR_KEEP);
   });
-  return await new Promise<string>((resolve, reject) => {
+  const done = new Promise<string>((resolve, reject) => {
     child.once('error', (e) => reject(e));
     child.once('close', (code, signal) => {
       if (pending.trim()) opts.onLine?.(pending);
@@ -101,6 +101,16 @@ export async function runTool(path: string, args: string[], opts: RunOptions = {
       else reject(new ToolError(path, code, signal, stderr));
     });
   });
+  if (opts.pidFile && child.pid !== undefined) {
+    try {
+      await appendFile(opts.pidFile, `${child.pid}\n`);
+    } catch (e) {
+      child.kill('SIGKILL');
+      done.catch(() => undefined);
+      throw e;
+    }
+  }
+  return await done;
 }
 
 /**
