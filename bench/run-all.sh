@@ -10,3 +10,5 @@ echo "== bench/height: elevation lookups in process and over HTTP (wrk)"
 bash bench/height/run.sh
 echo "== bench/soak: 5 minutes of mixed vector, raster and /height load; RSS and descriptors every 10 s"
 node --import tsx bench/soak/run.ts
+echo "== bench/osm: OSM extract to PMTiles, tilebake's vector stage vs the bare tilemaker"
+node --import tsx bench/osm/run.ts

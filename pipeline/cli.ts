@@ -1,5 +1,5 @@
 import yargs, { type Argv } from 'yargs';
-import { isUserError } from '../lib/errors.ts';
+import { isUserError, UserError } from '../lib/errors.ts';
 import { DEFAULT_READ_POLICY, isStoreError } from '../lib/store-read.ts';
 
 /** Parse `i/n` for --shard. */
@@ -12,6 +12,15 @@ function parseShard(s: string | undefined): { index: number; count: number } | u
     throw new Error(`--shard: expected i/n with 0 <= i < n (got "${s}")`);
   }
   return { index, count };
+}
+
+/** Parse `w,s,e,n` for --bbox. */
+function parseBBox(s: string | undefined): [number, number, number, number] | undefined {
+  if (s === undefined) return undefined;
+  const n = s.split(',').map((v) => Number(v.trim()));
+  const ok = n.length === 4 && n.every(Number.isFinite) && n[0] >= -180 && n[2] <= 180 && n[1] >= -90 && n[3] <= 90 && n[0] < n[2] && n[1] < n[3];
+  if (!ok) throw new UserError(`--bbox: expected west,south,east,north in degrees with west < east and south < north (got "${s}")`, { exitCode: 2 });
+  return [n[0], n[1], n[2], n[3]];
 }
 
 /** The yargs program; exported for tests of the command-line contract. */
@@ -38,16 +47,17 @@ export function program(argv: string[]): Argv {
     )
     .command(
       'vector <input> <output>',
-      'Pack vector tiles (MBTiles, PMTiles or a z/x/y folder) into a PMTiles v3 archive',
+      'Pack vector tiles (MBTiles, PMTiles or a z/x/y folder) into a PMTiles v3 archive, or build OpenMapTiles-schema tiles from an .osm.pbf extract',
       (y) =>
         y
-          .positional('input', { type: 'string', demandOption: true, describe: 'MBTiles file, PMTiles file or z/x/y.pbf folder' })
+          .positional('input', { type: 'string', demandOption: true, describe: 'MBTiles file, PMTiles file, z/x/y.pbf folder or .osm.pbf extract' })
           .positional('output', { type: 'string', demandOption: true, describe: 'Output .pmtiles file' })
           .option('name', { type: 'string', describe: 'Metadata name' })
-          .option('attribution', { type: 'string', describe: 'Metadata attribution' }),
+          .option('attribution', { type: 'string', describe: 'Metadata attribution' })
+          .option('bbox', { type: 'string', describe: 'Clip an .osm.pbf input to west,south,east,north first' }),
       async (a) => {
         const { packVectorTiles } = await import('./vector.ts');
-        await packVectorTiles(a.input, a.output, { name: a.name, attribution: a.attribution });
+        await packVectorTiles(a.input, a.output, { name: a.name, attribution: a.attribution, bbox: parseBBox(a.bbox), bboxField: '--bbox' });
       },
     )
     .command(

@@ -1,11 +1,15 @@
-import { basename, join, resolve } from 'node:path';
+import { rmdir } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
+import type { BBox } from '../lib/tile-math.ts';
 import { updateManifest, type TilesetEntry, type TileFormat } from '../lib/manifest.ts';
 import { PMTilesWriter } from '../lib/pmtiles/index.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
-import { tileTypeOf, type SourceMetadata, type TileSource } from './sources/common.ts';
+import { tileTypeOf, type SourceMetadata, type SourcePhase, type TileSource } from './sources/common.ts';
 import { openTileSource } from './sources/index.ts';
+
+const MS_PER_S = 1000;
 
 /** Overrides of the input's own metadata. */
 export interface PackOptions {
@@ -14,6 +18,11 @@ export interface PackOptions {
   description?: string;
   /** Label of the progress bar (default: the output file). */
   label?: string;
+  /** For an .osm.pbf input: clip to `[w, s, e, n]` first; `bboxField` names where it was configured. */
+  bbox?: BBox;
+  bboxField?: string;
+  /** For an .osm.pbf input: the work folder of the generator (default: `.work/osm-<output name>` beside the output). */
+  workDir?: string;
 }
 
 /** What `packVectorTiles` wrote. */
@@ -28,6 +37,8 @@ export interface PackResult {
   tileContents: number;
   /** Archive size in bytes. */
   bytes: number;
+  /** Wall time of each step: the source's own (an OSM extract: clip, sea, tilemaker), then `pack`. */
+  phases: SourcePhase[];
 }
 
 /** The archive metadata JSON for a source: its extra keys, then the normalised TileJSON fields. */
@@ -68,6 +79,7 @@ export async function packSource(source: TileSource, output: string, opts: PackO
     bounds: metadata.bounds,
     center: metadata.center,
   });
+  const started = performance.now();
   const progress = createProgress(opts.label ?? `vector ${basename(output)}`, source.count);
   try {
     let added = 0;
@@ -91,6 +103,7 @@ export async function packSource(source: TileSource, output: string, opts: PackO
       tileEntries: r.tileEntries,
       tileContents: r.tileContents,
       bytes: r.bytes,
+      phases: [...(source.phases ?? []), { name: 'pack', seconds: (performance.now() - started) / MS_PER_S }],
     };
   } catch (e) {
     await writer.abort();
@@ -103,13 +116,35 @@ export async function packSource(source: TileSource, output: string, opts: PackO
   }
 }
 
-/** `tilebake vector IN OUT.pmtiles`: pack MBTiles, PMTiles or a z/x/y folder into a PMTiles v3 archive. */
+/** Remove the folders between an OSM work folder and its `.work` ancestor (inclusive) that are empty (other stages may use them). */
+async function removeEmptyWorkParents(workDir: string): Promise<void> {
+  const between: string[] = [];
+  for (let dir = dirname(workDir); dir !== dirname(dir); dir = dirname(dir)) {
+    between.push(dir);
+    if (basename(dir) === '.work') {
+      for (const d of between) await rmdir(d).catch(() => undefined);
+      return;
+    }
+  }
+}
+
+/**
+ * `tilebake vector IN OUT.pmtiles`: pack MBTiles, PMTiles or a z/x/y folder into a PMTiles v3 archive,
+ * or generate OpenMapTiles-schema tiles from an OpenStreetMap extract and pack those.
+ */
 export async function packVectorTiles(input: string, output: string, opts: PackOptions = {}): Promise<PackResult> {
-  const source = await openTileSource(input);
+  const workDir = opts.workDir ?? join(dirname(resolve(output)), '.work', `osm-${basename(output)}`);
   try {
-    return await packSource(source, output, opts);
+    const source = await openTileSource(input, {
+      osm: { bbox: opts.bbox, bboxField: opts.bboxField, workDir, label: opts.label ?? `vector ${basename(output)}` },
+    });
+    try {
+      return await packSource(source, output, opts);
+    } finally {
+      await source.close();
+    }
   } finally {
-    await source.close();
+    await removeEmptyWorkParents(workDir);
   }
 }
 
@@ -145,7 +180,15 @@ export async function runVectorStage(config: BuildConfig, outDir: string): Promi
   const result: VectorStageResult = { tilesets: 0, tiles: 0, bytes: 0 };
   for (const t of Object.values(config.tilesets)) {
     const output = join(outDir, 'data', `${t.id}.pmtiles`);
-    const r = await packVectorTiles(t.source, output, { name: t.name, attribution: t.attribution, description: t.description, label: `vector ${t.id}` });
+    const r = await packVectorTiles(t.source, output, {
+      name: t.name,
+      attribution: t.attribution,
+      description: t.description,
+      label: `vector ${t.id}`,
+      bbox: t.bbox,
+      bboxField: `${config.file}: $.tilesets.${t.id}.bbox`,
+      workDir: join(outDir, '.work', 'osm', t.id),
+    });
     await updateManifest(outDir, (m) => {
       m.tilesets[t.id] = tilesetEntry(t.id, r);
     });

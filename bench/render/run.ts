@@ -5,7 +5,7 @@
  * Each mode runs `--runs` times (default 1), the modes in turn; the run with the median stage time is reported.
  * Writes bench/render/RESULTS.md (RESULTS-z<maxzoom>.md with another --maxzoom).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -15,6 +15,7 @@ import { runRenderStage } from '../../pipeline/render.ts';
 import { runVectorStage } from '../../pipeline/vector.ts';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import { defaultRenderWorkers } from '../../workers/pool.ts';
+import { treeRss } from '../rss.ts';
 
 process.env.TILEBAKE_QUIET ??= '1';
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -28,7 +29,6 @@ const OUT = resolve(values.out ?? join(ROOT, 'build', 'bench-render'));
 const DEFAULT_MAXZOOM = 14;
 const MAXZOOM = Number(values.maxzoom ?? DEFAULT_MAXZOOM);
 const MB = 1024 * 1024;
-const PAGE = 4096;
 const SAMPLE_MS = 250;
 
 function rawConfig(metatile: number, scale: 1 | 2, workers = WORKERS): Record<string, unknown> {
@@ -41,33 +41,6 @@ function rawConfig(metatile: number, scale: 1 | 2, workers = WORKERS): Record<st
     fonts: join(ROOT, 'data/sample/fonts'),
     render: { metatile, margin: 64, workers },
   };
-}
-
-/** RSS (bytes) of this process and all its descendants (the Chromium browsers). */
-function treeRss(): number {
-  const parent = new Map<number, number>();
-  const rss = new Map<number, number>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parent.set(Number(d), Number(f[1]));
-      rss.set(Number(d), Number(f[21]) * PAGE);
-    } catch {
-      // process exited
-    }
-  }
-  let total = 0;
-  for (const [pid, bytes] of rss) {
-    for (let p: number | undefined = pid; p && p > 1; p = parent.get(p)) {
-      if (p === process.pid) {
-        total += bytes;
-        break;
-      }
-    }
-  }
-  return total;
 }
 
 interface Row {

@@ -2,12 +2,13 @@ import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { UserError } from '../../lib/errors.ts';
+import type { BBox } from '../../lib/tile-math.ts';
 import { elevationSchema } from './elevation.ts';
-import { renderSchema, styleSchema } from './render.ts';
+import { bboxSchema, renderSchema, styleSchema } from './render.ts';
 
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
 
-/** A vector tileset: MBTiles, PMTiles or a z/x/y folder. */
+/** A vector tileset: MBTiles, PMTiles, a z/x/y folder, or an OpenStreetMap extract turned into tiles. */
 export const tilesetSchema = z.union([
   z.string().min(1),
   z.strictObject({
@@ -15,8 +16,10 @@ export const tilesetSchema = z.union([
     name: z.string().optional(),
     attribution: z.string().optional(),
     description: z.string().optional(),
+    /** Clip an .osm.pbf source to this box before generating tiles. */
+    bbox: bboxSchema.optional(),
   }),
-], { error: 'expected a source path (MBTiles, PMTiles or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?}' });
+], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -41,6 +44,8 @@ export interface TilesetConfig {
   name?: string;
   attribution?: string;
   description?: string;
+  /** `[w, s, e, n]` an .osm.pbf source is clipped to. */
+  bbox?: BBox;
 }
 
 /** A validated config with every path made absolute. */

@@ -4,8 +4,8 @@ import { Compression, TileType } from 'pmtiles';
 import { UserError } from '../../lib/errors.ts';
 import type { TileFormat } from '../../lib/manifest.ts';
 
-/** The kinds of input the vector stage reads. */
-export type InputKind = 'mbtiles' | 'pmtiles' | 'folder';
+/** The kinds of input the vector stage reads (`osm`: an OpenStreetMap extract, generated into tiles). */
+export type InputKind = 'mbtiles' | 'pmtiles' | 'folder' | 'osm';
 
 /** Highest zoom level accepted from any input (the pmtiles library rejects deeper tile ids). */
 export const MAX_ZOOM = 26;
@@ -36,6 +36,12 @@ export interface SourceTile {
   data: Uint8Array;
 }
 
+/** One timed step of opening or packing a source. */
+export interface SourcePhase {
+  name: string;
+  seconds: number;
+}
+
 /** An opened input: metadata, a tile count, and a stream of tiles. */
 export interface TileSource {
   /** The input path, for messages. */
@@ -49,6 +55,8 @@ export interface TileSource {
   readonly count: number;
   /** Stream the tiles; bytes are as stored (gzip kept), never all in memory at once. */
   tiles(): AsyncIterable<SourceTile>;
+  /** Steps that ran to open the source, with their wall time (a generated source: clip, sea, generator). */
+  readonly phases?: readonly SourcePhase[];
   /** Release file handles. */
   close(): Promise<void>;
 }

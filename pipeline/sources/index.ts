@@ -1,7 +1,9 @@
 import { stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
+import { isOsmPbfHead } from '../osm/pbf-header.ts';
 import { readHead, type InputKind, type TileSource } from './common.ts';
+import type { OsmSourceOptions } from './osm.ts';
 
 export type { InputKind, SourceMetadata, SourceTile, TileSource } from './common.ts';
 
@@ -13,7 +15,7 @@ const PMTILES_V2_MAGIC = Buffer.from('PM', 'latin1');
 const PMTILES_VERSION_BYTE = 7;
 const PMTILES_V3 = 3;
 
-/** Decide what an input is from its content (a folder, SQLite or PMTiles magic bytes), not its name. */
+/** Decide what an input is from its content (a folder, SQLite, PMTiles or OSM PBF magic bytes), not its name. */
 export async function detectInputKind(path: string): Promise<InputKind> {
   let isDir: boolean;
   try {
@@ -38,17 +40,32 @@ export async function detectInputKind(path: string): Promise<InputKind> {
   if (bytes.subarray(0, PMTILES_V2_MAGIC.length).equals(PMTILES_V2_MAGIC) && extname(path).toLowerCase() === '.pmtiles') {
     throw new UserError(`${path}: PMTiles v1/v2 archives are not supported (expected version 3; convert with \`pmtiles convert\`)`);
   }
+  if (isOsmPbfHead(bytes)) return 'osm';
   const ext = extname(path).toLowerCase();
   if (ext === '.mbtiles') throw new UserError(`${path}: not an MBTiles file (not an SQLite database)`);
   if (ext === '.pmtiles') throw new UserError(`${path}: not a PMTiles archive (bad magic bytes)`);
-  if (bytes.length === 0) throw new UserError(`${path}: empty file (expected MBTiles, PMTiles or a z/x/y folder)`);
-  throw new UserError(`${path}: unknown input (expected an MBTiles SQLite file, a PMTiles v3 archive or a z/x/y tile folder)`);
+  if (ext === '.pbf') throw new UserError(`${path}: not an OSM PBF file (it does not start with an OSMHeader block)`);
+  if (bytes.length === 0) throw new UserError(`${path}: empty file (expected MBTiles, PMTiles, an .osm.pbf extract or a z/x/y folder)`);
+  throw new UserError(`${path}: unknown input (expected an MBTiles SQLite file, a PMTiles v3 archive, an OpenStreetMap .osm.pbf extract or a z/x/y tile folder)`);
 }
 
-/** Open any supported input as a TileSource. */
-export async function openTileSource(path: string): Promise<TileSource> {
+/** Options that apply to OSM extracts only (tile inputs are read as they are). */
+export interface OpenOptions {
+  osm?: Partial<OsmSourceOptions>;
+}
+
+/** Open any supported input as a TileSource; an OSM extract needs `osm.workDir` (it is generated into tiles there). */
+export async function openTileSource(path: string, opts: OpenOptions = {}): Promise<TileSource> {
   const kind = await detectInputKind(path);
+  if (kind !== 'osm' && opts.osm?.bbox) {
+    throw new UserError(`${opts.osm.bboxField ?? 'bbox'}: clipping to a bbox applies to .osm.pbf sources only (${path} is ${kind === 'folder' ? 'a tile folder' : kind === 'mbtiles' ? 'an MBTiles file' : 'a PMTiles archive'})`);
+  }
   switch (kind) {
+    case 'osm': {
+      const { workDir, label } = opts.osm ?? {};
+      if (!workDir) throw new Error(`${path}: an OSM source needs a work folder`);
+      return (await import('./osm.ts')).openOsm(path, { ...opts.osm, workDir, label: label ?? `osm ${path}` });
+    }
     case 'mbtiles':
       return (await import('./mbtiles.ts')).openMbtiles(path);
     case 'pmtiles':

@@ -1,0 +1,287 @@
+/**
+ * Canonical re-encoding of the generator's vector tiles, and the per-tile fields it cannot compute.
+ *
+ * tilemaker 2.2 orders the features of a layer by z-order, then by the memory address of their
+ * attribute set, which changes from run to run (threads) and with any edit anywhere in the input.
+ * Here every layer's features are sorted by content (the profile's `_zorder` first, so roads keep
+ * their drawing order), each feature's tags by key, and the key/value tables rebuilt in first-use
+ * order: the same features always give the same bytes, whatever happened elsewhere in the extract.
+ *
+ * OpenMapTiles' `rank` of POIs, peaks and small places is a position within a label grid cell
+ * (row_number over LabelGrid in its SQL), which needs all of a tile's features at once: the profile
+ * gives each such feature an importance (`_rank_order`, lower first) and the rank is computed here.
+ * Attributes named `_…` are instructions to this step and are removed.
+ */
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { PbfReader, PbfWriter } from 'pbf';
+
+/** A tag value as MVT stores it. */
+export type TagValue = string | number | boolean;
+
+/** One feature, geometry kept as its encoded command stream. */
+export interface RawFeature {
+  id?: number;
+  type: number;
+  /** The packed geometry field's bytes (MVT commands, zigzag deltas). */
+  geometry: Uint8Array;
+  tags: Map<string, TagValue>;
+  /** True for number values stored as 32-bit floats (kept as such when not integral). */
+  floatKeys?: Set<string>;
+}
+
+export interface RawLayer {
+  name: string;
+  version: number;
+  extent: number;
+  features: RawFeature[];
+}
+
+/** Label grid of OpenMapTiles' rank: cell size in pixels and the value added to the position. */
+export interface GridRank {
+  cellPx: number;
+  offset: number;
+}
+
+/** Layers whose `rank` is a label grid position (OpenMapTiles' layer SQL). */
+export const GRID_RANKS: Record<string, GridRank> = {
+  poi: { cellPx: 100, offset: 0 },
+  mountain_peak: { cellPx: 100, offset: 0 },
+  place: { cellPx: 128, offset: 10 },
+};
+
+/** The attribute prefix of instructions to this step. */
+const HIDDEN = '_';
+const Z_ORDER = '_zorder';
+const RANK_ORDER = '_rank_order';
+/** Pixels per tile side for the label grid. */
+const TILE_PX = 256;
+
+interface Value {
+  v: TagValue;
+  float: boolean;
+}
+
+function readValue(pbf: PbfReader, end: number): Value {
+  const out: Value = { v: '', float: false };
+  pbf.readFields(
+    (tag, o, p) => {
+      if (tag === 1) o.v = p.readString();
+      else if (tag === 2) {
+        o.v = p.readFloat();
+        o.float = true;
+      } else if (tag === 3) o.v = p.readDouble();
+      else if (tag === 4) o.v = p.readVarint(true);
+      else if (tag === 5) o.v = p.readVarint();
+      else if (tag === 6) o.v = p.readSVarint();
+      else if (tag === 7) o.v = p.readBoolean();
+    },
+    out,
+    end,
+  );
+  return out;
+}
+
+/** Decode an (uncompressed) MVT tile into layers. */
+export function decodeTile(data: Uint8Array): RawLayer[] {
+  const pbf = new PbfReader(data);
+  const layers: RawLayer[] = [];
+  pbf.readFields((tag, ls, p) => {
+    if (tag !== 3) return;
+    const end = p.readVarint() + p.pos;
+    const keys: string[] = [];
+    const values: Value[] = [];
+    const raw: { id?: number; type: number; geometry: Uint8Array; tags: number[] }[] = [];
+    const layer: RawLayer = { name: '', version: 1, extent: 4096, features: [] };
+    p.readFields(
+      (t, l, q) => {
+        if (t === 1) l.name = q.readString();
+        else if (t === 2) {
+          const f: { id?: number; type: number; geometry: Uint8Array; tags: number[] } = { type: 0, geometry: new Uint8Array(0), tags: [] };
+          q.readFields(
+            (ft, ff, r) => {
+              if (ft === 1) ff.id = r.readVarint();
+              else if (ft === 2) r.readPackedVarint(ff.tags);
+              else if (ft === 3) ff.type = r.readVarint();
+              else if (ft === 4) {
+                if (r.type !== 2) throw new Error(`layer "${layer.name}": geometry is not a packed field`);
+                ff.geometry = r.readBytes();
+              }
+            },
+            f,
+            q.readVarint() + q.pos,
+          );
+          raw.push(f);
+        } else if (t === 3) keys.push(q.readString());
+        else if (t === 4) values.push(readValue(q, q.readVarint() + q.pos));
+        else if (t === 5) l.extent = q.readVarint();
+        else if (t === 15) l.version = q.readVarint();
+      },
+      layer,
+      end,
+    );
+    for (const f of raw) {
+      const tags = new Map<string, TagValue>();
+      let floatKeys: Set<string> | undefined;
+      for (let i = 0; i + 1 < f.tags.length; i += 2) {
+        const key = keys[f.tags[i]];
+        const value = values[f.tags[i + 1]];
+        if (key === undefined || value === undefined) throw new Error(`layer "${layer.name}": tag index out of range`);
+        tags.set(key, value.v);
+        if (value.float) (floatKeys ??= new Set()).add(key);
+      }
+      layer.features.push({ id: f.id, type: f.type, geometry: f.geometry, tags, floatKeys });
+    }
+    ls.push(layer);
+  }, layers);
+  return layers;
+}
+
+/** Canonical form of a value: integral numbers as integers, other numbers as float (32-bit) or double. */
+function valueKey(v: TagValue, float: boolean): string {
+  if (typeof v === 'string') return `s${v}`;
+  if (typeof v === 'boolean') return `b${v ? 1 : 0}`;
+  if (Number.isInteger(v)) return `i${v}`;
+  return `${float ? 'f' : 'd'}${v}`;
+}
+
+function writeValue(key: string, pbf: PbfWriter): void {
+  const kind = key[0];
+  const s = key.slice(1);
+  if (kind === 's') pbf.writeStringField(1, s);
+  else if (kind === 'b') pbf.writeBooleanField(7, s === '1');
+  else if (kind === 'f') pbf.writeFloatField(2, Number(s));
+  else if (kind === 'd') pbf.writeDoubleField(3, Number(s));
+  else {
+    const n = Number(s);
+    if (n >= 0) pbf.writeVarintField(5, n);
+    else pbf.writeSVarintField(6, n);
+  }
+}
+
+/** Encode layers as an (uncompressed) MVT tile; tags are written sorted by key, tables in first-use order. */
+export function encodeTile(layers: RawLayer[]): Uint8Array {
+  const pbf = new PbfWriter();
+  for (const layer of layers) {
+    pbf.writeMessage(
+      3,
+      (l: RawLayer, p: PbfWriter) => {
+        p.writeVarintField(15, l.version);
+        p.writeStringField(1, l.name);
+        const keyIndex = new Map<string, number>();
+        const valueIndex = new Map<string, number>();
+        const encoded = l.features.map((f) => {
+          const tags: number[] = [];
+          for (const k of [...f.tags.keys()].sort()) {
+            const vk = valueKey(f.tags.get(k)!, f.floatKeys?.has(k) ?? false);
+            if (!keyIndex.has(k)) keyIndex.set(k, keyIndex.size);
+            if (!valueIndex.has(vk)) valueIndex.set(vk, valueIndex.size);
+            tags.push(keyIndex.get(k)!, valueIndex.get(vk)!);
+          }
+          return { f, tags };
+        });
+        for (const { f, tags } of encoded) {
+          p.writeMessage(
+            2,
+            (x: { f: RawFeature; tags: number[] }, q: PbfWriter) => {
+              if (x.f.id !== undefined) q.writeVarintField(1, x.f.id);
+              q.writePackedVarint(2, x.tags);
+              q.writeVarintField(3, x.f.type);
+              q.writeBytesField(4, x.f.geometry);
+            },
+            { f, tags },
+          );
+        }
+        for (const k of keyIndex.keys()) p.writeStringField(3, k);
+        for (const vk of valueIndex.keys()) p.writeMessage(4, writeValue, vk);
+        p.writeVarintField(5, l.extent);
+      },
+      layer,
+    );
+  }
+  return pbf.finish();
+}
+
+/** The content key features are sorted by (after `_zorder`): type, tags, geometry. */
+function tagsKey(f: RawFeature): string {
+  return [...f.tags.keys()]
+    .filter((k) => k !== Z_ORDER)
+    .sort()
+    .map((k) => `${k}\u0000${valueKey(f.tags.get(k)!, f.floatKeys?.has(k) ?? false)}`)
+    .join('\u0001');
+}
+
+function compareFeatures(a: RawFeature & { key: string }, b: RawFeature & { key: string }): number {
+  const za = Number(a.tags.get(Z_ORDER) ?? 0);
+  const zb = Number(b.tags.get(Z_ORDER) ?? 0);
+  if (za !== zb) return za - zb;
+  if (a.type !== b.type) return a.type - b.type;
+  if (a.key !== b.key) return a.key < b.key ? -1 : 1;
+  return Buffer.compare(a.geometry, b.geometry);
+}
+
+/** The first point of a geometry command stream (tile coordinates). */
+export function firstPoint(geometry: Uint8Array): [number, number] {
+  const p = new PbfReader(geometry);
+  p.readVarint(); // MoveTo command
+  const dx = p.readSVarint();
+  const dy = p.readSVarint();
+  return [dx, dy];
+}
+
+/** Set `rank` on the features carrying `_rank_order`: 1-based position in their label grid cell. */
+function gridRanks(layer: RawLayer, grid: GridRank, x: number, y: number): void {
+  const cells = new Map<string, RawFeature[]>();
+  for (const f of layer.features) {
+    if (!f.tags.has(RANK_ORDER)) continue;
+    const [px, py] = firstPoint(f.geometry);
+    const gx = Math.floor((x * TILE_PX + (px * TILE_PX) / layer.extent) / grid.cellPx);
+    const gy = Math.floor((y * TILE_PX + (py * TILE_PX) / layer.extent) / grid.cellPx);
+    const key = `${gx},${gy}`;
+    const list = cells.get(key);
+    if (list) list.push(f);
+    else cells.set(key, [f]);
+  }
+  for (const list of cells.values()) {
+    // Stable sort: equal importance keeps the canonical order.
+    list.sort((a, b) => Number(a.tags.get(RANK_ORDER)) - Number(b.tags.get(RANK_ORDER)));
+    list.forEach((f, i) => f.tags.set('rank', grid.offset + i + 1));
+  }
+}
+
+/** Canonical layers: features sorted by content, label grid ranks set, `_…` attributes removed. */
+export function canonicalLayers(layers: RawLayer[], x: number, y: number, grids: Record<string, GridRank> = GRID_RANKS): RawLayer[] {
+  return layers.map((l) => {
+    const keyed = l.features.map((f) => Object.assign(f, { key: tagsKey(f) }));
+    keyed.sort(compareFeatures);
+    const layer: RawLayer = { ...l, features: keyed.map(({ key: _key, ...f }) => f) };
+    const grid = grids[l.name];
+    if (grid) gridRanks(layer, grid, x, y);
+    for (const f of layer.features) {
+      for (const k of [...f.tags.keys()]) if (k.startsWith(HIDDEN)) f.tags.delete(k);
+      if (f.floatKeys) for (const k of f.floatKeys) if (!f.tags.has(k)) f.floatKeys.delete(k);
+    }
+    return layer;
+  });
+}
+
+/** gzip level of the written tiles (fixed, so equal tiles give equal bytes). */
+const GZIP_LEVEL = 6;
+
+/** Re-encode one stored tile (gzip or plain) canonically; the result is gzipped. */
+export function canonicalTile(data: Uint8Array, x: number, y: number): Uint8Array {
+  const plain = data[0] === 0x1f && data[1] === 0x8b ? gunzipSync(data) : data;
+  return gzipSync(encodeTile(canonicalLayers(decodeTile(plain), x, y)), { level: GZIP_LEVEL });
+}
+
+/** Remove `_…` fields from TileJSON `vector_layers` (and list `rank` where it is computed here). */
+export function publicVectorLayers(layers: unknown[] | undefined): unknown[] | undefined {
+  return layers?.map((l) => {
+    if (typeof l !== 'object' || l === null) return l;
+    const layer = l as { id?: string; fields?: Record<string, unknown> };
+    if (!layer.fields) return l;
+    const fields: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(layer.fields)) if (!k.startsWith(HIDDEN)) fields[k] = v;
+    if (RANK_ORDER in layer.fields && layer.id && GRID_RANKS[layer.id]) fields.rank = 'Number';
+    return { ...layer, fields: Object.fromEntries(Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
+  });
+}

@@ -1,0 +1,128 @@
+/**
+ * Running tilemaker 2.2 with this project's OpenMapTiles profile (openmaptiles.json + openmaptiles.lua):
+ * the per-run config (tile box, sea shapefile), progress from its output, and its errors.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { BBox } from '../../lib/tile-math.ts';
+import { createProgress, logLine, type Progress } from '../progress.ts';
+import { runTool, ToolError } from './tools.ts';
+
+/** The profile tilemaker runs with. */
+export const PROFILE_CONFIG = join(import.meta.dirname, 'openmaptiles.json');
+export const PROFILE_PROCESS = join(import.meta.dirname, 'openmaptiles.lua');
+
+/**
+ * Tile boxes are shrunk by this much (degrees, ~1 cm) before tilemaker sees them: it writes every tile
+ * that intersects its bounding box, and a tile merely touching the box's edge counts.
+ */
+const EDGE_INSET = 1e-7;
+
+/** What tilemaker is asked to do. */
+export interface TilemakerJob {
+  input: string;
+  output: string;
+  /** The tiles' box (whole z14 tiles); tiles outside it are not written. */
+  box: BBox;
+  /** Sea polygons for the `water` layer, if the extract has any. */
+  seaShapefile?: string;
+  workDir: string;
+  pidFile: string;
+  /** Progress label prefix. */
+  label: string;
+}
+
+/** The tilemaker config of one run: the profile with the box and the sea shapefile filled in. */
+export async function runConfig(job: Pick<TilemakerJob, 'box' | 'seaShapefile'>): Promise<Record<string, unknown>> {
+  const config = JSON.parse(await readFile(PROFILE_CONFIG, 'utf8')) as {
+    layers: Record<string, Record<string, unknown>>;
+    settings: Record<string, unknown>;
+  };
+  if (job.seaShapefile) config.layers.ocean.source = job.seaShapefile;
+  else delete config.layers.ocean;
+  const [w, s, e, n] = job.box;
+  config.settings.bounding_box = [w + EDGE_INSET, s + EDGE_INSET, e - EDGE_INSET, n - EDGE_INSET];
+  return config;
+}
+
+/** Lines of tilemaker's output worth quoting when it fails (its progress lines are not). */
+const PROGRESS_LINE = /^(Block \d+\/\d+|Zoom level \d+, writing tile)/;
+/** How many of the last non-progress lines are kept. */
+const KEEP_LINES = 20;
+
+/** The most telling line of a failed run: a Lua error, else an error line, else the last line. */
+export function failureReason(lines: string[]): string {
+  const clean = lines.map((l) => l.trim()).filter(Boolean);
+  return (
+    clean.find((l) => /lua (runtime )?error/i.test(l)) ??
+    [...clean].reverse().find((l) => /error|couldn't|can't|cannot|failed|exception/i.test(l)) ??
+    clean[clean.length - 1] ??
+    'no output'
+  );
+}
+
+/**
+ * Progress of a run from tilemaker's output: the reading phase is reported with its elapsed time
+ * (its "Block i/n" lines restart with every pass over the file), the writing phase as a tile count.
+ */
+class TilemakerProgress {
+  private readonly started = performance.now();
+  private writing?: Progress;
+  private written = 0;
+  tiles = 0;
+
+  constructor(private readonly label: string) {}
+
+  line(l: string): void {
+    const tile = /^Zoom level (\d+), writing tile (\d+) of (\d+)/.exec(l);
+    if (!tile) return;
+    const done = Number(tile[2]);
+    if (!this.writing) {
+      this.tiles = Number(tile[3]);
+      logLine(`${this.label}: tilemaker read the extract in ${seconds(this.started)} s, writing ${this.tiles} tiles`);
+      this.writing = createProgress(`${this.label} tilemaker`, this.tiles, 'tiles');
+    }
+    if (done > this.written) {
+      this.writing.tick(done - this.written);
+      this.written = done;
+    }
+  }
+
+  done(): void {
+    this.writing?.done();
+  }
+}
+
+const MS_PER_S = 1000;
+const seconds = (since: number) => ((performance.now() - since) / MS_PER_S).toFixed(1);
+
+/** Run tilemaker; resolves with the number of tiles it wrote, rejects with a one-line reason. */
+export async function runTilemaker(tilemaker: string, job: TilemakerJob): Promise<number> {
+  const configFile = join(job.workDir, 'tilemaker.json');
+  await writeFile(configFile, JSON.stringify(await runConfig(job), null, 2));
+  const progress = new TilemakerProgress(job.label);
+  logLine(`${job.label}: tilemaker reading ${job.input}`);
+  const recent: string[] = [];
+  const args = ['--input', job.input, '--output', job.output, '--config', configFile, '--process', PROFILE_PROCESS];
+  try {
+    await runTool(tilemaker, args, {
+      pidFile: job.pidFile,
+      onLine: (l) => {
+        progress.line(l);
+        if (!PROGRESS_LINE.test(l)) {
+          recent.push(l);
+          if (recent.length > KEEP_LINES) recent.shift();
+        }
+      },
+    });
+  } catch (e) {
+    if (e instanceof ToolError) {
+      const how = e.signal ? `killed by ${e.signal}` : `exit code ${e.code}`;
+      throw new Error(`tilemaker failed (${how}): ${failureReason([...recent, ...e.stderr.split(/[\r\n]+/)])}`, { cause: e });
+    }
+    throw e;
+  } finally {
+    progress.done();
+  }
+  return progress.tiles;
+}

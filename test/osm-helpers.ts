@@ -1,0 +1,50 @@
+/** Shared helpers of the OSM source tests: the Monaco extract, configs, decoded tiles, osmium look-ups, the CLI. */
+import { execFile } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { gunzipSync } from 'node:zlib';
+import { VectorTile } from '@mapbox/vector-tile';
+import { PbfReader } from 'pbf';
+import { SAMPLE } from './render-helpers.ts';
+import { readTile } from './render-helpers.ts';
+
+export const MONACO_PBF = join(SAMPLE, 'monaco-latest.osm.pbf');
+/** The extract's header bbox. */
+export const MONACO_HEADER_BBOX: [number, number, number, number] = [7.409205, 43.72335, 7.448637, 43.75169];
+export const CLI = resolve(import.meta.dirname, '..', 'bin', 'tilebake.js');
+
+/** A raw build config with one tileset built from `source` (and `tileset` fields merged in). */
+export function osmConfig(out: string, source: string, tileset: Record<string, unknown> = {}, rest: Record<string, unknown> = {}): Record<string, unknown> {
+  return { out, tilesets: { openmaptiles: { source, attribution: '© OpenStreetMap contributors', ...tileset } }, ...rest };
+}
+
+/** A stored tile of an archive, decoded. */
+export async function vectorTile(archive: string, z: number, x: number, y: number): Promise<VectorTile> {
+  const data = Buffer.from(await readTile(archive, z, x, y));
+  return new VectorTile(new PbfReader(data[0] === 0x1f ? gunzipSync(data) : data));
+}
+
+/** Node locations of OSM ways, read from the extract with osmium: way id → [lon, lat][]. */
+export async function wayCoords(pbf: string, ids: number[]): Promise<Map<number, [number, number][]>> {
+  const { stdout } = await promisify(execFile)('osmium', ['getid', '-r', '-f', 'opl', pbf, ...ids.map((i) => `w${i}`)], { maxBuffer: 1 << 26 });
+  const nodes = new Map<string, [number, number]>();
+  const ways = new Map<number, [number, number][]>();
+  for (const line of stdout.split('\n')) {
+    const n = /^n(\d+) .* x(-?[\d.]+) y(-?[\d.]+)$/.exec(line);
+    if (n) nodes.set(n[1], [Number(n[2]), Number(n[3])]);
+  }
+  for (const line of stdout.split('\n')) {
+    const w = /^w(\d+) .* N(\S+)$/.exec(line);
+    if (w) ways.set(Number(w[1]), w[2].split(',').map((r) => nodes.get(r.slice(1))!));
+  }
+  return ways;
+}
+
+/** Run the CLI as a child process; resolves with the exit code and output (never rejects). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, TILEBAKE_QUIET: '1', ...env } }, (err, stdout, stderr) => {
+      done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
+    });
+  });
+}

@@ -1,0 +1,280 @@
+/**
+ * The OSM source's pure parts: coastline → water polygons, canonical tile re-encoding and label grid
+ * ranks, the OSM PBF header, the tile box, tilemaker's failure lines and the bbox config field.
+ */
+import { gunzipSync } from 'node:zlib';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { isUserError } from '../lib/errors.ts';
+import { tileBounds, type BBox } from '../lib/tile-math.ts';
+import { parseConfig } from '../pipeline/config/index.ts';
+import {
+  canonicalLayers,
+  canonicalTile,
+  decodeTile,
+  encodeTile,
+  firstPoint,
+  publicVectorLayers,
+  type RawFeature,
+  type RawLayer,
+} from '../pipeline/osm/canonical.ts';
+import { assembleChains, clipPolyline, parseCoastlineOpl, pointInRing, signedArea2, waterPolygons, type Point } from '../pipeline/osm/coastline.ts';
+import { isOsmPbfHead, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
+import { failureReason, runConfig } from '../pipeline/osm/tilemaker.ts';
+import { parseOsmiumBBox, tileBox } from '../pipeline/sources/osm.ts';
+
+const MONACO_PBF = 'data/sample/monaco-latest.osm.pbf';
+const BOX: BBox = [0, 0, 10, 10];
+
+/** Area of a polygon with holes (degrees², unsigned). */
+function area(p: { outer: Point[]; holes: Point[][] }): number {
+  return Math.abs(signedArea2(p.outer)) / 2 - p.holes.reduce((s, h) => s + Math.abs(signedArea2(h)) / 2, 0);
+}
+
+describe('coastline → water polygons', () => {
+  it('parses OPL ways with their nodes\' locations (node lines or inline), dropping nodes without one', () => {
+    const opl = ['n1 v1 T x1 y2', 'n2 v1 T x y', 'n3 v1 T x3.5 y-4', 'w2 v1 Tnatural=coastline Nn1,n2,n3', 'w1 v1 Tnatural=coastline Nn4x0y0,n5x1y1,n6x'].join('\n');
+    const ways = parseCoastlineOpl(opl);
+    expect(ways.map((w) => w.id)).toEqual([1, 2]);
+    expect(ways[0]).toEqual({ id: 1, refs: [4, 5], coords: [[0, 0], [1, 1]] });
+    expect(ways[1]).toEqual({ id: 2, refs: [1, 3], coords: [[1, 2], [3.5, -4]] });
+  });
+
+  it('merges ways end to start into chains and closes rings', () => {
+    const w = (id: number, refs: number[]) => ({ id, refs, coords: refs.map((r): Point => [r, r * 2]) });
+    const c = assembleChains([w(1, [3, 4]), w(2, [1, 2, 3]), w(3, [4, 5]), w(4, [10, 11, 12]), w(5, [12, 13, 10])]);
+    expect(c.open).toEqual([[1, 2, 3, 4, 5].map((r) => [r, r * 2])]);
+    // The ring may start at any of its nodes.
+    expect(c.closed).toHaveLength(1);
+    const ring = c.closed[0];
+    expect(ring[0]).toEqual(ring[ring.length - 1]);
+    expect(new Set(ring.slice(1).map((p) => p[0]))).toEqual(new Set([10, 11, 12, 13]));
+  });
+
+  it('clips a polyline into its parts inside the box', () => {
+    const parts = clipPolyline([[-5, 5], [5, 5], [5, 15], [7, 15], [7, 5], [15, 5]], BOX);
+    expect(parts).toEqual([[[0, 5], [5, 5], [5, 10]], [[7, 10], [7, 5], [10, 5]]]);
+  });
+
+  it('a coast crossing the box with land on its left: the water is the part on its right', () => {
+    // West to east along y = 4: land to the north (left), sea to the south.
+    const [p] = waterPolygons({ open: [[[-1, 4], [11, 4]]], closed: [] }, BOX);
+    expect(area(p)).toBeCloseTo(40, 9);
+    expect(signedArea2(p.outer)).toBeLessThan(0); // clockwise
+    expect(pointInRing([5, 2], p.outer)).toBe(true);
+    expect(pointInRing([5, 6], p.outer)).toBe(false);
+    // The same coast the other way round has the sea to the north.
+    const [q] = waterPolygons({ open: [[[11, 4], [-1, 4]]], closed: [] }, BOX);
+    expect(area(q)).toBeCloseTo(60, 9);
+  });
+
+  it('two coasts crossing the box give the two seas between them (a peninsula)', () => {
+    // A peninsula from the south edge up to y = 6 between x = 4 and x = 6: water left and right of it.
+    const coast: Point[] = [[6, -1], [6, 6], [4, 6], [4, -1]];
+    const polys = waterPolygons({ open: [coast], closed: [] }, BOX);
+    expect(polys).toHaveLength(1);
+    expect(area(polys[0])).toBeCloseTo(100 - 2 * 6, 9);
+    expect(pointInRing([5, 3], polys[0].outer)).toBe(false);
+  });
+
+  it('a coast entering and leaving through the same edge: a bay one way round, a peninsula the other', () => {
+    // South, west, north with the land on the left (outside the U): the water is the bay inside.
+    const bay = waterPolygons({ open: [[[7, 11], [7, 5], [3, 5], [3, 11]]], closed: [] }, BOX);
+    expect(bay).toHaveLength(1);
+    expect(area(bay[0])).toBeCloseTo(4 * 5, 9);
+    // South, east, north: the land is inside the U, the water all around it.
+    const peninsula = waterPolygons({ open: [[[3, 11], [3, 5], [7, 5], [7, 11]]], closed: [] }, BOX);
+    expect(peninsula).toHaveLength(1);
+    expect(area(peninsula[0])).toBeCloseTo(100 - 4 * 5, 9);
+  });
+
+  it('islands are holes in the sea; an island alone makes the whole box sea', () => {
+    const island: Point[] = [[4, 4], [6, 4], [6, 6], [4, 6], [4, 4]]; // counter-clockwise: land inside
+    expect(signedArea2(island)).toBeGreaterThan(0);
+    const alone = waterPolygons({ open: [], closed: [island] }, BOX);
+    expect(alone).toHaveLength(1);
+    expect(alone[0].holes).toEqual([island]);
+    expect(area(alone[0])).toBeCloseTo(96, 9);
+    const withCoast = waterPolygons({ open: [[[-1, 8], [11, 8]]], closed: [island] }, BOX);
+    expect(withCoast).toHaveLength(1);
+    expect(area(withCoast[0])).toBeCloseTo(80 - 4, 9);
+  });
+
+  it('no coastline: no water', () => {
+    expect(waterPolygons({ open: [], closed: [] }, BOX)).toEqual([]);
+  });
+
+  it('a coast that ends inside the box goes on in its heading to the edge', () => {
+    // Cut off at (5, 4) heading east: continued to (10, 4), as if it crossed the east edge.
+    const [p] = waterPolygons({ open: [[[-1, 4], [5, 4]]], closed: [] }, BOX);
+    expect(area(p)).toBeCloseTo(40, 9);
+    // Starting inside the box: continued backwards to the west edge.
+    const [q] = waterPolygons({ open: [[[2, 4], [11, 4]]], closed: [] }, BOX);
+    expect(area(q)).toBeCloseTo(40, 9);
+  });
+
+  it('a ring crossing the box edge is clipped like an open coast', () => {
+    // An island straddling the east edge: the sea is the box minus its part inside.
+    const island: Point[] = [[8, 4], [12, 4], [12, 6], [8, 6], [8, 4]];
+    const polys = waterPolygons({ open: [], closed: [island] }, BOX);
+    expect(polys).toHaveLength(1);
+    expect(area(polys[0])).toBeCloseTo(100 - 4, 9);
+  });
+});
+
+/** A point feature at tile coordinates (x, y). */
+function point(x: number, y: number, tags: Record<string, string | number | boolean>): RawFeature {
+  const zig = (n: number) => (n << 1) ^ (n >> 31);
+  const geometry = encodeVarints([9, zig(x), zig(y)]);
+  return { type: 1, geometry, tags: new Map(Object.entries(tags)) };
+}
+
+function encodeVarints(values: number[]): Uint8Array {
+  const out: number[] = [];
+  for (let v of values) {
+    while (v > 0x7f) {
+      out.push((v & 0x7f) | 0x80);
+      v >>>= 7;
+    }
+    out.push(v);
+  }
+  return Uint8Array.from(out);
+}
+
+const layer = (name: string, features: RawFeature[]): RawLayer => ({ name, version: 2, extent: 4096, features });
+
+describe('canonical tiles', () => {
+  it('round-trips features, tags and value types through decode/encode', () => {
+    const tile = encodeTile([layer('poi', [point(10, 20, { name: 'Café', rank: 3, ele: -12, height: 3.5, on: true })])]);
+    const [l] = decodeTile(tile);
+    expect(l.name).toBe('poi');
+    expect(l.extent).toBe(4096);
+    expect(Object.fromEntries(l.features[0].tags)).toEqual({ name: 'Café', rank: 3, ele: -12, height: 3.5, on: true });
+    expect(firstPoint(l.features[0].geometry)).toEqual([10, 20]);
+  });
+
+  it('gives the same bytes whatever order the features come in (property)', () => {
+    const features = fc.array(
+      fc.record({
+        x: fc.integer({ min: 0, max: 4095 }),
+        y: fc.integer({ min: 0, max: 4095 }),
+        cls: fc.constantFrom('a', 'b', 'c'),
+        z: fc.integer({ min: -20, max: 20 }),
+      }),
+      { minLength: 1, maxLength: 30 },
+    );
+    fc.assert(
+      fc.property(features, fc.integer(), (fs, seed) => {
+        const make = () => fs.map((f) => point(f.x, f.y, { class: f.cls, _zorder: f.z }));
+        const shuffled = make();
+        let s = seed;
+        for (let i = shuffled.length - 1; i > 0; i--) {
+          s = (s * 1103515245 + 12345) & 0x7fffffff;
+          const j = s % (i + 1);
+          [shuffled[i], shuffled[j]] = [shuffled[j], shuffled[i]];
+        }
+        const a = encodeTile(canonicalLayers([layer('transportation', make())], 0, 0));
+        const b = encodeTile(canonicalLayers([layer('transportation', shuffled)], 0, 0));
+        expect(Buffer.from(a).equals(Buffer.from(b))).toBe(true);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('orders by _zorder first and removes the _ attributes', () => {
+    const out = canonicalLayers([layer('transportation', [point(1, 1, { class: 'a', _zorder: 5 }), point(2, 2, { class: 'b', _zorder: -3 })])], 0, 0);
+    expect(out[0].features.map((f) => Object.fromEntries(f.tags))).toEqual([{ class: 'b' }, { class: 'a' }]);
+  });
+
+  it('ranks POIs by importance within each 100 px label grid cell', () => {
+    // Tile 0/0 at zoom 1: 4096 units = 256 px, so x < 1600 is grid column 0 and 1600..3199 column 1.
+    const poi = [
+      point(100, 100, { name: 'shop', _rank_order: 400 }),
+      point(200, 100, { name: 'hospital', _rank_order: 20 }),
+      point(300, 100, { name: 'unnamed', _rank_order: 2000 }),
+      point(2000, 100, { name: 'other cell', _rank_order: 400 }),
+      point(50, 50, { name: 'no order' }),
+    ];
+    const [l] = canonicalLayers([layer('poi', poi)], 0, 0);
+    const rank = Object.fromEntries(l.features.map((f) => [f.tags.get('name'), f.tags.get('rank')]));
+    expect(rank).toEqual({ hospital: 1, shop: 2, unnamed: 3, 'other cell': 1, 'no order': undefined });
+    expect(l.features.every((f) => !f.tags.has('_rank_order'))).toBe(true);
+    // The grid is global: tile x = 1 starts 256 px in, so its x = 100 units is in column 2, x = 2000 in column 3.
+    const [m] = canonicalLayers([layer('poi', poi.map((f) => ({ ...f, tags: new Map(f.tags) })))], 1, 0);
+    expect(Object.fromEntries(m.features.map((f) => [f.tags.get('name'), f.tags.get('rank')]))).toEqual(rank);
+    // Places rank from 11 (10 + position), as OpenMapTiles' cities without a Natural Earth rank.
+    const [p] = canonicalLayers([layer('place', [point(10, 10, { _rank_order: 5 }), point(20, 20, { _rank_order: 1 })])], 0, 0);
+    expect(p.features.map((f) => f.tags.get('rank')).sort()).toEqual([11, 12]);
+  });
+
+  it('canonicalTile gunzips, re-encodes and gzips', () => {
+    const plain = encodeTile([layer('water', [point(1, 2, { class: 'ocean', _zorder: 1 })])]);
+    const out = canonicalTile(plain, 0, 0);
+    expect([out[0], out[1]]).toEqual([0x1f, 0x8b]);
+    const [l] = decodeTile(gunzipSync(out));
+    expect(Object.fromEntries(l.features[0].tags)).toEqual({ class: 'ocean' });
+  });
+
+  it('TileJSON vector_layers lose the _ fields and gain rank where it is computed', () => {
+    expect(publicVectorLayers([{ id: 'poi', fields: { class: 'String', _rank_order: 'Number' } }, { id: 'water', fields: { _zorder: 'Number', class: 'String' } }])).toEqual([
+      { id: 'poi', fields: { class: 'String', rank: 'Number' } },
+      { id: 'water', fields: { class: 'String' } },
+    ]);
+  });
+});
+
+describe('OSM PBF header, tile box, tilemaker config and failures', () => {
+  it('recognises an OSM PBF by its first bytes and reads the header bbox', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const bytes = await readFile(MONACO_PBF);
+    expect(isOsmPbfHead(bytes.subarray(0, 16))).toBe(true);
+    expect(isOsmPbfHead(Buffer.from('SQLite format 3\0'))).toBe(false);
+    const h = await readOsmHeader(MONACO_PBF);
+    expect(h.bbox).toEqual([7.409205, 43.72335, 7.448637, 43.75169]);
+    expect(h.requiredFeatures).toEqual(['OsmSchema-V0.6', 'DenseNodes']);
+  });
+
+  it('the tile box is whole z14 tiles around the bbox', () => {
+    const box = tileBox([7.409205, 43.72335, 7.448637, 43.75169]);
+    // Monaco spans z14 columns 8529-8530 and rows 5973-5975.
+    expect(box).toEqual([tileBounds(14, 8529, 5975)[0], tileBounds(14, 8529, 5975)[1], tileBounds(14, 8530, 5973)[2], tileBounds(14, 8530, 5973)[3]]);
+  });
+
+  it("parses osmium's bbox output", () => {
+    expect(parseOsmiumBBox('(7.4016897,43.5165358,7.5002447,43.7543341)\n')).toEqual([7.4016897, 43.5165358, 7.5002447, 43.7543341]);
+    expect(parseOsmiumBBox('()\n')).toBeUndefined();
+  });
+
+  it('the run config carries the box (inset) and the sea layer only when there is a sea', async () => {
+    const withSea = await runConfig({ box: BOX, seaShapefile: '/w/sea.shp' });
+    const layers = withSea.layers as Record<string, Record<string, unknown>>;
+    expect(layers.ocean.source).toBe('/w/sea.shp');
+    expect(layers.ocean.write_to).toBe('water');
+    const bb = (withSea.settings as { bounding_box: number[] }).bounding_box;
+    expect(bb[0]).toBeGreaterThan(0);
+    expect(bb[0]).toBeLessThan(1e-6);
+    expect(bb[2]).toBeLessThan(10);
+    const noSea = await runConfig({ box: BOX });
+    expect(Object.keys(noSea.layers as object)).not.toContain('ocean');
+  });
+
+  it('quotes the most telling line of a failed tilemaker run', () => {
+    expect(failureReason(['Reading .pbf x', 'lua runtime error: p.lua:2: attempt to index nil', "terminate called after throwing an instance of 'kaguya::LuaTypeMismatch'", '  what():  type mismatch!!'])).toBe(
+      'lua runtime error: p.lua:2: attempt to index nil',
+    );
+    expect(failureReason(['Layer place', "Couldn't open .lua script: x.lua"])).toBe("Couldn't open .lua script: x.lua");
+    expect(failureReason([])).toBe('no output');
+  });
+
+  it('tilesets.<id>.bbox is validated like other boxes, with the JSON path in the message', () => {
+    const ok = parseConfig({ tilesets: { osm: { source: 'x.osm.pbf', bbox: [7.4, 43.7, 7.5, 43.8] } } }, '/cfg/c.json');
+    expect(ok.tilesets.osm.bbox).toEqual([7.4, 43.7, 7.5, 43.8]);
+    try {
+      parseConfig({ tilesets: { osm: { source: 'x.osm.pbf', bbox: [7.5, 43.7, 7.4, 43.8] } } }, '/cfg/c.json');
+      expect.unreachable();
+    } catch (e) {
+      expect(isUserError(e)).toBe(true);
+      expect((e as Error).message).toContain('$.tilesets.osm.bbox');
+    }
+  });
+});
