@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Manifest } from '../lib/manifest.ts';
 import type { Store } from '../lib/storage.ts';
+import type { RenderSession } from './render-session.ts';
 
 /** Options of `tilebake serve` (see pipeline/cli.ts for the flags). */
 export interface ServeOptions {
@@ -32,6 +33,8 @@ export interface ServerContext {
   options: ServeOptions;
   /** Absolute base URL without trailing slash: --public-url, else from the request's Host. */
   baseUrl(req: FastifyRequest): string;
+  /** The render role's page folder, upload slots and failed requests (render-server.ts); unset otherwise. */
+  render?: RenderSession;
 }
 
 /** A route module: registers its routes on the app (tile host, or the routing listener). */
