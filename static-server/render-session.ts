@@ -1,4 +1,7 @@
+import type { UploadReceipt } from '../lib/upload-receipt.ts';
 import { HttpError } from './context.ts';
+
+export type { UploadReceipt } from '../lib/upload-receipt.ts';
 
 /** HTTP statuses of pixel uploads. */
 const enum Status {
@@ -9,14 +12,6 @@ const enum Status {
 /** The pixels a render page uploaded, with the size it reported. */
 export interface UploadedImage {
   body: Buffer;
-  width: number;
-  height: number;
-}
-
-/** The server's answer to an upload, which the page hands back to its driver as the render's result. */
-export interface UploadReceipt {
-  upload: string;
-  bytes: number;
   width: number;
   height: number;
 }

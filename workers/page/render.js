@@ -1,6 +1,7 @@
-// tilebake render page. Loaded from the local asset server; exposes `window.tilebake` for the
-// render worker: init(style, pixelRatio) once per style, then renderViews(views) for each batch of
-// metatiles and flush() for their uploads.
+// tilebake render page. Loaded from the build's render server (the app of `tilebake serve` in its
+// render role, on 127.0.0.1); exposes `window.tilebake` for the render worker: init(style, pixelRatio)
+// once per style, then renderViews(views) for each batch of metatiles and flush() for the receipts of
+// their uploads.
 import * as maplibregl from '/maplibre/maplibre-gl.mjs';
 import { MapInternals, runFramesImmediately } from './maplibre-adapter.mjs';
 import { PROTOCOL, connectNet, netLoad, netPost } from './net-client.mjs';
@@ -32,9 +33,9 @@ function describe(e) {
 }
 
 /**
- * URLs of the local asset server become `tilebake://` URLs, which MapLibre (page and tile worker)
- * loads through the shared worker (net-client.mjs). Every other URL is refused: the server answers
- * 404 naming it.
+ * URLs of the render server become `tilebake://` URLs, which MapLibre (page and tile worker) loads
+ * through the shared worker (net-client.mjs). Every other URL is refused: the server answers 404
+ * naming it, and the build fails naming it.
  */
 function transformRequest(url) {
   if (url.startsWith(ORIGIN)) return { url: PROTOCOL + url.slice('http'.length) };
@@ -206,26 +207,26 @@ async function renderViews(views) {
   return out;
 }
 
-/** Uploads in flight: each resolves to an error message, or undefined once the server has the image. */
+/** Uploads in flight, in render order: each resolves to { receipt } once the server has the image, or { error }. */
 const uploads = [];
 
 /**
- * POST pixels to the asset server, their buffer transferred to the shared worker (no copy, no Blob:
- * see netPost).
+ * POST pixels to the render server, their buffer transferred to the shared worker (no copy, no Blob:
+ * see netPost); resolves the server's receipt.
  */
 async function upload(url, pixels) {
   try {
     const r = await netPost(url, pixels.buffer);
-    return r.ok ? undefined : `uploading the image failed: HTTP ${r.status} ${r.text ?? r.statusText}`;
+    if (!r.ok) return { error: `uploading the image failed: HTTP ${r.status} ${r.text ?? r.statusText}` };
+    return { receipt: JSON.parse(new TextDecoder().decode(r.body)) };
   } catch (e) {
-    return `uploading the image failed: ${describe(e)}`;
+    return { error: `uploading the image failed: ${describe(e)}` };
   }
 }
 
-/** Wait for every upload in flight; resolves the errors of those that failed. */
-async function flush() {
-  const done = await Promise.all(uploads.splice(0));
-  return done.filter((e) => e !== undefined);
+/** Wait for every upload since the last flush; resolves their outcomes ({ receipt } or { error }), in render order. */
+function flush() {
+  return Promise.all(uploads.splice(0));
 }
 
 /**
