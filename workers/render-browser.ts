@@ -121,7 +121,7 @@ export class BrowserRenderer {
   }
 
   private async launch(): Promise<Page> {
-    if (this.browser || this.process) await this.close();
+    if (this.browser || this.process) await this.kill();
     try {
       const spawned = this.spawned ?? spawnChromium(chromiumCommand(plainPage(this.pageUrl)), this.profiles);
       this.spawned = undefined;
@@ -135,14 +135,14 @@ export class BrowserRenderer {
       if (!context) throw new Error('Chromium has no default browser context');
       // The start page: opened by the browser itself, and normally there by the time we attach.
       const page = context.pages()[0] ?? (await context.waitForEvent('page'));
-      page.on('crash', () => void this.close());
+      page.on('crash', () => void this.kill());
       await pageReady(page);
       this.page = page;
       this.styleUrl = undefined;
       this.readyAt = performance.timeOrigin + performance.now();
       return page;
     } catch (e) {
-      await this.close();
+      await this.kill();
       throw e;
     }
   }
@@ -176,8 +176,15 @@ export class BrowserRenderer {
     return this.page.evaluate(() => (window as unknown as { tilebake: RenderPageApi }).tilebake.flush());
   }
 
-  /** Close the browser (after a crash or hang, or at the end): disconnect and kill its processes. */
+  /** Close the browser at the end: kill it, and one a start under way brings up. */
   async close(): Promise<void> {
+    await this.kill();
+    await this.opening?.catch(() => undefined);
+    await this.kill();
+  }
+
+  /** Disconnect and kill the browser's processes now (a start under way then fails); resolves once they have exited. */
+  async kill(): Promise<void> {
     const b = this.browser;
     const p = this.process;
     this.browser = undefined;

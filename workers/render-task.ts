@@ -31,6 +31,11 @@ export interface RenderTask {
   timeoutMs: number;
 }
 
+/** Input of the last task a thread runs: kill its browser (the build is over). */
+export interface CloseTask {
+  close: true;
+}
+
 /** A view rendered and uploaded: its canvas size and the server's receipt for its pixels. */
 export interface RenderedView {
   width: number;
@@ -68,12 +73,17 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
  * already starting. The browser is opened now (the page loads while no task has come yet); a failure
  * to start is reported by the first task, which starts a fresh browser.
  */
-export function createRenderTask(data: RenderWorkerData, spawned?: SpawnedChromium): (task: RenderTask) => Promise<RenderResult> {
+export function createRenderTask(data: RenderWorkerData, spawned?: SpawnedChromium): (task: RenderTask | CloseTask) => Promise<RenderResult> {
   const renderer = new BrowserRenderer(data.browser.url, data.profiles, spawned);
   renderer.open().catch(() => undefined);
 
-  return async function renderTask(task: RenderTask): Promise<RenderResult> {
+  return async function renderTask(task: RenderTask | CloseTask): Promise<RenderResult> {
     const result = (views: RenderedView[], failure?: string): RenderResult => ({ views, failure, thread: threadId, browserReadyAt: renderer.readyAt });
+    if ('close' in task) {
+      // Killed, not left to exit once the thread's end closes its pipe (a graceful exit: ~1 s).
+      await renderer.close();
+      return result([]);
+    }
     try {
       // One page call for the batch; the time allowed is the per-view timeout for each view.
       const drawn = await withTimeout(renderer.renderViews(task.styleUrl, task.pixelRatio, task.views), task.timeoutMs * task.views.length);
@@ -88,7 +98,7 @@ export function createRenderTask(data: RenderWorkerData, spawned?: SpawnedChromi
       return result(views, drawn.failure === undefined ? undefined : `${RenderFailure.Content}: ${drawn.failure}`);
     } catch (e) {
       // Hang or crash: throw the browser away so the retry starts clean.
-      await renderer.close();
+      await renderer.kill();
       const msg = e instanceof Error ? e.message : String(e);
       return result([], msg.startsWith(RenderFailure.Timeout) ? msg : `${RenderFailure.Browser}: ${msg.split('\n')[0]}`);
     }

@@ -4,7 +4,7 @@ import type { RenderServer } from '../../static-server/render-server.ts';
 import { RENDER_PAGE_PATH, uploadUrl } from '../../static-server/routes/render-page.ts';
 import { chromiumCommand, createProfiles, removeProfiles } from '../../workers/chromium-process.ts';
 import { createPool } from '../../workers/pool.ts';
-import type { RenderResult, RenderTask, RenderWorkerData } from '../../workers/render-task.ts';
+import type { CloseTask, RenderResult, RenderTask, RenderWorkerData } from '../../workers/render-task.ts';
 import { logLine } from '../progress.ts';
 import { CHANNELS, fromDrawingBuffer, type RawImage } from './encode.ts';
 import { canvasSize, metatileKey, metatileView, type Metatile } from './metatiles.ts';
@@ -13,6 +13,8 @@ import { canvasSize, metatileKey, metatileView, type Metatile } from './metatile
 const WORKER_MODULE = new URL('../../workers/render-worker.mjs', import.meta.url).href;
 /** Extra time the main thread grants a task beyond its own timeout before aborting the thread. */
 const ABORT_GRACE_MS = 15_000;
+/** How long a thread may take to kill its browser at the end before the thread is ended anyway. */
+const CLOSE_TIMEOUT_MS = 10_000;
 
 /** Settings of a MetatileRenderer. */
 export interface MetatileRendererOptions {
@@ -144,10 +146,13 @@ export class MetatileRenderer {
   }
 
   /**
-   * Stop the pool: each thread's browser exits with its thread (its pipe closes). Then remove the
-   * profiles folder once no browser uses it.
+   * Stop the pool: each thread kills its browser (a close task per thread: all are idle once every
+   * batch is over, so each takes one), then the threads end; a browser left running exits when its
+   * thread's pipe closes. Then remove the profiles folder once no browser uses it.
    */
   async close(): Promise<void> {
+    const close: CloseTask = { close: true };
+    await Promise.allSettled(Array.from({ length: this.opts.workers }, () => this.pool.run(close, { signal: AbortSignal.timeout(CLOSE_TIMEOUT_MS) })));
     await this.pool.close();
     await this.pool.destroy();
     await removeProfiles(this.profiles);
