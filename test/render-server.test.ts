@@ -1,7 +1,7 @@
 // The render page's server: the app of `tilebake serve` in its `render` role, over a real output
 // folder (the sample's vector tiles, fonts and sprites). What the page loads must be byte for byte
 // what a client of `tilebake serve` gets; the page, maplibre-gl and pixel uploads come on top.
-import { readFile, rm } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -38,6 +38,9 @@ beforeAll(async () => {
   await runVectorStage(config, fixture.out);
   const store = openStore(fixture.out);
   const manifest = await loadManifest(store);
+  // A tileset whose archive is not a PMTiles archive: reading it is an internal error (500).
+  await writeFile(join(fixture.out, 'data', 'broken.pmtiles'), Buffer.alloc(1024, 7));
+  manifest.tilesets.broken = { ...manifest.tilesets.openmaptiles, archive: 'data/broken.pmtiles' };
   render = await startRenderServer({ store, manifest, pageDir: PAGE_DIR, cacheMb: 16 });
   clientCtx = { store, manifest, options: serveOptions(fixture.out, { auth: false }), baseUrl: () => render.url };
   client = await buildApp(clientCtx, { role: 'tiles', tokenHashes: null });
@@ -154,5 +157,16 @@ describe('pixel uploads and failed requests', () => {
     expect(failed[0]).toMatchObject({ status: 404, error: expect.stringMatching(/Missing Sans/) });
     expect(failed[1].error).toBe('not available locally: https://example.com/a.png');
     expect(render.session.takeFailures()).toEqual([]);
+  });
+
+  it('records the cause of an internal error, which its response does not name', async () => {
+    render.session.takeFailures();
+    const r = await get('/data/broken/0/0/0.pbf');
+    expect(r.status).toBe(500);
+    expect(((await r.json()) as { error: string }).error).toBe('internal server error');
+    const [failed] = render.session.takeFailures();
+    expect(failed).toMatchObject({ url: `${render.url}/data/broken/0/0/0.pbf`, status: 500 });
+    expect(failed.error).not.toBe('internal server error');
+    expect(failed.error.length).toBeGreaterThan(0);
   });
 });

@@ -76,9 +76,14 @@ export async function registerRenderPageRoutes(app: FastifyInstance, ctx: Server
   const page = new StaticFolder(session.pageDir);
   const cacheControl = ctx.options.cacheControl;
 
+  // The cause of a 500 (its body says only "internal server error"; this app logs nothing).
+  const causes = new WeakMap<FastifyRequest, string>();
+  app.addHook('onError', async (req, _reply, err) => {
+    causes.set(req, err.message);
+  });
   app.addHook('onSend', async (req, reply, payload) => {
     if (reply.statusCode >= Status.BadRequest && !req.url.startsWith(UPLOAD_PREFIX)) {
-      session.requestFailed({ url: requestedUrl(req, ctx.baseUrl(req)), status: reply.statusCode, error: errorOf(payload) });
+      session.requestFailed({ url: requestedUrl(req, ctx.baseUrl(req)), status: reply.statusCode, error: causes.get(req) ?? errorOf(payload) });
     }
     return payload;
   });
