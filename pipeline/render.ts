@@ -105,7 +105,15 @@ async function renderScale(
   const batches = chunk(todo, Math.max(1, Math.min(BATCH, Math.ceil(todo.length / workers))));
   let next = 0;
   const lane = async () => {
-    while (next < batches.length) await renderer.renderBatch(ctx.styleUrl, label, batches[next++], scale, onImage);
+    // A task's metatiles are encoded while the lane's next task renders: the pool always has a task
+    // queued. Each lane holds at most two batches of pixels (one being encoded, one just rendered).
+    let encoding: Promise<void> = Promise.resolve();
+    while (next < batches.length) {
+      const { encoded } = await renderer.renderBatch(ctx.styleUrl, label, batches[next++], scale, onImage);
+      await encoding;
+      encoding = encoded;
+    }
+    await encoding;
   };
   await Promise.all(Array.from({ length: Math.min(workers * QUEUE_PER_WORKER, batches.length) }, lane));
 }

@@ -73,11 +73,12 @@ export class MetatileRenderer {
 
   /**
    * Render metatiles `metas` of the style at `styleUrl` in one worker, in order (neighbours share the
-   * page's vector tiles), then call `onImage` with each delivered metatile's canvas. Metatiles a failed
-   * attempt did not deliver are retried on a fresh browser; resolves when every `onImage` has
-   * resolved. A metatile that fails `retries + 1` times fails the build, named.
+   * page's vector tiles), and hand each delivered metatile's canvas to `onImage`. Metatiles a failed
+   * attempt did not deliver are retried on a fresh browser; a metatile that fails `retries + 1` times
+   * fails the build, named. Resolves once every metatile is delivered, with `encoded`, which resolves
+   * once every `onImage` has: the caller may ask for the next batch while these are encoded.
    */
-  async renderBatch(styleUrl: string, label: string, metas: Metatile[], pixelRatio: number, onImage: (m: Metatile, image: RawImage) => Promise<void>): Promise<void> {
+  async renderBatch(styleUrl: string, label: string, metas: Metatile[], pixelRatio: number, onImage: (m: Metatile, image: RawImage) => Promise<void>): Promise<{ encoded: Promise<void> }> {
     const uploads = this.server.session.uploads;
     const handling: Promise<void>[] = [];
     let handlingError: unknown;
@@ -130,12 +131,17 @@ export class MetatileRenderer {
       }
       pending = failed;
     }
-    await Promise.all(handling);
-    if (handlingError !== undefined) throw handlingError;
+    const encoded = Promise.all(handling).then(() => {
+      if (handlingError !== undefined) throw handlingError;
+    });
     if (pending.length > 0) {
+      await encoded.catch(() => undefined);
       const m = pending[0];
       throw new UserError(`${label}: metatile ${metatileKey(m)} (tiles ${m.tiles.map((t) => `${t.z}/${t.x}/${t.y}`).join(' ')}) failed ${failures.length} times: ${failures[failures.length - 1]}`);
     }
+    // Awaited by the caller later: not an unhandled rejection meanwhile.
+    encoded.catch(() => undefined);
+    return { encoded };
   }
 
   /** Fail the build when the page asked the server for anything it could not answer. */
