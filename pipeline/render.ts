@@ -6,17 +6,18 @@ import { cp, mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
-import { openArchiveFile } from '../lib/pmtiles/index.ts';
+import { LocalStore } from '../lib/storage.ts';
+import { startRenderServer, type RenderServer } from '../static-server/render-server.ts';
 import { assertChromium } from '../workers/chromium-process.ts';
 import { defaultRenderWorkers } from '../workers/pool.ts';
+import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
-import { AssetServer } from './render/asset-server.ts';
 import { archiveFromJournal, readIdentity, renderFingerprint, type RenderIdentity } from './render/archive.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from './render/encode.ts';
 import { RenderJournal } from './render/journal.ts';
 import { enumerateMetatiles, inShard, metatileKey, renderOrder, type Metatile } from './render/metatiles.ts';
-import { MetatileRenderer } from './render/renderer.ts';
+import { MetatileRenderer, type FirstStyle } from './render/renderer.ts';
 import { prepareStyle, type PreparedStyle } from './render/style.ts';
 
 /** Options of the render stage. */
@@ -33,6 +34,8 @@ export interface RenderStageStats {
   seconds: number;
   /** Wall time from the stage's start until every pool worker's browser was up with the page loaded (0: no browser needed). */
   startSeconds: number;
+  /** Metatiles taken from the journals of an interrupted run (resumed, not rendered again). */
+  resumedMetatiles: number;
 }
 
 type StyleConfig = BuildConfig['styles'][string];
@@ -66,25 +69,9 @@ async function copyFonts(config: BuildConfig, outDir: string): Promise<string | 
   return dest;
 }
 
-/** Register the tilesets a style uses on the asset server (opening their archives once). */
-async function serveTilesets(server: AssetServer, manifest: Manifest, outDir: string, ids: string[], open: Map<string, Awaited<ReturnType<typeof openArchiveFile>>>): Promise<string[]> {
-  const paths: string[] = [];
-  for (const id of ids) {
-    const entry = manifest.tilesets[id];
-    const path = join(outDir, entry.archive);
-    paths.push(path);
-    if (open.has(id)) continue;
-    const reader = await openArchiveFile(path);
-    open.set(id, reader);
-    // PMTiles compression 2 = gzip.
-    server.addTileset(id, { entry, gzip: reader.header.tileCompression === 2, reader });
-  }
-  return paths;
-}
-
 /** Render one style at one scale into journals (one per format), resuming what they hold. */
 async function renderScale(
-  ctx: { renderer: MetatileRenderer; config: BuildConfig; styleUrl: string; label: string; opaque: boolean; tick: (n: number) => void; rendered: (n: number) => void },
+  ctx: { renderer: () => Promise<MetatileRenderer>; config: BuildConfig; styleUrl: string; label: string; opaque: boolean; tick: (n: number) => void; rendered: (n: number) => void; stats: RenderStageStats },
   metas: Metatile[],
   scale: number,
   journals: Map<RasterFormat, RenderJournal>,
@@ -95,6 +82,13 @@ async function renderScale(
   ctx.tick(metas.reduce((n, m) => n + (pending.has(m) ? 0 : m.tiles.length), 0));
   const r = ctx.config.render;
   const label = `${ctx.label} @${scale}x`;
+  const resumed = metas.length - todo.length;
+  if (resumed > 0) {
+    ctx.stats.resumedMetatiles += resumed;
+    logLine(`${label}: resuming an interrupted render: ${resumed} of ${metas.length} metatiles reused from ${[...journals.values()].map((j) => j.path).join(', ')}`);
+  }
+  if (todo.length === 0) return;
+  const renderer = await ctx.renderer();
   const onImage = async (m: Metatile, image: RawImage) => {
     let tiles;
     try {
@@ -111,7 +105,15 @@ async function renderScale(
   const batches = chunk(todo, Math.max(1, Math.min(BATCH, Math.ceil(todo.length / workers))));
   let next = 0;
   const lane = async () => {
-    while (next < batches.length) await ctx.renderer.renderBatch(ctx.styleUrl, label, batches[next++], scale, onImage);
+    // A task's metatiles are encoded while the lane's next task renders: the pool always has a task
+    // queued. Each lane holds at most two batches of pixels (one being encoded, one just rendered).
+    let encoding: Promise<void> = Promise.resolve();
+    while (next < batches.length) {
+      const { encoded } = await renderer.renderBatch(ctx.styleUrl, label, batches[next++], scale, onImage);
+      await encoding;
+      encoding = encoded;
+    }
+    await encoding;
   };
   await Promise.all(Array.from({ length: Math.min(workers * QUEUE_PER_WORKER, batches.length) }, lane));
 }
@@ -123,39 +125,48 @@ function chunk<T>(items: T[], size: number): T[][] {
   return out;
 }
 
-/** Render one style (every scale × format); returns its manifest entry (archives of this run). */
-async function renderStyle(
-  ctx: { config: BuildConfig; outDir: string; server: AssetServer; renderer: (first: { styleUrl: string; pixelRatio: number }) => MetatileRenderer; manifest: Manifest; fontsDir?: string; readers: Map<string, Awaited<ReturnType<typeof openArchiveFile>>>; shard: Shard; stats: RenderStageStats },
-  s: StyleConfig,
-): Promise<StyleEntry> {
-  const { config, outDir, server, manifest, shard } = ctx;
+/** A style ready to render: its config, prepared style (written to `<out>/styles/<id>/`) and manifest entry without archives. */
+interface StyleJob {
+  s: StyleConfig;
+  prep: PreparedStyle;
+  /** Its manifest entry; `archives` is filled as they are written. */
+  entry: StyleEntry;
+  /** The tileset archives its sources read (for the render fingerprint). */
+  tilesetArchives: string[];
+}
+
+/** Prepare style `s` (style.json and sprites into `<out>/styles/<id>/`) and its manifest entry. */
+async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifest, fontsDir: string | undefined, s: StyleConfig): Promise<StyleJob> {
   const tileset = manifest.tilesets[s.tileset!];
   if (!tileset) throw new UserError(`${config.file}: styles.${s.id}.tileset: tileset "${s.tileset}" has not been built (run \`tilebake build --only vector\` first)`);
-  const styleDir = join(outDir, 'styles', s.id);
-  const prep: PreparedStyle = await prepareStyle(s.id, s.style, outDir, {
-    tilesets: manifest.tilesets,
-    defaultTileset: s.tileset!,
-    fonts: ctx.fontsDir,
-    scales: s.scales,
-  });
-  const archives = await serveTilesets(server, manifest, outDir, prep.tilesets, ctx.readers);
-  const styleUrl = server.addStyle(s.id, JSON.stringify(prep.style), styleDir);
+  const prep = await prepareStyle(s.id, s.style, outDir, { tilesets: manifest.tilesets, defaultTileset: s.tileset!, fonts: fontsDir, scales: s.scales });
   const bbox = s.bbox ?? tileset.bounds;
-  const all = [...enumerateMetatiles(bbox, s.minzoom, s.maxzoom, config.render.metatile)];
-  const metas = all.filter((_, i) => inShard(i, shard));
-  const center: [number, number, number] = [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))];
-  const attribution = tileset.attribution ?? config.attribution;
   const entry: StyleEntry = {
     style: `styles/${s.id}/style.json`,
     sprite: prep.sprite ? `styles/${s.id}/sprite` : undefined,
     name: prep.name,
-    attribution,
+    attribution: tileset.attribution ?? config.attribution,
     minzoom: s.minzoom,
     maxzoom: s.maxzoom,
     bounds: bbox,
-    center,
+    center: [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))],
     archives: {},
   };
+  return { s, prep, entry, tilesetArchives: prep.tilesets.map((id) => join(outDir, manifest.tilesets[id].archive)) };
+}
+
+/** Render one style (every scale × format); fills its manifest entry with the archives of this run. */
+async function renderStyle(
+  ctx: { config: BuildConfig; outDir: string; server: RenderServer; renderer: (first: FirstStyle) => Promise<MetatileRenderer>; fontsDir?: string; shard: Shard; stats: RenderStageStats },
+  job: StyleJob,
+): Promise<StyleEntry> {
+  const { config, outDir, server, shard } = ctx;
+  const { s, prep, entry } = job;
+  const styleDir = join(outDir, 'styles', s.id);
+  const styleUrl = `${server.url}/styles/${encodeURIComponent(s.id)}/style.json`;
+  const { bounds: bbox, center, attribution } = entry;
+  const all = [...enumerateMetatiles(bbox, s.minzoom, s.maxzoom, config.render.metatile)];
+  const metas = all.filter((_, i) => inShard(i, shard));
   const tilesPerScale = metas.reduce((n, m) => n + m.tiles.length, 0);
   const label = `render ${s.id}${shard ? ` (shard ${shard.index}/${shard.count})` : ''}`;
   const progress = createProgress(label, tilesPerScale * s.scales.length);
@@ -166,7 +177,7 @@ async function renderStyle(
       const journals = new Map<RasterFormat, RenderJournal>();
       for (const format of s.formats) {
         const settings = { bbox, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: format === 'png' ? r.png : r.jpeg };
-        const fingerprint = await renderFingerprint({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? ctx.fontsDir : undefined, tilesetArchives: archives, settings });
+        const fingerprint = await renderFingerprint({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? ctx.fontsDir : undefined, tilesetArchives: job.tilesetArchives, settings });
         const identity: RenderIdentity = shard ? { fingerprint, shard } : { fingerprint };
         const path = join(styleDir, archiveName(scale, format, shard));
         const existing = await readIdentity(path);
@@ -183,7 +194,8 @@ async function renderStyle(
       }
       try {
         const rendered = (n: number) => (ctx.stats.tiles += n);
-        await renderScale({ renderer: ctx.renderer({ styleUrl, pixelRatio: scale }), config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (n) => progress.tick(n), rendered }, metas, scale, journals);
+        const renderer = () => ctx.renderer({ styleUrl, pixelRatio: scale });
+        await renderScale({ renderer, config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (n) => progress.tick(n), rendered, stats: ctx.stats }, metas, scale, journals);
         for (const [format, journal] of journals) {
           const name = archiveName(scale, format, shard);
           const res = await archiveFromJournal(journal, join(styleDir, name), {
@@ -207,55 +219,59 @@ async function renderStyle(
   return entry;
 }
 
-/** Run the render stage for every style in `config` (one shard of it with `opts.shard`). */
+/**
+ * Run the render stage for every style in `config` (one shard of it with `opts.shard`). Every style
+ * is prepared first (style.json and sprites into `<out>/styles/<id>/`); then the render page loads
+ * them, the tiles and the glyphs from the render server (`tilebake serve`'s app in its render role,
+ * over `outDir`): the same documents and bytes a client of the build gets.
+ */
 export async function runRenderStage(config: BuildConfig, outDir: string, opts: RenderStageOptions = {}): Promise<RenderStageStats> {
   const started = performance.now();
-  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0 };
+  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0, resumedMetatiles: 0 };
   const styles = Object.values(config.styles);
   if (styles.length === 0) return stats;
   await assertChromium();
   const manifest = await readManifestOrEmpty(outDir);
   await mkdir(outDir, { recursive: true });
   const fontsDir = await copyFonts(config, outDir);
-  const server = new AssetServer(fontsDir);
-  await server.start();
+  const jobs: StyleJob[] = [];
+  for (const s of styles) jobs.push(await prepareJob(config, outDir, manifest, fontsDir, s));
+  // The manifest the page sees: every style being rendered (no archives yet) and the fonts.
+  const served: Manifest = { ...manifest, styles: { ...manifest.styles, ...Object.fromEntries(jobs.map((j) => [j.s.id, j.entry])) }, fonts: fontsDir ? 'fonts' : manifest.fonts };
+  const server = await startRenderServer({ store: new LocalStore(outDir), manifest: served, pageDir: RENDER_PAGE_DIR });
   const workers = opts.workers ?? config.render.workers ?? defaultRenderWorkers();
-  let renderer: MetatileRenderer | undefined;
-  const readers = new Map<string, Awaited<ReturnType<typeof openArchiveFile>>>();
+  let renderer: Promise<MetatileRenderer> | undefined;
   const cfg: BuildConfig = { ...config, render: { ...config.render, workers } };
   try {
     const ctx = {
       config: cfg,
       outDir,
       server,
-      manifest,
       fontsDir,
-      readers,
       shard: opts.shard,
       stats,
-      renderer: (first: { styleUrl: string; pixelRatio: number }) => {
-        if (renderer) return renderer;
-        renderer = new MetatileRenderer(server, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries });
-        // Every browser starts at once; the first metatiles queue behind the warm-up.
-        void renderer.warmUp(first).then(() => (stats.startSeconds = (performance.now() - started) / MS_PER_S));
-        return renderer;
-      },
+      // Started for the first scale that has metatiles to render: its browsers open that style at once.
+      renderer: (first: FirstStyle) =>
+        (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries })),
     };
-    for (const s of styles) {
-      const entry = await renderStyle(ctx, s);
+    for (const job of jobs) {
+      const entry = await renderStyle(ctx, job);
+      const id = job.s.id;
       if (opts.shard) {
-        logLine(`render ${s.id}: shard ${opts.shard.index}/${opts.shard.count} written to ${Object.keys(entry.archives).map((k) => entry.archives[k].archive).join(', ')} (merge with \`tilebake merge\`)`);
+        logLine(`render ${id}: shard ${opts.shard.index}/${opts.shard.count} written to ${Object.keys(entry.archives).map((k) => entry.archives[k].archive).join(', ')} (merge with \`tilebake merge\`)`);
         continue;
       }
       await updateManifest(outDir, (m) => {
-        m.styles[s.id] = entry;
+        m.styles[id] = entry;
         if (fontsDir) m.fonts = 'fonts';
       });
     }
   } finally {
-    await renderer?.close();
-    await server.stop();
-    for (const r of readers.values()) await r.close();
+    const r = await renderer?.catch(() => undefined);
+    const readyAt = r?.browsersReadyAt;
+    if (readyAt !== undefined) stats.startSeconds = (readyAt - (performance.timeOrigin + started)) / MS_PER_S;
+    await r?.close();
+    await server.close();
   }
   if (!opts.shard) await rm(join(outDir, '.work', 'render'), { recursive: true, force: true }).catch(() => undefined);
   stats.seconds = (performance.now() - started) / MS_PER_S;

@@ -5,11 +5,16 @@ import { HttpError, type RouteModule, type ServerContext } from './context.ts';
 import { clientErrorHandler, errorBody, ErrorStatus, MAX_HEADER_BYTES, sendError } from './errors.ts';
 import { useCheckedJsonParser } from './json-body.ts';
 import { registerHeightRoutes } from './routes/height.ts';
+import { registerMaplibreRoutes } from './routes/maplibre.ts';
+import { registerRenderPageRoutes } from './routes/render-page.ts';
 import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
 
-/** Which listener an app is for: `tiles` (--port) serves everything, `routing` only /height. */
-export type AppRole = 'tiles' | 'routing';
+/**
+ * Which listener an app is for: `tiles` (--port) serves everything, `routing` only /height, `render`
+ * the build's render page (loopback only, no auth: static-server/render-server.ts).
+ */
+export type AppRole = 'tiles' | 'routing' | 'render';
 
 /** What `buildApp` needs besides the context. */
 export interface AppOptions {
@@ -75,10 +80,14 @@ class DebugRequestLogs extends LogController {
   }
 }
 
-/** Route modules per listener role: the tile host serves everything, the routing host only /height. */
+/**
+ * Route modules per listener role: the tile host serves everything, the routing host only /height,
+ * the render server the tiles, styles, sprites and glyphs clients get plus the render page.
+ */
 const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
   tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes],
   routing: [registerHeightRoutes],
+  render: [registerRenderPageRoutes, registerMaplibreRoutes, registerVectorRoutes, registerStyleRoutes],
 };
 
 /** The 404 for a request no route matches. */

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Manifest } from '../lib/manifest.ts';
 import type { Store } from '../lib/storage.ts';
+import type { RenderSession } from './render-session.ts';
 import type { StoreHealth } from './store-health.ts';
 
 /** Options of `tilebake serve` (see pipeline/cli.ts for the flags). */
@@ -42,6 +43,8 @@ export interface ServerContext {
   options: ServeOptions;
   /** Absolute base URL without trailing slash: --public-url, else from the request's Host. */
   baseUrl(req: FastifyRequest): string;
+  /** The render role's page folder, upload slots and failed requests (render-server.ts); unset otherwise. */
+  render?: RenderSession;
   /** Cache-Control and Vary of responses. */
   cache: CachePolicy;
   /** Whether the store answers (for /health); logs store failures rate-limited. */

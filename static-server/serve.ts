@@ -3,7 +3,7 @@ import { availableParallelism } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { pino, type Logger } from 'pino';
-import { loadManifest } from '../lib/manifest.ts';
+import { loadManifest, type Manifest } from '../lib/manifest.ts';
 import { openStore, type Store } from '../lib/storage.ts';
 import { DEFAULT_READ_POLICY, type ReadPolicy } from '../lib/store-read.ts';
 import { buildApp, createLogger } from './app.ts';
@@ -74,10 +74,19 @@ function storeFor(options: ServeOptions, health?: () => StoreHealth): Store {
  * when the manifest cannot be read.
  */
 export async function createServerContext(options: ServeOptions, logStream?: NodeJS.WritableStream): Promise<ServerContext> {
+  let health: StoreHealth | undefined;
+  const store: Store = storeFor(options, () => health!);
+  const ctx = contextOver(store, await loadManifest(store), options, logStream);
+  health = ctx.health;
+  return ctx;
+}
+
+/**
+ * The context of an app over an open store and a manifest (the render role passes the manifest the
+ * page must see): cache headers, health tracker and logger from the options.
+ */
+export function contextOver(store: Store, manifest: Manifest, options: ServeOptions, logStream?: NodeJS.WritableStream): ServerContext {
   const log = createLogger(options.logLevel, logStream);
-  const store: Store = storeFor(options, () => health);
-  const health = new StoreHealth(() => store.readFile(MANIFEST_FILE), new FailureLog(log));
-  const manifest = await loadManifest(store);
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
   return {
     store,
@@ -85,7 +94,7 @@ export async function createServerContext(options: ServeOptions, logStream?: Nod
     options,
     baseUrl: publicUrl ? () => publicUrl : (req: FastifyRequest) => `${req.protocol}://${req.host}`,
     cache: cachePolicy(options),
-    health,
+    health: new StoreHealth(() => store.readFile(MANIFEST_FILE), new FailureLog(log)),
     log,
   };
 }

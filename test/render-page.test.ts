@@ -1,23 +1,25 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readManifestOrEmpty } from '../lib/manifest.ts';
-import { openArchiveFile, type ArchiveReader } from '../lib/pmtiles/index.ts';
+import { readManifestOrEmpty, type Manifest } from '../lib/manifest.ts';
+import { LocalStore } from '../lib/storage.ts';
 import { parseConfig } from '../pipeline/config/index.ts';
-import { AssetServer } from '../pipeline/render/asset-server.ts';
 import { enumerateMetatiles, metatileView } from '../pipeline/render/metatiles.ts';
 import { prepareStyle } from '../pipeline/render/style.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
-import { BrowserRenderer } from '../workers/render-browser.ts';
+import { startRenderServer, type RenderServer } from '../static-server/render-server.ts';
+import { RENDER_PAGE_PATH, uploadUrl } from '../static-server/routes/render-page.ts';
+import { createProfiles, removeProfiles } from '../workers/chromium-process.ts';
+import { BrowserRenderer, RENDER_PAGE_DIR, type PageView } from '../workers/render-browser.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const FONTS = join(ROOT, 'data/sample/fonts');
 
 describe.sequential('render page (one long-lived page, many renders)', () => {
   let out: string;
-  let server: AssetServer;
-  let reader: ArchiveReader;
+  let server: RenderServer;
+  let profiles: string;
   let renderer: BrowserRenderer;
   let styleUrl: string;
   let view: ReturnType<typeof metatileView>;
@@ -35,53 +37,91 @@ describe.sequential('render page (one long-lived page, many renders)', () => {
       join(out, 'config.json'),
     );
     await runVectorStage(config, out);
-    const manifest = await readManifestOrEmpty(out);
-    const tileset = manifest.tilesets.openmaptiles;
-    const prep = await prepareStyle('osm-bright', config.styles['osm-bright'].style, out, {
-      tilesets: manifest.tilesets,
-      defaultTileset: 'openmaptiles',
-      fonts: FONTS,
-      scales: [1, 2],
-    });
-    server = new AssetServer(FONTS);
-    await server.start();
-    reader = await openArchiveFile(join(out, tileset.archive));
-    server.addTileset('openmaptiles', { entry: tileset, gzip: reader.header.tileCompression === 2, reader });
-    styleUrl = server.addStyle('osm-bright', JSON.stringify(prep.style), join(out, 'styles', 'osm-bright'));
-    renderer = new BrowserRenderer(server.baseUrl);
+    await cp(FONTS, join(out, 'fonts'), { recursive: true });
+    const built = await readManifestOrEmpty(out);
+    const tileset = built.tilesets.openmaptiles;
+    await prepareStyle('osm-bright', config.styles['osm-bright'].style, out, { tilesets: built.tilesets, defaultTileset: 'openmaptiles', fonts: FONTS, scales: [1, 2] });
+    const manifest: Manifest = {
+      ...built,
+      fonts: 'fonts',
+      styles: {
+        'osm-bright': { style: 'styles/osm-bright/style.json', sprite: 'styles/osm-bright/sprite', minzoom: 14, maxzoom: 14, bounds: tileset.bounds, center: tileset.center, archives: {} },
+      },
+    };
+    server = await startRenderServer({ store: new LocalStore(out), manifest, pageDir: RENDER_PAGE_DIR, cacheMb: 64 });
+    styleUrl = `${server.url}/styles/osm-bright/style.json`;
+    profiles = await createProfiles();
+    renderer = new BrowserRenderer(`${server.url}${RENDER_PAGE_PATH}`, profiles);
     const [first] = enumerateMetatiles(tileset.bounds, 14, 14, 2);
     view = metatileView(first, 64);
   });
 
   afterAll(async () => {
     await renderer?.close();
-    await server?.stop();
-    await reader?.close();
+    await server?.close();
+    if (profiles) await removeProfiles(profiles);
     if (out) await rm(out, { recursive: true, force: true });
   });
 
-  /** Render `view` at `ratio`; resolves the canvas size and the drawing-buffer pixels the page uploaded. */
-  async function render(ratio: number) {
-    let data: Buffer | undefined;
-    const upload = server.expectUpload(view.width * view.height * ratio * ratio * 4, (up) => (data = up.body));
-    const r = await renderer.render(styleUrl, ratio, { ...view, upload: upload.url });
-    await renderer.flush();
-    server.forgetUpload(upload.id);
-    expect(data?.length).toBe(r.width * r.height * 4);
-    return { ...r, data: data! };
+  /** Render `views` at `ratio` in one batch; resolves each one's canvas size and the pixels the server received, by receipt. */
+  async function renderAll(views: PageView[], ratio: number) {
+    const uploads = server.session.uploads;
+    const ids = views.map((v) => uploads.expect(v.width * v.height * ratio * ratio * 4));
+    const drawn = await renderer.renderViews(styleUrl, ratio, views.map((v, i) => ({ ...v, upload: uploadUrl(server.url, ids[i]) })));
+    expect(drawn.failure).toBeUndefined();
+    const results = await renderer.flush();
+    return drawn.views.map((r, i) => {
+      const up = results[i];
+      if (!('receipt' in up)) throw new Error(up.error);
+      expect(up.receipt.upload).toBe(ids[i]);
+      const image = uploads.take(ids[i])!;
+      expect(image.body.length).toBe(r.width * r.height * 4);
+      return { ...r, data: image.body };
+    });
   }
 
   it('a page switched from 1x to @2x draws icons from sprite@2x, and back', async () => {
-    const a = await render(1);
-    expect(server.served.has('/styles/osm-bright/sprite.png')).toBe(true);
-    expect(server.served.has('/styles/osm-bright/sprite@2x.png')).toBe(false);
-    const b = await render(2);
+    const [a] = await renderAll([view], 1);
+    const [b] = await renderAll([view], 2);
     expect(b.width).toBe(a.width * 2);
-    expect(server.served.has('/styles/osm-bright/sprite@2x.png')).toBe(true);
-    expect(server.served.has('/styles/osm-bright/sprite@2x.json')).toBe(true);
     // Back to 1x: the same pixels as the first 1x render (nothing of the @2x state is left).
-    const c = await render(1);
+    const [c] = await renderAll([view], 1);
     expect(Buffer.compare(c.data, a.data)).toBe(0);
+    expect(server.session.takeFailures()).toEqual([]);
+  });
+
+  it('checks the MapLibre internals it uses at start, naming what is missing', async () => {
+    const page = (await renderer.open()) as import('playwright-core').Page;
+    // A second map of the same style in the page: it passes the check; with internals taken away it
+    // fails naming them. A string: vitest would rewrite the dynamic imports of a function.
+    const messages = (await page.evaluate(`(async (url) => {
+      const maplibregl = await import('/maplibre/maplibre-gl.mjs');
+      const { checkInternals } = await import('/page/maplibre-adapter.mjs');
+      const container = document.createElement('div');
+      container.style.cssText = 'width: 64px; height: 64px; position: absolute; visibility: hidden';
+      document.body.appendChild(container);
+      const map = new maplibregl.Map({ container, style: url, interactive: false, attributionControl: false, validateStyle: false });
+      await new Promise((r) => map.once('style.load', r));
+      const check = () => {
+        try {
+          checkInternals(map, maplibregl.getVersion());
+          return 'ok';
+        } catch (e) {
+          return e.message;
+        }
+      };
+      const before = check();
+      map.style._updateSources = undefined;
+      map._camera = undefined;
+      const after = check();
+      map.remove();
+      container.remove();
+      return [before, after];
+    })(${JSON.stringify(styleUrl)})`)) as string[];
+    expect(messages[0]).toBe('ok');
+    expect(messages[1]).toMatch(/^MapLibre internals changed \(maplibre-gl 6\.17\.0\): /);
+    expect(messages[1]).toContain('map._camera.transform.clone');
+    expect(messages[1]).toContain('_updateSources');
   });
 
   // Uploads once went as Blobs over a BroadcastChannel: Chromium keeps a Blob's bytes until every
@@ -95,12 +135,11 @@ describe.sequential('render page (one long-lived page, many renders)', () => {
     const RENDERS = 48;
     let received = 0;
     for (let i = 0; i < RENDERS; i += BATCH) {
-      const uploads = Array.from({ length: BATCH }, () => server.expectUpload(bytes, (up) => (received += up.body.length === bytes ? 1 : 0)));
-      await renderer.renderViews(styleUrl, ratio, uploads.map((u) => ({ ...big, upload: u.url })));
-      await renderer.flush();
-      for (const u of uploads) server.forgetUpload(u.id);
+      const images = await renderAll(Array.from({ length: BATCH }, () => big), ratio);
+      received += images.filter((im) => im.data.length === bytes).length;
     }
     expect(received).toBe(RENDERS);
     expect(RENDERS * bytes).toBeGreaterThan(800e6);
+    expect(server.session.uploads.open).toBe(0);
   }, 300_000);
 });

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { Color } from '@maplibre/maplibre-gl-style-spec';
-import { beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test, vi } from 'vitest';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { tileIdToZxy } from '../lib/pmtiles/index.ts';
 import { lonLatToTile, tileBounds, tileCountInBBox } from '../lib/tile-math.ts';
@@ -183,12 +183,12 @@ describe.sequential('render stage (Monaco, osm-bright)', () => {
       stdio: 'ignore',
     });
     const exited = new Promise<NodeJS.Signals | number | null>((r) => child.on('exit', (code, sig) => r(sig ?? code)));
-    // Kill as soon as the first metatile is journalled (header + at least one record).
+    // Kill as soon as the first metatile is journalled in both formats (header + at least one record).
     const HEADER_ONLY = 200;
+    const journalled = async (path: string) => (await stat(path).then((s) => s.size, () => 0)) > HEADER_ONLY;
     let killed = false;
     while (!killed) {
-      const size = await stat(journal).then((s) => s.size, () => 0);
-      if (size > HEADER_ONLY) {
+      if ((await journalled(journal)) && (await journalled(journal.replace('1x.png', '1x.jpg')))) {
         child.kill('SIGKILL');
         killed = true;
       } else if (child.exitCode !== null) {
@@ -200,7 +200,20 @@ describe.sequential('render stage (Monaco, osm-bright)', () => {
     expect(await exited).toBe('SIGKILL');
     await expect(stat(join(out, 'styles/osm-bright/1x.png.pmtiles'))).rejects.toThrow();
     const { config } = await writeConfig(out, 'config.json', sampleConfig(out, STYLE, RENDER));
-    await runRenderStage(config, out, { workers: 2 });
+    // The resumed run says so, with the metatiles it reuses (issue 19).
+    const lines: string[] = [];
+    const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => lines.push(String(chunk)) > 0);
+    process.env.TILEBAKE_QUIET = '';
+    let stats;
+    try {
+      stats = await runRenderStage(config, out, { workers: 2 });
+    } finally {
+      process.env.TILEBAKE_QUIET = '1';
+      write.mockRestore();
+    }
+    expect(stats.resumedMetatiles).toBeGreaterThan(0);
+    const resumed = lines.find((l) => l.includes('resuming an interrupted render'));
+    expect(resumed).toMatch(new RegExp(`^render osm-bright @1x: resuming an interrupted render: ${stats.resumedMetatiles} of \\d+ metatiles reused from .*1x\\.png\\.pmtiles\\.journal`));
     for (const k of ARCHIVES) {
       expect(await archiveTiles(join(out, `styles/osm-bright/${k}.pmtiles`))).toEqual(await archiveTiles(refArchive(k)));
     }

@@ -1,24 +1,26 @@
 /**
  * Debian's Chromium as a child process, opened on the render page. The browser is started by a plain
- * spawn (no playwright-core needed), so a build can start it while its worker thread is still
- * loading playwright-core, and the page, MapLibre and the style load in the meantime; the worker then
- * attaches with `chromium.connectOverCDP(endpoint)` (workers/render-browser.ts).
+ * spawn (chromium-spawn.mjs: no playwright-core needed), so a render worker thread starts it before it
+ * has loaded TypeScript and playwright-core, and the page, MapLibre and the style load in the meantime;
+ * the thread then attaches with `chromium.connectOverCDP(endpoint)` (workers/render-browser.ts).
  *
  * - The DevTools endpoint is a WebSocket on 127.0.0.1 (`--remote-debugging-port=0`, port chosen by
  *   Chromium and read from its stderr).
- * - Chromium also gets `--remote-debugging-pipe` on fds 3 and 4, which only the spawning process holds:
- *   when that process dies (even by SIGKILL), the pipe closes and Chromium exits. No orphans.
+ * - Chromium also gets `--remote-debugging-pipe` on fds 3 and 4, which only the spawning thread holds:
+ *   when it ends (even by SIGKILL of the process), the pipe closes and Chromium exits. No orphans.
  * - Each browser has its own throw-away profile folder, removed when it exits. A build's browsers keep
  *   theirs in one folder (createProfiles) that the build removes at its end (removeProfiles), also
  *   those of browsers that outlived the worker thread that started them.
  */
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { access, constants, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { UserError } from '../lib/errors.ts';
+import type { ChromiumCommand, SpawnedChromium } from './chromium-spawn.mjs';
+
+export type { ChromiumCommand, SpawnedChromium } from './chromium-spawn.mjs';
 
 /** Debian's Chromium; override with TILEBAKE_CHROMIUM. */
 export const CHROMIUM_PATH = process.env.TILEBAKE_CHROMIUM || '/usr/lib/chromium/chromium';
@@ -109,22 +111,6 @@ export interface ChromiumProcess {
   readonly running: boolean;
 }
 
-/** What another thread needs to attach to (and later kill) a browser started elsewhere. */
-export type ChromiumHandle = Pick<ChromiumProcess, 'pid' | 'endpoint'>;
-
-/**
- * URL of the render page (workers/page/render.html) on the asset server at `baseUrl`; with `style`
- * the page starts loading that style at `pixelRatio` at once, before anything attaches to it.
- */
-export function renderPageUrl(baseUrl: string, style?: { styleUrl: string; pixelRatio: number }): string {
-  const url = new URL('page/render.html', baseUrl);
-  if (style) {
-    url.searchParams.set('style', style.styleUrl);
-    url.searchParams.set('ratio', String(style.pixelRatio));
-  }
-  return url.href;
-}
-
 /** Throw a UserError with the install command when Chromium is not installed. */
 export async function assertChromium(path = CHROMIUM_PATH): Promise<void> {
   try {
@@ -137,7 +123,7 @@ export async function assertChromium(path = CHROMIUM_PATH): Promise<void> {
 }
 
 /**
- * Kill a browser started by startChromium, with every process it started (renderer, GPU, network
+ * Kill a browser started by spawnChromium, with every process it started (renderer, GPU, network
  * service: they share its process group). Works from any thread; a browser already gone is ignored.
  */
 export function killChromium(pid: number): void {
@@ -184,8 +170,8 @@ function removeStaleProfiles(): Promise<void> {
 
 /**
  * A folder for the profiles of one build's browsers, `tilebake-chromium-<pid>-XXXXXX` in the temp
- * folder: the browsers a worker thread starts itself (after a crash) may outlive their thread, which
- * then cannot remove their profiles; the build removes the whole folder (removeProfiles).
+ * folder: a browser may outlive the worker thread that started it (it exits when its pipe closes),
+ * which then cannot remove its profile; the build removes the whole folder (removeProfiles).
  */
 export async function createProfiles(): Promise<string> {
   await removeStaleProfiles();
@@ -223,29 +209,31 @@ export async function removeProfiles(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined);
 }
 
-/** Options of startChromium. */
-export interface StartOptions {
-  /** A createProfiles folder to make the profile in (default: a createProfiles folder of its own). */
-  profiles?: string;
+/** The command that starts Chromium on `url` (spawnChromium adds the profile folder). */
+export function chromiumCommand(url: string): ChromiumCommand {
+  return {
+    path: CHROMIUM_PATH,
+    args: [...AUTOMATION_ARGS, ...CHROMIUM_ARGS, `--disable-features=${DISABLED_FEATURES.join(',')}`, '--remote-debugging-port=0', '--remote-debugging-pipe', `--window-size=${WINDOW_SIZE}`],
+    url,
+  };
 }
 
-/** Start Chromium with one tab open on `startUrl`; resolves once its DevTools endpoint is listening. */
-export async function startChromium(startUrl: string, opts: StartOptions = {}): Promise<ChromiumProcess> {
-  await assertChromium();
-  const profile = opts.profiles ? await mkdtemp(join(opts.profiles, 'profile-')) : await createProfiles();
-  const args = [...AUTOMATION_ARGS, ...CHROMIUM_ARGS, `--disable-features=${DISABLED_FEATURES.join(',')}`, '--remote-debugging-port=0', '--remote-debugging-pipe', `--user-data-dir=${profile}`, `--window-size=${WINDOW_SIZE}`, startUrl];
-  // Own process group (killChromium kills it whole); fds 3 and 4 are the pipe that ends it with us.
-  const child = spawn(CHROMIUM_PATH, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'], detached: true });
-  // Nothing else may keep a thread alive: the pipe closing is what stops the browser at exit.
-  child.unref();
-  for (const s of child.stdio.slice(2)) (s as (Readable & { unref?: () => void }) | null)?.unref?.();
-  let running = true;
+/**
+ * Watch a Chromium just spawned (spawnChromium): resolves once its DevTools endpoint is listening;
+ * rejects, killing it, when it fails to start, exits first or takes longer than START_TIMEOUT_MS.
+ * Its profile folder is removed once it exits.
+ */
+export function watchChromium(spawned: SpawnedChromium): Promise<ChromiumProcess> {
+  const { child, profile } = spawned;
+  let running = child.exitCode === null && child.signalCode === null;
   child.once('exit', () => (running = false));
   const exited = new Promise<void>((resolve) => {
-    child.once('exit', () => void rm(profile, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined).finally(resolve));
+    const removeProfile = () => void rm(profile, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined).finally(resolve);
+    if (running) child.once('exit', removeProfile);
+    else removeProfile();
   });
   let stderr = '';
-  return await new Promise<ChromiumProcess>((resolve, reject) => {
+  return new Promise<ChromiumProcess>((resolve, reject) => {
     let settled = false;
     const fail = (why: string) => {
       if (settled) return;
@@ -255,6 +243,8 @@ export async function startChromium(startUrl: string, opts: StartOptions = {}): 
       reject(new Error(`Chromium (${CHROMIUM_PATH}) ${why}${stderr.trim() ? `:\n${stderr.trim().slice(-STDERR_TAIL)}` : ''}`));
     };
     const timer = setTimeout(() => fail(`did not start within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
+    if (spawned.error) return fail(`could not be started: ${spawned.error.message}`);
+    if (!running) return fail(`exited before it was ready (${child.signalCode ?? `exit code ${child.exitCode}`})`);
     child.once('error', (e) => fail(`could not be started: ${e.message}`));
     child.once('exit', (code, signal) => fail(`exited before it was ready (${signal ?? `exit code ${code}`})`));
     child.stderr!.setEncoding('utf8');

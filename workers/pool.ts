@@ -1,11 +1,27 @@
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 
-/** execArgv for worker threads: the parent's, plus the tsx loader so workers can import .ts files. */
-export function workerExecArgv(): string[] {
-  const argv = [...process.execArgv];
-  const hasTsx = argv.some((a, i) => (a === '--import' || a === '--loader') && /tsx/.test(argv[i + 1] ?? '')) || argv.some((a) => /^--(import|loader)=.*tsx/.test(a));
-  if (!hasTsx) argv.push('--import', import.meta.resolve('tsx'));
+/** True for `--import`/`--loader` flags (the flag's index in argv) that load tsx. */
+function isTsxFlag(argv: readonly string[], i: number): boolean {
+  const a = argv[i];
+  return ((a === '--import' || a === '--loader') && /tsx/.test(argv[i + 1] ?? '')) || /^--(import|loader)=.*tsx/.test(a);
+}
+
+/**
+ * execArgv for worker threads: the parent's, plus the tsx loader so workers can import .ts files;
+ * with `tsx: false`, the parent's without it (a worker module that loads tsx itself, later).
+ */
+export function workerExecArgv(tsx = true): string[] {
+  const argv: string[] = [];
+  const parent = process.execArgv;
+  for (let i = 0; i < parent.length; i++) {
+    if (isTsxFlag(parent, i)) {
+      if (parent[i] === '--import' || parent[i] === '--loader') i++;
+      continue;
+    }
+    argv.push(parent[i]);
+  }
+  if (tsx) argv.push('--import', import.meta.resolve('tsx'));
   return argv;
 }
 
@@ -25,14 +41,29 @@ export function defaultRenderWorkers(): number {
   return Math.max(1, Math.floor(availableParallelism() / 2));
 }
 
-/** A Piscina pool running `filename` (a .ts worker module URL or path) in `threads` threads, one task at a time each. */
-export function createPool(filename: string, threads = defaultWorkers()): Piscina {
+/** Options of createPool. */
+export interface PoolOptions {
+  /** Given to every thread (Piscina `workerData`). */
+  workerData?: unknown;
+  /** false: the worker module is plain JavaScript that loads tsx itself (default: tsx preloaded). */
+  tsx?: boolean;
+  /**
+   * Keep idle threads' event loops running: for threads that own work beyond their tasks (a
+   * browser starting or running). By default Piscina blocks idle threads in Atomics.wait.
+   */
+  background?: boolean;
+}
+
+/** A Piscina pool running `filename` (a worker module URL or path) in `threads` threads, one task at a time each. */
+export function createPool(filename: string, threads = defaultWorkers(), opts: PoolOptions = {}): Piscina {
   return new Piscina({
     filename,
     minThreads: threads,
     maxThreads: threads,
     concurrentTasksPerWorker: 1,
     idleTimeout: Number.POSITIVE_INFINITY,
-    execArgv: workerExecArgv(),
+    execArgv: workerExecArgv(opts.tsx ?? true),
+    workerData: opts.workerData,
+    ...(opts.background ? { atomics: 'disabled' as const } : {}),
   });
 }

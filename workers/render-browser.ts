@@ -1,13 +1,24 @@
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { killChromium, renderPageUrl, startChromium, type ChromiumHandle } from './chromium-process.ts';
+import type { UploadReceipt } from '../lib/upload-receipt.ts';
+import { chromiumCommand, killChromium, watchChromium, type ChromiumProcess, type SpawnedChromium } from './chromium-process.ts';
+import { spawnChromium } from './chromium-spawn.mjs';
+
+/** The render page's folder (render.html and its modules), served by the render server. */
+export const RENDER_PAGE_DIR = fileURLToPath(new URL('./page/', import.meta.url));
 
 /**
- * playwright-core, loaded with require: it is CommonJS (7 MB of bundles), and importing it as an ES
- * module through the tsx loader costs each worker thread's start-up more (measured in a worker with
- * tsx, 3 runs: 337-357 ms and 391-411 CPU-ms with require, 407-452 ms and 515-614 CPU-ms with import).
+ * playwright-core, loaded on first use (a browser's start), with require: it is CommonJS (7 MB of
+ * bundles), and importing it as an ES module through the tsx loader costs each worker thread's
+ * start-up more (measured in a worker with tsx, 3 runs: 337-357 ms and 391-411 CPU-ms with require,
+ * 407-452 ms and 515-614 CPU-ms with import). Loaded while the thread's browser starts, not before.
  */
-const { chromium } = createRequire(import.meta.url)('playwright-core') as typeof import('playwright-core');
+let playwright: typeof import('playwright-core') | undefined;
+function playwrightChromium(): (typeof import('playwright-core'))['chromium'] {
+  playwright ??= createRequire(import.meta.url)('playwright-core') as typeof import('playwright-core');
+  return playwright.chromium;
+}
 
 /** What the page is asked to draw: CSS size, centre and MapLibre zoom. */
 export interface PageView {
@@ -17,7 +28,7 @@ export interface PageView {
   zoom: number;
 }
 
-/** Where the page sends the pixels of a render: a POST URL of the asset server (AssetServer.expectUpload). */
+/** Where the page sends the pixels of a render: an upload URL of the render server. */
 export interface PageUpload {
   upload: string;
   /** Device pixels cut from every side of the canvas before the upload (the metatile's margin). */
@@ -30,16 +41,25 @@ export interface PageRender {
   height: number;
 }
 
-/** Thrown when the page reported errors (failed requests, unloaded sources): not worth a browser restart. */
-export class RenderContentError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'RenderContentError';
-  }
+/** What renderViews drew: the views rendered in order, and why it stopped early if it did. */
+export interface PageRenders {
+  views: PageRender[];
+  /** The map's problems with the view after the last one rendered (failed requests, unloaded sources). */
+  failure?: string;
 }
+
+/** The outcome of one upload (flush): the server's receipt, or why it failed. */
+export type PageUploadResult = { receipt: UploadReceipt } | { error: string };
 
 /** How often the page checks whether render.js has set `window.tilebake` (pageReady). */
 const READY_POLL_MS = 5;
+
+/** The render page's API (render.js `window.tilebake`). */
+interface RenderPageApi {
+  init(styleUrl: string, pixelRatio: number): Promise<string[]>;
+  renderViews(views: (PageView & PageUpload)[]): Promise<{ width: number; height: number; errors: string[] }[]>;
+  flush(): Promise<PageUploadResult[]>;
+}
 
 /**
  * Wait until the render page has set `window.tilebake` (ready). A plain evaluate that polls in the
@@ -59,61 +79,72 @@ async function pageReady(page: Page): Promise<void> {
   }
 }
 
-/** One Chromium browser with one long-lived page running workers/page/render.html. */
+/** The render page's URL without the style it preloads (`?style=…`), for browsers started later. */
+function plainPage(pageUrl: string): string {
+  const u = new URL(pageUrl);
+  u.search = '';
+  return u.href;
+}
+
+/**
+ * One Chromium browser with one long-lived page running workers/page/render.html, owned by the
+ * thread that created this: it starts the browser, drives it and kills it (close, or its pipe
+ * closing when the thread ends).
+ */
 export class BrowserRenderer {
   private browser?: Browser;
-  /** The browser process (started here, with `exited`, or adopted), killed by close(). */
-  private handle?: ChromiumHandle & { exited?: Promise<void> };
+  private process?: ChromiumProcess;
   private page?: Page;
+  private opening?: Promise<Page>;
   private styleUrl?: string;
   private pixelRatio?: number;
-
-  /** `profiles`: a createProfiles folder for the browsers this renderer starts (default: their own). */
-  constructor(
-    private readonly baseUrl: string,
-    private readonly profiles?: string,
-  ) {}
+  /** When the current browser's page was ready (performance.timeOrigin + performance.now()), once it is. */
+  readyAt?: number;
 
   /**
-   * Use a browser another thread started on the render page (startChromium with renderPageUrl) for the
-   * next open(), instead of starting one. This renderer kills it on close().
+   * `pageUrl`: the render page for the first browser (with `?style=…&ratio=…` it loads that style at
+   * once); later ones open it without the style. `profiles`: a createProfiles folder for the
+   * browsers' profiles. `spawned`: the first browser, already spawned on `pageUrl` (the worker
+   * thread does so before it loads TypeScript: workers/render-worker.mjs).
    */
-  adopt(handle: ChromiumHandle): void {
-    if (this.handle) throw new Error('adopt: this renderer already has a browser');
-    this.handle = handle;
+  constructor(
+    private readonly pageUrl: string,
+    private readonly profiles: string,
+    private spawned?: SpawnedChromium,
+  ) {}
+
+  /** Start the browser and wait for the page with MapLibre (idempotent while it runs). */
+  open(): Promise<Page> {
+    if (this.page && this.browser?.isConnected()) return Promise.resolve(this.page);
+    this.opening ??= this.launch().finally(() => (this.opening = undefined));
+    return this.opening;
   }
 
-  /** True when a browser is running (or adopted) for this renderer. */
-  get hasBrowser(): boolean {
-    return this.handle !== undefined;
-  }
-
-  /** Start the browser (or attach to the adopted one) and wait for the page (idempotent). */
-  private async open(): Promise<Page> {
-    if (this.page && this.browser?.isConnected()) return this.page;
-    if (this.browser) await this.close();
+  private async launch(): Promise<Page> {
+    if (this.browser || this.process) await this.kill();
     try {
-      this.handle ??= await startChromium(renderPageUrl(this.baseUrl), { profiles: this.profiles });
-      const browser = await chromium.connectOverCDP(this.handle.endpoint);
+      const spawned = this.spawned ?? spawnChromium(chromiumCommand(plainPage(this.pageUrl)), this.profiles);
+      this.spawned = undefined;
+      const started = watchChromium(spawned);
+      // playwright-core loads (the first time) while the browser starts.
+      const chromium = playwrightChromium();
+      this.process = await started;
+      const browser = await chromium.connectOverCDP(this.process.endpoint);
       this.browser = browser;
       const context = browser.contexts()[0];
       if (!context) throw new Error('Chromium has no default browser context');
       // The start page: opened by the browser itself, and normally there by the time we attach.
       const page = context.pages()[0] ?? (await context.waitForEvent('page'));
-      page.on('crash', () => void this.close());
+      page.on('crash', () => void this.kill());
       await pageReady(page);
       this.page = page;
       this.styleUrl = undefined;
+      this.readyAt = performance.timeOrigin + performance.now();
       return page;
     } catch (e) {
-      await this.close();
+      await this.kill();
       throw e;
     }
-  }
-
-  /** Start (or attach to) the browser and wait for the page with MapLibre, if not done yet. */
-  async warmUp(): Promise<void> {
-    await this.open();
   }
 
   /**
@@ -121,52 +152,49 @@ export class BrowserRenderer {
    * start loading while the previous view's pixels are read). The page POSTs each drawing buffer's
    * pixels (RGBA, bottom row first, premultiplied: see fromDrawingBuffer in
    * pipeline/render/encode.ts) to the view's `upload` URL in the background: `flush()` waits for the
-   * uploads. Throws RenderContentError when the map reported problems (the views before the failed
-   * one were rendered and uploaded).
+   * uploads. Stops at the first view the map reported problems with (`failure`).
    */
-  async renderViews(styleUrl: string, pixelRatio: number, views: (PageView & PageUpload)[]): Promise<PageRender[]> {
+  async renderViews(styleUrl: string, pixelRatio: number, views: (PageView & PageUpload)[]): Promise<PageRenders> {
     const page = await this.open();
     if (this.styleUrl !== styleUrl || this.pixelRatio !== pixelRatio) {
-      const errors = await page.evaluate(
-        ([s, r]) => (window as unknown as { tilebake: { init(s: string, r: number): Promise<string[]> } }).tilebake.init(s, r),
-        [styleUrl, pixelRatio] as [string, number],
-      );
-      if (errors.length) throw new RenderContentError(`loading the style ${styleUrl}: ${errors.join('; ')}`);
+      const errors = await page.evaluate(([s, r]) => (window as unknown as { tilebake: RenderPageApi }).tilebake.init(s, r), [styleUrl, pixelRatio] as [string, number]);
+      if (errors.length) return { views: [], failure: `loading the style ${styleUrl}: ${[...new Set(errors)].join('; ')}` };
       this.styleUrl = styleUrl;
       this.pixelRatio = pixelRatio;
     }
-    const results = await page.evaluate(
-      (v) => (window as unknown as { tilebake: { renderViews(v: (PageView & PageUpload)[]): Promise<{ width: number; height: number; errors: string[] }[]> } }).tilebake.renderViews(v),
-      views,
-    );
+    const results = await page.evaluate((v) => (window as unknown as { tilebake: RenderPageApi }).tilebake.renderViews(v), views);
     const failed = results.find((r) => r.errors.length > 0);
-    if (failed) throw new RenderContentError([...new Set(failed.errors)].join('; '));
-    return results.map((r) => ({ width: r.width, height: r.height }));
+    return {
+      views: results.filter((r) => r.errors.length === 0).map((r) => ({ width: r.width, height: r.height })),
+      failure: failed ? [...new Set(failed.errors)].join('; ') : undefined,
+    };
   }
 
-  /** Render one view (renderViews with one view). */
-  async render(styleUrl: string, pixelRatio: number, view: PageView & PageUpload): Promise<PageRender> {
-    return (await this.renderViews(styleUrl, pixelRatio, [view]))[0];
+  /** Wait until every image rendered since the last flush has reached its upload URL; their outcomes, in render order. */
+  async flush(): Promise<PageUploadResult[]> {
+    if (!this.page) return [];
+    return this.page.evaluate(() => (window as unknown as { tilebake: RenderPageApi }).tilebake.flush());
   }
 
-  /** Wait until every image rendered so far has reached its upload URL; throws RenderContentError if one did not. */
-  async flush(): Promise<void> {
-    if (!this.page) return;
-    const errors = await this.page.evaluate(() => (window as unknown as { tilebake: { flush(): Promise<string[]> } }).tilebake.flush());
-    if (errors.length) throw new RenderContentError([...new Set(errors)].join('; '));
-  }
-
-  /** Close the browser (after a crash or hang, or at the end): disconnect and kill its processes. */
+  /** Close the browser at the end: kill it, and one a start under way brings up. */
   async close(): Promise<void> {
+    await this.kill();
+    await this.opening?.catch(() => undefined);
+    await this.kill();
+  }
+
+  /** Disconnect and kill the browser's processes now (a start under way then fails); resolves once they have exited. */
+  async kill(): Promise<void> {
     const b = this.browser;
-    const h = this.handle;
+    const p = this.process;
     this.browser = undefined;
-    this.handle = undefined;
+    this.process = undefined;
     this.page = undefined;
     this.styleUrl = undefined;
     this.pixelRatio = undefined;
-    if (h) killChromium(h.pid);
+    this.readyAt = undefined;
+    if (p) killChromium(p.pid);
     if (b) await b.close().catch(() => undefined);
-    await h?.exited;
+    await p?.exited;
   }
 }

@@ -1,58 +1,64 @@
 /**
  * Piscina task: render a batch of metatile views, in order, in this worker thread's browser.
- * Each worker thread owns one Chromium and one long-lived page (workers/render-browser.ts) and
- * renders many metatiles with it; a batch of neighbouring metatiles reuses the vector tiles they
- * share. Each view's pixels go to its own upload URL while the next view is drawn; the task ends
- * when all have arrived. A hang (timeout per view) or crash closes the browser, and the next task
- * starts a fresh one.
+ * Each worker thread owns one Chromium and one long-lived page (workers/render-browser.ts) from its
+ * start (workers/render-worker.mjs) to its end, and renders many metatiles with it; a batch of
+ * neighbouring metatiles reuses the vector tiles they share. Each view's pixels go to its own upload
+ * URL while the next view is drawn; the task returns the server's receipt for each, so that the build
+ * takes the pixels of exactly the views the task reports. A hang (timeout per view) or crash closes
+ * the browser, and the next task starts a fresh one.
  */
-import type { ChromiumHandle } from './chromium-process.ts';
-import { BrowserRenderer, RenderContentError, type PageRender, type PageUpload, type PageView } from './render-browser.ts';
+import { threadId } from 'node:worker_threads';
+import type { UploadReceipt } from '../lib/upload-receipt.ts';
+import type { ChromiumCommand, SpawnedChromium } from './chromium-process.ts';
+import { BrowserRenderer, type PageUpload, type PageView } from './render-browser.ts';
 
-/** What every task carries: where the build's asset server and profiles folder are. */
-interface BrowserTask {
-  /** `http://127.0.0.1:<port>/` of the asset server. */
-  baseUrl: string;
-  /** The build's createProfiles folder, for a browser this thread starts itself. */
+/** What every render worker thread is started with (Piscina `workerData`). */
+export interface RenderWorkerData {
+  /** How the thread starts its browser: Chromium on the render page, loading the first style. */
+  browser: ChromiumCommand;
+  /** The build's createProfiles folder, for its browsers' profiles. */
   profiles: string;
-  /** Give up (and restart the browser) after this long per view, or on the page at warm-up. */
-  timeoutMs: number;
-}
-
-/**
- * Input of a warm-up task: attach to `browser` (started by the main thread on the render page) or
- * start this thread's browser, and wait for the page (no render).
- */
-export interface WarmUpTask extends BrowserTask {
-  warmUp: true;
-  browser?: ChromiumHandle;
-}
-
-/** Output of a warm-up task: whether the thread took `browser` (false: it already had one). */
-export interface WarmUpResult {
-  adopted: boolean;
 }
 
 /** Input of one render task. */
-export interface RenderTask extends BrowserTask {
-  /** Prepared style URL on the asset server. */
+export interface RenderTask {
+  /** Prepared style URL on the render server. */
   styleUrl: string;
   pixelRatio: number;
   /** The views, rendered in order, each with where the page uploads its pixels. */
   views: (PageView & PageUpload)[];
+  /** Give up (and restart the browser) after this long per view. */
+  timeoutMs: number;
 }
 
-/** Output: the canvas size of each view; the page uploaded its pixels to the view's `upload`. */
-export type RenderResult = PageRender[];
+/** Input of the last task a thread runs: kill its browser (the build is over). */
+export interface CloseTask {
+  close: true;
+}
 
-/** Error kinds a task can fail with (`name` survives the thread boundary in the message prefix). */
+/** A view rendered and uploaded: its canvas size and the server's receipt for its pixels. */
+export interface RenderedView {
+  width: number;
+  height: number;
+  receipt: UploadReceipt;
+}
+
+/** Output of a task: the views delivered (a prefix of the task's), and why the rest were not. */
+export interface RenderResult {
+  views: RenderedView[];
+  /** Set when not every view was delivered, prefixed with its RenderFailure kind. */
+  failure?: string;
+  /** This worker thread, and when its browser's page was ready (absolute ms), for start-up figures. */
+  thread: number;
+  browserReadyAt?: number;
+}
+
+/** Error kinds a task can fail with (prefix of `failure`). */
 export enum RenderFailure {
   Timeout = 'timeout',
   Content = 'content',
   Browser = 'browser',
 }
-
-let renderer: BrowserRenderer | undefined;
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -62,26 +68,39 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Render a batch of views (RenderTask), or only start the browser (WarmUpTask). */
-export default async function renderTask(task: RenderTask | WarmUpTask): Promise<RenderResult | WarmUpResult> {
-  renderer ??= new BrowserRenderer(task.baseUrl, task.profiles);
-  const r = renderer;
-  try {
-    if ('warmUp' in task) {
-      const adopted = task.browser !== undefined && !r.hasBrowser;
-      if (adopted) r.adopt(task.browser!);
-      await withTimeout(r.warmUp(), task.timeoutMs);
-      return { adopted };
+/**
+ * The task function of a render worker thread started with `data`, whose browser `spawned` is
+ * already starting. The browser is opened now (the page loads while no task has come yet); a failure
+ * to start is reported by the first task, which starts a fresh browser.
+ */
+export function createRenderTask(data: RenderWorkerData, spawned?: SpawnedChromium): (task: RenderTask | CloseTask) => Promise<RenderResult> {
+  const renderer = new BrowserRenderer(data.browser.url, data.profiles, spawned);
+  renderer.open().catch(() => undefined);
+
+  return async function renderTask(task: RenderTask | CloseTask): Promise<RenderResult> {
+    const result = (views: RenderedView[], failure?: string): RenderResult => ({ views, failure, thread: threadId, browserReadyAt: renderer.readyAt });
+    if ('close' in task) {
+      // Killed, not left to exit once the thread's end closes its pipe (a graceful exit: ~1 s).
+      await renderer.close();
+      return result([]);
     }
-    // One page call for the batch; the time allowed is the per-view timeout for each view.
-    const out = await withTimeout(r.renderViews(task.styleUrl, task.pixelRatio, task.views), task.timeoutMs * task.views.length);
-    await withTimeout(r.flush(), task.timeoutMs);
-    return out;
-  } catch (e) {
-    if (e instanceof RenderContentError) throw new Error(`${RenderFailure.Content}: ${e.message}`);
-    // Hang or crash: throw the browser away so the retry starts clean.
-    await r.close();
-    const msg = e instanceof Error ? e.message : String(e);
-    throw new Error(msg.startsWith(RenderFailure.Timeout) ? msg : `${RenderFailure.Browser}: ${msg.split('\n')[0]}`);
-  }
+    try {
+      // One page call for the batch; the time allowed is the per-view timeout for each view.
+      const drawn = await withTimeout(renderer.renderViews(task.styleUrl, task.pixelRatio, task.views), task.timeoutMs * task.views.length);
+      const uploads = await withTimeout(renderer.flush(), task.timeoutMs);
+      const views: RenderedView[] = [];
+      // Uploads are in render order, one per view drawn: the views delivered are those up to the first failed upload.
+      for (const [i, view] of drawn.views.entries()) {
+        const up = uploads[i];
+        if (!up || !('receipt' in up)) return result(views, `${RenderFailure.Content}: ${up ? up.error : 'the page uploaded no image'}`);
+        views.push({ ...view, receipt: up.receipt });
+      }
+      return result(views, drawn.failure === undefined ? undefined : `${RenderFailure.Content}: ${drawn.failure}`);
+    } catch (e) {
+      // Hang or crash: throw the browser away so the retry starts clean.
+      await renderer.kill();
+      const msg = e instanceof Error ? e.message : String(e);
+      return result([], msg.startsWith(RenderFailure.Timeout) ? msg : `${RenderFailure.Browser}: ${msg.split('\n')[0]}`);
+    }
+  };
 }

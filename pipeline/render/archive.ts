@@ -23,9 +23,10 @@ const MAPLIBRE_VERSION = (createRequire(import.meta.url)('maplibre-gl/package.js
 /**
  * Version of how tilebake turns a style into tiles (metatile grid, render page, pixel read-out).
  * Bump it when a change can alter tiles or metatile keys: archives and journals of older versions
- * are then rebuilt instead of resumed. 2: metatile grid starts at the bbox.
+ * are then rebuilt instead of resumed. 2: metatile grid starts at the bbox. 3: glyph stacks merged per
+ * code point (the render page loads glyphs from the server clients use).
  */
-const RENDER_VERSION = 'tilebake-render/2';
+const RENDER_VERSION = 'tilebake-render/3';
 
 /** Hash of files' names (relative to `dir`) and contents. */
 async function hashFiles(dir: string, paths: string[]): Promise<string> {

@@ -1,17 +1,20 @@
 import type { Piscina } from 'piscina';
 import { UserError } from '../../lib/errors.ts';
-import { logLine } from '../progress.ts';
+import type { RenderServer } from '../../static-server/render-server.ts';
+import { RENDER_PAGE_PATH, uploadUrl } from '../../static-server/routes/render-page.ts';
+import { chromiumCommand, createProfiles, removeProfiles } from '../../workers/chromium-process.ts';
 import { createPool } from '../../workers/pool.ts';
-import { createProfiles, killChromium, removeProfiles, renderPageUrl, startChromium, type ChromiumProcess } from '../../workers/chromium-process.ts';
-import type { RenderTask, WarmUpResult, WarmUpTask } from '../../workers/render-task.ts';
-import type { AssetServer } from './asset-server.ts';
+import type { CloseTask, RenderResult, RenderTask, RenderWorkerData } from '../../workers/render-task.ts';
+import { logLine } from '../progress.ts';
 import { CHANNELS, fromDrawingBuffer, type RawImage } from './encode.ts';
 import { canvasSize, metatileKey, metatileView, type Metatile } from './metatiles.ts';
 
-/** The render task module run by the pool's worker threads. */
-const TASK_MODULE = new URL('../../workers/render-task.ts', import.meta.url).href;
+/** The render pool's worker module: plain JavaScript that starts the thread's browser first. */
+const WORKER_MODULE = new URL('../../workers/render-worker.mjs', import.meta.url).href;
 /** Extra time the main thread grants a task beyond its own timeout before aborting the thread. */
 const ABORT_GRACE_MS = 15_000;
+/** How long a thread may take to kill its browser at the end before the thread is ended anyway. */
+const CLOSE_TIMEOUT_MS = 10_000;
 
 /** Settings of a MetatileRenderer. */
 export interface MetatileRendererOptions {
@@ -21,153 +24,143 @@ export interface MetatileRendererOptions {
   retries: number;
 }
 
+/** The style the browsers open the render page with: they start loading it at once. */
+export interface FirstStyle {
+  styleUrl: string;
+  pixelRatio: number;
+}
+
+/** URL of the render page on `server`, loading `first` as soon as it opens. */
+function renderPageUrl(server: RenderServer, first: FirstStyle): string {
+  const url = new URL(RENDER_PAGE_PATH, server.url);
+  url.searchParams.set('style', first.styleUrl);
+  url.searchParams.set('ratio', String(first.pixelRatio));
+  return url.href;
+}
+
 /**
- * Renders metatiles with a Piscina pool of browsers: each worker thread owns one Chromium and one
- * page. A failed metatile (crash, hang, load error) is retried `retries` times on a restarted
- * browser; then the build fails naming the metatile. A request for something not available locally
- * fails at once, naming the URL.
+ * Renders metatiles with a Piscina pool of browsers. Each worker thread starts its own Chromium as
+ * soon as the thread starts (on the render page of `server`, loading the first style), drives it and
+ * kills it. A task renders a batch of metatiles and returns the upload receipt of each one it
+ * delivered; their pixels are taken from the server's upload slots by receipt. A metatile not
+ * delivered (crash, hang, load error) is retried `retries` times on a restarted browser; then the
+ * build fails naming the metatile. A request of the page the server could not answer fails the build
+ * at once, naming the URL.
  */
 export class MetatileRenderer {
-  private readonly pool: Piscina;
-  /** Resolves once warmUp has queued its tasks: renders queue behind them, so workers adopt the browsers. */
-  private warmUpQueued: Promise<void> = Promise.resolve();
-  /** Browsers this thread started for the workers (warmUp); all are killed by close(). */
-  private readonly started: ChromiumProcess[] = [];
-  /** The folder every browser of this renderer keeps its profile in; removed by close(). */
-  private readonly profiles: Promise<string>;
+  /** When each thread's browser was first up (absolute ms), by thread id. */
+  private readonly readyAt = new Map<number, number>();
 
-  constructor(
-    private readonly server: AssetServer,
+  private constructor(
+    private readonly server: RenderServer,
+    private readonly pool: Piscina,
+    private readonly profiles: string,
     private readonly opts: MetatileRendererOptions,
-  ) {
-    this.pool = createPool(TASK_MODULE, opts.workers);
-    this.profiles = createProfiles();
-    // Reported where it is awaited (warmUp, renderBatch), not as an unhandled rejection.
-    this.profiles.catch(() => undefined);
+  ) {}
+
+  /** Start the pool: `opts.workers` threads, each starting its browser on `server`'s render page with `first`. */
+  static async start(server: RenderServer, first: FirstStyle, opts: MetatileRendererOptions): Promise<MetatileRenderer> {
+    const profiles = await createProfiles();
+    const workerData: RenderWorkerData = { browser: chromiumCommand(renderPageUrl(server, first)), profiles };
+    const pool = createPool(WORKER_MODULE, opts.workers, { workerData, tsx: false, background: true });
+    return new MetatileRenderer(server, pool, profiles, opts);
   }
 
-  /**
-   * Start one browser per worker from this thread, opened on the render page loading the first style
-   * (`first`), while the worker threads are still loading playwright-core; each worker then attaches
-   * to one (a warm-up task). Start-up then costs the slower of the two, not their sum, and the first
-   * render finds MapLibre and the style loaded. Resolves when every worker is ready; a failure here
-   * is left to the first render to report (a worker without a browser starts its own).
-   */
-  async warmUp(first: { styleUrl: string; pixelRatio: number }): Promise<void> {
-    const url = renderPageUrl(this.server.baseUrl, first);
-    let submitted!: () => void;
-    this.warmUpQueued = new Promise<void>((resolve) => (submitted = resolve));
-    // A folder that could not be made fails the first render, which awaits it too.
-    const profiles = await this.profiles.catch(() => undefined);
-    if (!profiles) {
-      submitted();
-      return;
-    }
-    const browsers = await Promise.allSettled(Array.from({ length: this.opts.workers }, () => startChromium(url, { profiles })));
-    const tasks: Promise<unknown>[] = [];
-    for (const b of browsers) {
-      if (b.status === 'rejected') continue;
-      const browser = b.value;
-      this.started.push(browser);
-      const task: WarmUpTask = { baseUrl: this.server.baseUrl, profiles, warmUp: true, timeoutMs: this.opts.timeoutMs, browser: { pid: browser.pid, endpoint: browser.endpoint } };
-      tasks.push(
-        this.pool.run(task).then((result: WarmUpResult) => {
-          // A worker that already had a browser (it ran two warm-ups) leaves this one unused.
-          if (!result.adopted) killChromium(browser.pid);
-        }),
-      );
-    }
-    submitted();
-    await Promise.allSettled(tasks);
+  /** When the browsers of every thread that has rendered were up (absolute ms), or undefined before any result. */
+  get browsersReadyAt(): number | undefined {
+    return this.readyAt.size > 0 ? Math.max(...this.readyAt.values()) : undefined;
   }
 
   /**
    * Render metatiles `metas` of the style at `styleUrl` in one worker, in order (neighbours share the
-   * page's vector tiles), calling `onImage` with each metatile's canvas as soon as its pixels arrive.
-   * Metatiles a failed attempt did not deliver are retried on a fresh browser; resolves when every
-   * `onImage` has resolved. A metatile that fails `retries + 1` times fails the build, named.
+   * page's vector tiles), and hand each delivered metatile's canvas to `onImage`. Metatiles a failed
+   * attempt did not deliver are retried on a fresh browser; a metatile that fails `retries + 1` times
+   * fails the build, named. Resolves once every metatile is delivered, with `encoded`, which resolves
+   * once every `onImage` has: the caller may ask for the next batch while these are encoded.
    */
-  async renderBatch(styleUrl: string, label: string, metas: Metatile[], pixelRatio: number, onImage: (m: Metatile, image: RawImage) => Promise<void>): Promise<void> {
-    const profiles = await this.profiles;
-    const delivered = new Set<Metatile>();
+  async renderBatch(styleUrl: string, label: string, metas: Metatile[], pixelRatio: number, onImage: (m: Metatile, image: RawImage) => Promise<void>): Promise<{ encoded: Promise<void> }> {
+    const uploads = this.server.session.uploads;
     const handling: Promise<void>[] = [];
     let handlingError: unknown;
     const failures: string[] = [];
     let pending = metas;
     for (let attempt = 0; attempt <= this.opts.retries && pending.length > 0; attempt++) {
-      let open = true;
-      let wrong: string | undefined;
-      const uploads = pending.map((m) => {
-        // The page uploads the metatile's tiles only: the margin is cropped before the pixels are read.
+      // The page uploads the metatile's tiles only: the margin is cropped before the pixels are read.
+      const slots = pending.map((m) => {
         const size = canvasSize(m, 0, pixelRatio);
         const bytes = size.width * size.height * CHANNELS;
-        return this.server.expectUpload(bytes, (up) => {
-          if (!open) return;
-          if (up.width !== size.width || up.height !== size.height || up.body.length !== bytes) {
-            wrong ??= `the page uploaded a ${up.width}×${up.height} image of ${up.body.length} bytes, expected ${size.width}×${size.height} (${bytes} bytes)`;
-            return;
-          }
-          delivered.add(m);
-          handling.push(onImage(m, fromDrawingBuffer(up.body, size.width, size.height)).catch((e) => void (handlingError ??= e)));
-        });
+        return { m, size, bytes, id: uploads.expect(bytes) };
       });
       const task: RenderTask = {
-        baseUrl: this.server.baseUrl,
-        profiles,
         styleUrl,
         pixelRatio,
-        views: pending.map((m, i) => ({ ...metatileView(m, this.opts.margin), upload: uploads[i].url, crop: this.opts.margin * pixelRatio })),
+        views: slots.map((s) => ({ ...metatileView(s.m, this.opts.margin), upload: uploadUrl(this.server.url, s.id), crop: this.opts.margin * pixelRatio })),
         timeoutMs: this.opts.timeoutMs,
       };
+      let result: RenderResult | undefined;
       let error: string | undefined;
       try {
-        await this.warmUpQueued;
         const signal = AbortSignal.timeout(this.opts.timeoutMs * pending.length + ABORT_GRACE_MS);
-        await this.pool.run(task, { signal });
-        error = wrong;
+        result = (await this.pool.run(task, { signal })) as RenderResult;
       } catch (e) {
         error = e instanceof Error ? e.message : String(e);
-      } finally {
-        open = false;
-        for (const u of uploads) this.server.forgetUpload(u.id);
       }
-      // MapLibre does not report every failed request (e.g. glyphs); the asset server saw them all.
-      this.checkMissing(label, pending[0]);
-      const failed = pending.filter((m) => !delivered.has(m));
+      // Every slot is closed here: the pixels of the views the result names, the others dropped.
+      const images = slots.map((s) => uploads.take(s.id));
+      // MapLibre does not report every failed request (e.g. glyphs); the server saw them all.
+      this.checkFailedRequests(label, pending[0]);
+      if (result?.browserReadyAt !== undefined && !this.readyAt.has(result.thread)) this.readyAt.set(result.thread, result.browserReadyAt);
+      const delivered = new Set<number>();
+      for (const [i, view] of (result?.views ?? []).entries()) {
+        const s = slots[i];
+        const image = images[i];
+        if (!s || !image || view.receipt.upload !== s.id) break;
+        if (image.width !== s.size.width || image.height !== s.size.height || image.body.length !== s.bytes) {
+          error = `the page uploaded a ${image.width}×${image.height} image of ${image.body.length} bytes, expected ${s.size.width}×${s.size.height} (${s.bytes} bytes)`;
+          break;
+        }
+        delivered.add(i);
+        handling.push(onImage(s.m, fromDrawingBuffer(image.body, s.size.width, s.size.height)).catch((e) => void (handlingError ??= e)));
+      }
+      const failed = pending.filter((_, i) => !delivered.has(i));
       if (failed.length > 0) {
-        const m = failed[0];
         // The batch renders in order: the first metatile not delivered is the one that failed.
-        const msg = error ?? 'the page uploaded no image';
+        const msg = error ?? result?.failure ?? 'the page uploaded no image';
         failures.push(msg);
-        if (attempt < this.opts.retries) logLine(`${label}: metatile ${metatileKey(m)} failed (${msg.split('\n')[0]}); retrying with a fresh browser (${attempt + 1}/${this.opts.retries})`);
+        if (attempt < this.opts.retries) logLine(`${label}: metatile ${metatileKey(failed[0])} failed (${msg.split('\n')[0]}); retrying with a fresh browser (${attempt + 1}/${this.opts.retries})`);
       }
       pending = failed;
     }
-    await Promise.all(handling);
-    if (handlingError !== undefined) throw handlingError;
+    const encoded = Promise.all(handling).then(() => {
+      if (handlingError !== undefined) throw handlingError;
+    });
     if (pending.length > 0) {
+      await encoded.catch(() => undefined);
       const m = pending[0];
       throw new UserError(`${label}: metatile ${metatileKey(m)} (tiles ${m.tiles.map((t) => `${t.z}/${t.x}/${t.y}`).join(' ')}) failed ${failures.length} times: ${failures[failures.length - 1]}`);
     }
+    // Awaited by the caller later: not an unhandled rejection meanwhile.
+    encoded.catch(() => undefined);
+    return { encoded };
   }
 
-  /** Fail the build when the page asked the asset server for anything it does not have. */
-  private checkMissing(label: string, m: Metatile): void {
-    if (this.server.missing.size === 0) return;
-    throw new UserError(`${label}: metatile ${metatileKey(m)}: the style requested resources that are not available locally: ${[...this.server.missing].join(', ')}`);
+  /** Fail the build when the page asked the server for anything it could not answer. */
+  private checkFailedRequests(label: string, m: Metatile): void {
+    const failed = this.server.session.takeFailures();
+    if (failed.length === 0) return;
+    throw new UserError(`${label}: metatile ${metatileKey(m)}: the style requested resources that are not available locally: ${failed.map((f) => `${f.url} (HTTP ${f.status}: ${f.error})`).join(', ')}`);
   }
 
   /**
-   * Stop the pool, then every browser (a worker's own ones end with its thread: their pipe closes),
-   * then remove the profiles folder once no browser uses it.
+   * Stop the pool: each thread kills its browser (a close task per thread: all are idle once every
+   * batch is over, so each takes one), then the threads end; a browser left running exits when its
+   * thread's pipe closes. Then remove the profiles folder once no browser uses it.
    */
   async close(): Promise<void> {
+    const close: CloseTask = { close: true };
+    await Promise.allSettled(Array.from({ length: this.opts.workers }, () => this.pool.run(close, { signal: AbortSignal.timeout(CLOSE_TIMEOUT_MS) })));
     await this.pool.close();
     await this.pool.destroy();
-    // Only those still running: a pid that has exited may already be another process's.
-    for (const b of this.started) if (b.running) killChromium(b.pid);
-    await Promise.all(this.started.map((b) => b.exited));
-    const profiles = await this.profiles.catch(() => undefined);
-    if (profiles) await removeProfiles(profiles);
+    await removeProfiles(this.profiles);
   }
 }

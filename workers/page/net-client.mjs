@@ -1,5 +1,5 @@
 // tilebake render page: requests through the shared worker net-worker.js (see there why), for the page
-// and, imported with importScriptInWorkers, for MapLibre's tile worker. URLs of the local server are
+// and, imported with importScriptInWorkers, for MapLibre's tile worker. URLs of the render server are
 // given to MapLibre as `tilebake://host/path` (render.js transformRequest), which it hands to `netLoad`.
 export const PROTOCOL = 'tilebake';
 
@@ -79,7 +79,7 @@ export function netPost(url, body) {
   const id = prefix + ++seq;
   return new Promise((resolve) => {
     portPending.set(id, resolve);
-    port.postMessage({ id, url, method: 'POST', body }, [body]);
+    port.postMessage({ id, url, method: 'POST', body, headers: { 'Content-Type': 'application/octet-stream' } }, [body]);
   });
 }
 

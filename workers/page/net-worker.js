@@ -1,4 +1,4 @@
-// tilebake render page: the shared worker that makes the page's requests to the build's local server.
+// tilebake render page: the shared worker that makes the page's requests to the build's render server.
 // Requests arrive on the BroadcastChannel 'tilebake-net' (from the page and from MapLibre's tile worker,
 // see net-client.mjs) and are answered on it; the page's pixel uploads come over its own port (below).
 // Playwright attaches to the page and its dedicated workers with the DevTools Network domain on
@@ -13,7 +13,8 @@ async function handle(q, send = (reply) => channel.postMessage(reply)) {
   inflight.set(q.id, controller);
   let reply;
   try {
-    const res = await fetch(q.url, { method: q.method || 'GET', body: q.body, headers: q.headers, signal: controller.signal });
+    // Nothing goes through the browser's HTTP cache: every answer comes from the server.
+    const res = await fetch(q.url, { method: q.method || 'GET', body: q.body, headers: q.headers, signal: controller.signal, cache: 'no-store' });
     const body = await res.arrayBuffer();
     reply = res.ok
       ? { id: q.id, ok: true, status: res.status, body, cacheControl: res.headers.get('Cache-Control'), expires: res.headers.get('Expires') }

@@ -1,8 +1,9 @@
-// tilebake render page. Loaded from the local asset server; exposes `window.tilebake` for the
-// render worker: init(style, pixelRatio) once per style, then renderViews(views) for each batch of
-// metatiles and flush() for their uploads.
+// tilebake render page. Loaded from the build's render server (the app of `tilebake serve` in its
+// render role, on 127.0.0.1); exposes `window.tilebake` for the render worker: init(style, pixelRatio)
+// once per style, then renderViews(views) for each batch of metatiles and flush() for the receipts of
+// their uploads.
 import * as maplibregl from '/maplibre/maplibre-gl.mjs';
-import { forgetZoomHistory, paintOnlyWhenLoaded, placeOncePerView, rasteriseReadAreaOnly, resetTiles, tileRequestsSent } from './map-internals.mjs';
+import { MapInternals, runFramesImmediately } from './maplibre-adapter.mjs';
 import { PROTOCOL, connectNet, netLoad, netPost } from './net-client.mjs';
 
 const ORIGIN = window.location.origin + '/';
@@ -14,34 +15,12 @@ const ORIGIN = window.location.origin + '/';
  */
 const netReady = connectNet(window.tilebakeNet);
 
-/**
- * Run animation frames as soon as the event loop is free instead of at the display's 60 Hz: a view
- * takes a few frames (jump, tiles arrive, paint), and each waited up to 16.7 ms for the next vsync,
- * most of a low-zoom render. Nothing here is animated; the canvas is read with readPixels, not shown.
- * MapLibre schedules its frames with window.requestAnimationFrame, looked up at each call.
- */
-function immediateFrames() {
-  const callbacks = new Map();
-  let nextId = 0;
-  const channel = new MessageChannel();
-  channel.port1.onmessage = (e) => {
-    const cb = callbacks.get(e.data);
-    if (!cb) return;
-    callbacks.delete(e.data);
-    cb(performance.now());
-  };
-  window.requestAnimationFrame = (cb) => {
-    const id = ++nextId;
-    callbacks.set(id, cb);
-    channel.port2.postMessage(id);
-    return id;
-  };
-  window.cancelAnimationFrame = (id) => callbacks.delete(id);
-}
-immediateFrames();
+runFramesImmediately();
 /** Errors reported by the map (or blocked requests) since the last render started. */
 let errors = [];
 let map = null;
+/** The map's internals (maplibre-adapter.mjs), checked when the map is created. */
+let internals = null;
 let currentStyle = null;
 /** True when the last render reported problems: the next one starts without tiles (an errored tile would stay). */
 let lastRenderFailed = false;
@@ -54,9 +33,9 @@ function describe(e) {
 }
 
 /**
- * URLs of the local asset server become `tilebake://` URLs, which MapLibre (page and tile worker)
- * loads through the shared worker (net-client.mjs). Every other URL is refused: the server answers
- * 404 naming it.
+ * URLs of the render server become `tilebake://` URLs, which MapLibre (page and tile worker) loads
+ * through the shared worker (net-client.mjs). Every other URL is refused: the server answers 404
+ * naming it, and the build fails naming it.
  */
 function transformRequest(url) {
   if (url.startsWith(ORIGIN)) return { url: PROTOCOL + url.slice('http'.length) };
@@ -117,6 +96,15 @@ async function loadStyle(styleUrl, pixelRatio) {
       await waitFor('style.load');
     }
   }
+  // The one self-check of MapLibre's internals, once the first style is loaded; until it passes,
+  // every init reports it (nothing is rendered).
+  if (!internals) {
+    try {
+      internals = new MapInternals(map, maplibregl.getVersion());
+    } catch (e) {
+      errors.push(describe(e));
+    }
+  }
   const found = errors;
   errors = [];
   return found;
@@ -134,8 +122,8 @@ function viewKey(view) {
  * jump. Resolves on 'idle', once the view's tiles are loaded and its frame is painted.
  * - A metatile's pixels must not depend on what this page rendered before. Loaded tiles are kept
  *   (re-fetching and re-parsing them cost ~60% of the draw time); what made the result depend on
- *   history is neutralised instead: placement history and tiles held for fade (placeOncePerView),
- *   frames painted while tiles load and the dash atlas layout (paintOnlyWhenLoaded), zoom history.
+ *   history is neutralised instead (MapInternals.prepareView): placement history and tiles held for
+ *   fade, frames painted while tiles load and the dash atlas layout, zoom history.
  * - After a failed render, start without tiles: an errored tile would stay and not report again.
  */
 function begin(view) {
@@ -148,11 +136,8 @@ function begin(view) {
     container.style.height = h;
     map.resize();
   }
-  placeOncePerView(map);
-  paintOnlyWhenLoaded(map);
-  rasteriseReadAreaOnly(map, view.crop || 0);
-  forgetZoomHistory(map);
-  if (lastRenderFailed) resetTiles(map);
+  internals.prepareView(view.crop || 0);
+  if (lastRenderFailed) internals.resetTiles();
   lastRenderFailed = true;
   const idle = waitFor('idle');
   map.jumpTo({ center: view.center, zoom: view.zoom, bearing: 0, pitch: 0 });
@@ -162,49 +147,21 @@ function begin(view) {
 }
 
 /**
- * The map's camera transform, for beginAhead and loadAhead, which hand it (or a copy) to
- * style._updateSources. Internal API, guarded so that a MapLibre upgrade fails loudly.
- */
-function aheadTransform() {
-  const camera = map._camera;
-  const transform = camera && camera.transform;
-  if (typeof map.style._updateSources !== 'function' || !transform || typeof transform.clone !== 'function') {
-    throw new Error('MapLibre internals changed: style._updateSources or map._camera.transform.clone is missing');
-  }
-  return transform;
-}
-
-/**
  * Begin `next` now and ask for its tiles at once (MapLibre would only do so in the next frame): the
  * tile worker loads and parses them while this thread waits in readPixels for the GPU to finish the
  * current view. Nothing is painted until the current view's pixels are read (frames run only after
  * this task), and the canvas keeps its size (a resize would clear the drawing buffer), so `next`
- * must have the current size. Internal API (style._updateSources, map._camera), guarded.
+ * must have the current size.
  */
 function beginAhead(next) {
   begin(next);
-  map.style._updateSources(aheadTransform());
-}
-
-/**
- * Ask for the tiles of `next`, a view of another size than the current one, without touching the
- * canvas: resizing it would clear the drawing buffer before the current view's pixels are read. The
- * tile managers are updated with a copy of the camera at next's size and place, so next's tiles load
- * while this thread waits in readPixels; render(next) then resizes, jumps and finds them loading or
- * loaded. Internal API (style._updateSources, map._camera.transform), guarded.
- */
-function loadAhead(next) {
-  const t = aheadTransform().clone();
-  t.resize(next.width, next.height, false);
-  t.setZoom(next.zoom);
-  t.setCenter(new maplibregl.LngLat(next.center[0], next.center[1]));
-  map.style._updateSources(t);
+  internals.requestTiles();
 }
 
 /**
  * Render one view and start uploading its pixels to `view.upload` (see flush). With `next` (the
  * view the next call will render), next's tiles load while this view's pixels are read (beginAhead
- * for a view of the same size, loadAhead for another). Resolves { width, height, errors }.
+ * for a view of the same size, MapInternals.requestTilesAt for another). Resolves { width, height, errors }.
  */
 async function render(view, next) {
   const ahead = begun && begun.key === viewKey(view) ? begun.idle : null;
@@ -212,8 +169,7 @@ async function render(view, next) {
   await (ahead || begin(view));
   begun = null;
   const problems = errors.slice();
-  const managers = map.style.tileManagers;
-  for (const id of Object.keys(managers)) {
+  for (const id of Object.keys(internals.tileManagers())) {
     if (!map.isSourceLoaded(id)) problems.push(`source "${id}" did not finish loading`);
   }
   if (!map.areTilesLoaded()) problems.push('tiles did not finish loading');
@@ -223,14 +179,16 @@ async function render(view, next) {
   if (problems.length) return { width, height, errors: problems };
   if (next) {
     if (next.width === view.width && next.height === view.height) beginAhead(next);
-    else loadAhead(next);
-    await tileRequestsSent(map);
+    // A next view of another size: its tiles load while this view is read; render(next) then resizes,
+    // jumps and finds them loading or loaded.
+    else internals.requestTilesAt(next, maplibregl.LngLat);
+    await internals.tileRequestsSent();
   }
   // The upload runs while the next view is drawn; flush() waits for all of them.
   const crop = view.crop || 0;
   const read = { x: crop, y: crop, width: width - 2 * crop, height: height - 2 * crop };
   if (read.width <= 0 || read.height <= 0) throw new Error(`crop ${crop} leaves nothing of a ${width}×${height} canvas`);
-  uploads.push(upload(`${view.upload}?width=${read.width}&height=${read.height}`, readPixels(read)));
+  uploads.push(upload(`${view.upload}?width=${read.width}&height=${read.height}`, internals.readPixels(read)));
   return { width, height, errors: problems };
 }
 
@@ -249,44 +207,26 @@ async function renderViews(views) {
   return out;
 }
 
-/** Uploads in flight: each resolves to an error message, or undefined once the server has the image. */
+/** Uploads in flight, in render order: each resolves to { receipt } once the server has the image, or { error }. */
 const uploads = [];
 
 /**
- * POST pixels to the asset server, their buffer transferred to the shared worker (no copy, no Blob:
- * see netPost).
+ * POST pixels to the render server, their buffer transferred to the shared worker (no copy, no Blob:
+ * see netPost); resolves the server's receipt.
  */
 async function upload(url, pixels) {
   try {
     const r = await netPost(url, pixels.buffer);
-    return r.ok ? undefined : `uploading the image failed: HTTP ${r.status} ${r.text ?? r.statusText}`;
+    if (!r.ok) return { error: `uploading the image failed: HTTP ${r.status} ${r.text ?? r.statusText}` };
+    return { receipt: JSON.parse(new TextDecoder().decode(r.body)) };
   } catch (e) {
-    return `uploading the image failed: ${describe(e)}`;
+    return { error: `uploading the image failed: ${describe(e)}` };
   }
 }
 
-/** Wait for every upload in flight; resolves the errors of those that failed. */
-async function flush() {
-  const done = await Promise.all(uploads.splice(0));
-  return done.filter((e) => e !== undefined);
-}
-
-/**
- * The pixels of rectangle `r` (device pixels; the crop is symmetric, so the same from the top or
- * the bottom) of the frame just drawn, read with gl.readPixels (measured ~12 % faster per metatile
- * than copying the canvas into a 2D canvas): RGBA rows, bottom row first, premultiplied by alpha,
- * as WebGL's drawing buffer holds them (the node side flips and un-premultiplies: encode.ts).
- */
-function readPixels(r) {
-  const context = map.painter && map.painter.context;
-  const gl = context && context.gl;
-  if (!gl || typeof gl.readPixels !== 'function' || !context.bindFramebuffer) {
-    throw new Error('MapLibre internals changed: map.painter.context (gl, bindFramebuffer) is missing');
-  }
-  context.bindFramebuffer.set(null);
-  const pixels = new Uint8Array(r.width * r.height * 4);
-  gl.readPixels(r.x, r.y, r.width, r.height, gl.RGBA, gl.UNSIGNED_BYTE, pixels);
-  return pixels;
+/** Wait for every upload since the last flush; resolves their outcomes ({ receipt } or { error }), in render order. */
+function flush() {
+  return Promise.all(uploads.splice(0));
 }
 
 /**

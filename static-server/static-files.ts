@@ -1,0 +1,59 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { HttpError } from './context.ts';
+import { sendTile, tileBody, type TileBody } from './tile-response.ts';
+
+/** HTTP statuses of static files. */
+const enum Status {
+  NotFound = 404,
+}
+
+/** Content types of static files by extension: pages, scripts, style sheets, source maps. */
+const CONTENT_TYPES: Readonly<Record<string, string>> = Object.freeze({
+  html: 'text/html; charset=utf-8',
+  js: 'text/javascript; charset=utf-8',
+  mjs: 'text/javascript; charset=utf-8',
+  css: 'text/css; charset=utf-8',
+  map: 'application/json; charset=utf-8',
+  json: 'application/json; charset=utf-8',
+});
+
+/** A plain file name: no folder part, no leading dot. */
+const PLAIN_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._@-]*$/;
+
+/** The content type of a static file name, by its extension. */
+export function staticContentType(name: string): string {
+  return CONTENT_TYPES[name.slice(name.lastIndexOf('.') + 1).toLowerCase()] ?? 'application/octet-stream';
+}
+
+/**
+ * The files of one folder (flat: plain names only, nothing below it), each read on first use and
+ * kept: they belong to the installation (a page, a library's dist) and do not change while serving.
+ */
+export class StaticFolder {
+  private readonly files = new Map<string, Promise<TileBody | null>>();
+
+  constructor(readonly dir: string) {}
+
+  /** The file `name` with its ETag, or null when the folder has no such file or the name is not plain. */
+  get(name: string): Promise<TileBody | null> {
+    if (!PLAIN_NAME.test(name)) return Promise.resolve(null);
+    let p = this.files.get(name);
+    if (!p) {
+      p = readFile(join(this.dir, name)).then(
+        (bytes) => tileBody(bytes),
+        () => null,
+      );
+      this.files.set(name, p);
+    }
+    return p;
+  }
+
+  /** Send file `name` (ETag, If-None-Match → 304, `cacheControl`), or throw a JSON 404 naming `what`. */
+  async send(req: FastifyRequest, reply: FastifyReply, name: string, what: string, cacheControl: string): Promise<FastifyReply> {
+    const body = await this.get(name);
+    if (!body) throw new HttpError(Status.NotFound, `${what} has no file "${name}"`);
+    return sendTile(req, reply, body, { contentType: staticContentType(name), gzip: false, cacheControl });
+  }
+}
