@@ -74,19 +74,23 @@ function storeFor(options: ServeOptions, health?: () => StoreHealth): Store {
  * when the manifest cannot be read.
  */
 export async function createServerContext(options: ServeOptions, logStream?: NodeJS.WritableStream): Promise<ServerContext> {
-  let health: StoreHealth | undefined;
-  const store: Store = storeFor(options, () => health!);
-  const ctx = contextOver(store, await loadManifest(store), options, logStream);
-  health = ctx.health;
-  return ctx;
+  const log = createLogger(options.logLevel, logStream);
+  const store: Store = storeFor(options, () => health);
+  const health = healthOf(store, log);
+  return contextOver(store, await loadManifest(store), options, { log, health });
+}
+
+/** The store's health tracker: probes the manifest, logs failures rate-limited. */
+function healthOf(store: Store, log: Logger): StoreHealth {
+  return new StoreHealth(() => store.readFile(MANIFEST_FILE), new FailureLog(log));
 }
 
 /**
  * The context of an app over an open store and a manifest (the render role passes the manifest the
- * page must see): cache headers, health tracker and logger from the options.
+ * page must see): cache headers from the options; a logger and health tracker unless given.
  */
-export function contextOver(store: Store, manifest: Manifest, options: ServeOptions, logStream?: NodeJS.WritableStream): ServerContext {
-  const log = createLogger(options.logLevel, logStream);
+export function contextOver(store: Store, manifest: Manifest, options: ServeOptions, given: { log?: Logger; health?: StoreHealth } = {}): ServerContext {
+  const log = given.log ?? createLogger(options.logLevel);
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
   return {
     store,
@@ -94,7 +98,7 @@ export function contextOver(store: Store, manifest: Manifest, options: ServeOpti
     options,
     baseUrl: publicUrl ? () => publicUrl : (req: FastifyRequest) => `${req.protocol}://${req.host}`,
     cache: cachePolicy(options),
-    health: new StoreHealth(() => store.readFile(MANIFEST_FILE), new FailureLog(log)),
+    health: given.health ?? healthOf(store, log),
     log,
   };
 }
