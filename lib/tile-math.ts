@@ -171,23 +171,31 @@ export function centerInBounds(bounds: BBox, center: readonly number[] | undefin
   return [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2, z];
 }
 
-/** Latitude (degrees) of Mercator position `v` (0 = north edge, 1 = south edge of the square world). */
-function mercatorLat(v: number): number {
+/**
+ * Longitude of pixel column `i` of tile column `x` (zoom `z`, `size` px tiles, counted from `buffer`
+ * px west of the tile): the pixel's centre for a whole `i`, linear in between. Computed from the
+ * global pixel index, so neighbouring tiles agree on shared pixels exactly.
+ */
+export function pixelLon(z: number, x: number, size: number, i: number, buffer = 0): number {
+  return ((x * size + i - buffer + 0.5) / (size * 2 ** z)) * 360 - 180;
+}
+
+/** Latitude of pixel row `j` of tile row `y` (as `pixelLon`; Mercator in between). */
+export function pixelLat(z: number, y: number, size: number, j: number, buffer = 0): number {
+  const v = (y * size + j - buffer + 0.5) / (size * 2 ** z);
   return (Math.atan(Math.sinh(Math.PI * (1 - 2 * v))) * 180) / Math.PI;
 }
 
 /**
  * Latitudes of the pixel-centre rows and longitudes of the pixel-centre columns of tile z/x/y at
  * `size` px, extended by `buffer` px on every side (row/column 0 is `buffer` px outside the tile).
- * Positions are computed from global pixel indexes, so neighbouring tiles share their overlap exactly.
  */
 export function pixelCentreAxes(z: number, x: number, y: number, size: number, buffer = 0): { lats: Float64Array; lons: Float64Array } {
   const n = size + 2 * buffer;
-  const world = size * 2 ** z;
   const lats = new Float64Array(n), lons = new Float64Array(n);
   for (let i = 0; i < n; i++) {
-    lats[i] = mercatorLat((y * size + i - buffer + 0.5) / world);
-    lons[i] = ((x * size + i - buffer + 0.5) / world) * 360 - 180;
+    lats[i] = pixelLat(z, y, size, i, buffer);
+    lons[i] = pixelLon(z, x, size, i, buffer);
   }
   return { lats, lons };
 }

@@ -83,6 +83,25 @@ describe('parseConfig', () => {
     expect(c.tilesets.openmaptiles.source).toBe(MONACO);
     expect(Object.keys(c.styles).sort()).toEqual(['osm-bright', 'positron']);
   });
+
+  it('checks the contour section: intervals, zooms, and ids that clash with other tilesets', () => {
+    const bad = (elevation: unknown) => {
+      try {
+        parseConfig({ ...base, elevation }, file);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      throw new Error('expected an error');
+    };
+    const sources = ['dem/a.hgt'];
+    expect(bad({ sources, contours: { intervals: { 12: [20, 50] } } })).toContain('$.elevation.contours.intervals.12: expected the index interval to be a multiple of the minor one');
+    expect(bad({ sources, contours: { intervals: { 12: [0, 50] } } })).toContain('$.elevation.contours.intervals.12[0]');
+    expect(bad({ sources, contours: { intervals: { x: [10, 50] } } })).toMatch(/\$\.elevation\.contours\.intervals.*zoom/);
+    expect(bad({ sources, contours: { minzoom: 14, maxzoom: 12 } })).toContain('$.elevation.contours.minzoom: expected minzoom <= maxzoom');
+    expect(bad({ sources, contours: { id: 'omt' } })).toContain('$.elevation.contours.id: "omt" is already the id of $.tilesets.omt');
+    expect(bad({ sources, terrain: { id: 'x' }, contours: { id: 'x' } })).toContain('$.elevation.contours.id: "x" is already the id of $.elevation.terrain');
+    expect(bad({ sources, terrain: { minzoom: 9, maxzoom: 8 } })).toContain('$.elevation.terrain.minzoom: expected minzoom <= maxzoom');
+  });
 });
 
 describe('tilebake build --config (CLI)', () => {
