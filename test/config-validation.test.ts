@@ -81,7 +81,11 @@ describe('parseConfig', () => {
     const c = await loadConfig('data/sample/config.json');
     expect(Object.keys(c.tilesets)).toEqual(['openmaptiles']);
     expect(c.tilesets.openmaptiles.source).toBe(MONACO);
-    expect(Object.keys(c.styles).sort()).toEqual(['osm-bright', 'positron']);
+    expect(Object.keys(c.styles).sort()).toEqual(['osm-bright', 'positron', 'topo']);
+    // Terrain's maxzoom comes from the DEM; contours take the default intervals.
+    expect(c.elevation?.terrain).toMatchObject({ id: 'terrain', minzoom: 0 });
+    expect(c.elevation?.terrain && c.elevation.terrain.maxzoom).toBeUndefined();
+    expect(c.elevation?.contours).toEqual({ id: 'contours', minzoom: 11, maxzoom: 14, intervals: { 11: [100, 500], 12: [50, 250], 13: [20, 100], 14: [10, 50] } });
   });
 
   it('checks the contour section: intervals, zooms, and ids that clash with other tilesets', () => {
