@@ -157,6 +157,29 @@ describe('index file round trip', () => {
     await idx.close();
   });
 
+  it('sampleGrid gives every grid point exactly the height `heights` gives it, across blocks, layers and voids', async () => {
+    const step = 1 / 100;
+    const fine = grid('fine', 50, 10, step, 301, 301, (r, c) => (r > 100 && r < 110 && c > 200 && c < 205 ? NaN : 500 + r * 1.5 - c * 0.7 + Math.sin(r * c * 1e-3) * 20));
+    const coarse = grid('coarse', 51, 9, 0.1, 41, 41, (r, c) => 42 + r - c);
+    const path = join(dir, 'grid.tbei');
+    await write(path, [coarse, fine], planLayers([{ dem: coarse, priority: 0, order: 0 }, { dem: fine, priority: 0, order: 1 }]), 0.1);
+    const idx = await ElevationIndex.open(await FileRangeSource.open(path), 64 << 20);
+    // Rows and columns reaching beyond both layers, through the void and across block edges (2.56° per block).
+    const lats = Float64Array.from({ length: 57 }, (_, i) => 51.2 - i * 0.0731);
+    const lons = Float64Array.from({ length: 63 }, (_, j) => 8.7 + j * 0.0677);
+    lats[10] = 50 - 105 * step;
+    lons[20] = 10 + 256 * step;
+    const out = new Float64Array(lats.length * lons.length);
+    const filled = await idx.sampleGrid(lats, lons, out);
+    const pts = Array.from(out, (_, k) => ({ lat: lats[Math.floor(k / lons.length)], lon: lons[k % lons.length] }));
+    const { heights } = await idx.heights(pts);
+    expect(Array.from(out, (v) => (v === v ? v : null))).toEqual(heights);
+    expect(filled).toBe(heights.filter((h) => h !== null).length);
+    expect(filled).toBeGreaterThan(1000);
+    expect(filled).toBeLessThan(pts.length);
+    await idx.close();
+  });
+
   it('priority overrides resolution', async () => {
     const fine = grid('fine', 50, 10, 0.01, 101, 101, () => 1);
     const coarse = grid('coarse', 51, 9, 0.1, 41, 41, () => 2);
