@@ -11,7 +11,7 @@ import { encodeHeightsRgb, type TerrainEncoding } from '../lib/elevation/terrain
 import { ByteLru } from '../lib/lru.ts';
 import { encodeLineTile, MVT_EXTENT } from '../lib/mvt.ts';
 import { FileRangeSource } from '../lib/storage.ts';
-import { pixelCentreAxes, pixelLat, pixelLon } from '../lib/tile-math.ts';
+import { pixelCentreAxes } from '../lib/tile-math.ts';
 
 import quantiseBlock, { type QuantiseTask } from './quantise-block.ts';
 import type { EncodedBlock } from '../lib/elevation/codec.ts';
@@ -123,12 +123,18 @@ export async function terrain(task: TerrainTask): Promise<TileOut[]> {
 }
 
 /**
- * The index's surface in the grid coordinates of tile z/x/y sampled at `samples` px plus `buffer`
- * (grid (i, j) is that pixel's centre): longitude is linear in i, latitude follows Mercator in j.
+ * The index's surface in the grid coordinates of a tile's contour grid (grid (i, j) is the pixel
+ * centre at `axes.lons[i]`, `axes.lats[j]`), interpolated linearly in between: exact for longitude;
+ * within nanometres for latitude over one pixel (Mercator curves far slower than that).
  */
-function gridSurface(index: ElevationIndex, z: number, x: number, y: number, samples: number, buffer: number): (i: number, j: number) => number {
+function gridSurface(index: ElevationIndex, axes: { lats: Float64Array; lons: Float64Array }): (i: number, j: number) => number {
+  const { lats, lons } = axes;
+  const at = (v: Float64Array, f: number) => {
+    const k = Math.floor(f);
+    return f === k ? v[k] : v[k] + (f - k) * (v[k + 1] - v[k]);
+  };
   return (i, j) => {
-    const h = index.heightAt(pixelLat(z, y, samples, j, buffer), pixelLon(z, x, samples, i, buffer));
+    const h = index.heightAt(at(lats, j), at(lons, i));
     return typeof h === 'number' ? h : NaN;
   };
 }
@@ -140,11 +146,11 @@ export async function contours(task: ContourTask): Promise<TileOut[]> {
     for (let k = 0; k < task.tiles.length; k += 3) {
       const z = task.tiles[k], x = task.tiles[k + 1], y = task.tiles[k + 2];
       const zc = task.zooms[z];
-      const { lats, lons } = pixelCentreAxes(z, x, y, zc.samples, zc.buffer);
-      const heights = new Float64Array(lats.length * lons.length);
-      if ((await index.sampleGrid(lats, lons, heights)) === 0) continue;
+      const axes = pixelCentreAxes(z, x, y, zc.samples, zc.buffer);
+      const heights = new Float64Array(axes.lats.length * axes.lons.length);
+      if ((await index.sampleGrid(axes.lats, axes.lons, heights)) === 0) continue;
       // Between samples: the index's own surface (its blocks are cached by now), so vertices lie on it.
-      const surface = gridSurface(index, z, x, y, zc.samples, zc.buffer);
+      const surface = gridSurface(index, axes);
       const lines = tileIsolines(heights, { ...zc, extent: MVT_EXTENT, clipBuffer: task.clipBuffer, tolerance: task.tolerance, surface });
       if (lines.length === 0) continue;
       const mvt = encodeLineTile([{ name: task.layer, features: lines.map((l) => ({ lines: l.lines, properties: { ele: l.ele, level: l.level } })) }]);
@@ -159,6 +165,8 @@ export type ElevationTask = ({ op: 'quantise' } & QuantiseTask) | ({ op: 'terrai
 
 /** Run one task (Piscina loads a module's default export at start, so one entry point dispatches). */
 export default function run(task: ElevationTask): EncodedBlock | Promise<TileOut[]> {
+  // Terrain tiles usually follow the index: load sharp between quantise tasks, not at the first tile.
+  void loadSharp();
   switch (task.op) {
     case 'quantise':
       return quantiseBlock(task);

@@ -6,7 +6,7 @@
  * lattice, so the lines agree where the tiles overlap and meet exactly on the shared edge (a vertex
  * is put there).
  */
-import { edgePoint, isolineChains, rootOnSegment, type Chain, type Surface } from './marching-squares.ts';
+import { edgePoint, isolineChains, rootAlong, type Chain, type Surface } from './marching-squares.ts';
 
 /** How a tile's grid relates to the tile, and what to produce. */
 export interface IsolineOptions {
@@ -66,15 +66,21 @@ export function tileIsolines(values: Float64Array, opts: IsolineOptions): Isolin
   if (levels.length === 0) return [];
   const chains = isolineChains(values, w, w, levels[0], opts.minor, levels.length);
   const grid = { values, w, scale: opts.extent / opts.samples, shift: 0.5 - opts.buffer };
-  const cuts = [-opts.clipBuffer, 0, opts.extent, opts.extent + opts.clipBuffer];
+  const tileEdges = [0, opts.extent];
   const out: Isoline[] = [];
   levels.forEach((t, k) => {
     const onTileEdge = opts.surface ? tileEdgePoint(grid, t, opts.surface) : undefined;
     const lines: number[][] = [];
     for (const chain of chains[k]) {
       for (const path of chainToPaths(chain, grid, t)) {
-        if (opts.surface) refineAtCuts(path, grid, t, opts.surface, cuts);
-        for (const piece of clipPath(path, -opts.clipBuffer, opts.extent + opts.clipBuffer, opts.extent, onTileEdge)) {
+        const [x0, y0, x1, y1] = pathBounds(path);
+        const lo = -opts.clipBuffer, hi = opts.extent + opts.clipBuffer;
+        // Wholly outside the clip square: drawn by the neighbours only.
+        if (x1 < lo || y1 < lo || x0 > hi || y0 > hi) continue;
+        // Wholly inside the tile (the common case): nothing to cut.
+        const within = x0 > 0 && y0 > 0 && x1 < opts.extent && y1 < opts.extent;
+        if (opts.surface && !within) refineAtCuts(path, grid, t, opts.surface, tileEdges);
+        for (const piece of within ? [path] : clipPath(path, lo, hi, opts.extent, onTileEdge)) {
           const line = finish(piece, simplify(piece, opts.tolerance), grid, t, opts.surface);
           if (line.length >= 4) lines.push(line);
         }
@@ -112,27 +118,43 @@ function chainToPaths(chain: Chain, g: Grid, t: number): Path[] {
   }
   const paths: Path[] = [];
   let cur: Path = { xy: [], edges: [] };
-  const add = (i: number) => {
-    cur.xy.push(xs[i], ys[i]);
-    cur.edges.push(chain.ids[i]);
-  };
   if (bad < 0 && chain.closed) {
     // A closed line: end where it started.
-    for (let i = 0; i <= n; i++) add(i % n);
+    for (let k = 0; k <= n; k++) {
+      const i = k % n;
+      cur.xy.push(xs[i], ys[i]);
+      cur.edges.push(chain.ids[i]);
+    }
     return [cur];
   }
   // Runs of good points; a ring is walked from just after a bad point so no run wraps around.
   const from = chain.closed ? bad + 1 : 0;
   for (let k = 0; k < n; k++) {
     const i = (from + k) % n;
-    if (good[i]) add(i);
-    else {
+    if (good[i]) {
+      cur.xy.push(xs[i], ys[i]);
+      cur.edges.push(chain.ids[i]);
+    } else {
       if (cur.edges.length >= 2) paths.push(cur);
       cur = { xy: [], edges: [] };
     }
   }
   if (cur.edges.length >= 2) paths.push(cur);
   return paths;
+}
+
+/** [minX, minY, maxX, maxY] of a path's vertices. */
+function pathBounds(path: Path): [number, number, number, number] {
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  const { xy } = path;
+  for (let i = 0; i < xy.length; i += 2) {
+    const x = xy[i], y = xy[i + 1];
+    if (x < x0) x0 = x;
+    if (x > x1) x1 = x;
+    if (y < y0) y0 = y;
+    if (y > y1) y1 = y;
+  }
+  return [x0, y0, x1, y1];
 }
 
 /** A clip point this close (tile units) to a tile edge lies on it. */
@@ -145,8 +167,8 @@ function crossesCut(a: number, b: number, cuts: readonly number[]): boolean {
 }
 
 /**
- * Place on the surface the two ends of every segment that a clip or tile edge cuts, so the point the
- * clip adds there lies on the isoline too (neighbouring tiles do the same to the same segment).
+ * Place on the surface the two ends of every segment that a tile edge cuts, so the point the clip
+ * adds there lies on the isoline too (neighbouring tiles do the same to the same segment).
  */
 function refineAtCuts(path: Path, g: Grid, t: number, surface: Surface, cuts: readonly number[]): void {
   const { xy, edges } = path;
@@ -178,10 +200,10 @@ function tileEdgePoint(g: Grid, t: number, surface: Surface): EdgeFix {
     const base = Math.floor(along);
     // The stretch between grid lines holding the clip's point, else the one on either side.
     for (const j0 of [base, base - 1, base + 1]) {
-      const f = (s: number) => (vertical ? surface(at, j0 + s) : surface(j0 + s, at)) - t;
-      const f0 = f(0), f1 = f(1);
+      const [x0, y0] = vertical ? [at, j0] : [j0, at];
+      const f0 = surface(x0, y0) - t, f1 = (vertical ? surface(at, j0 + 1) : surface(j0 + 1, at)) - t;
       if (!(f0 < 0 !== f1 < 0) || !(f0 === f0 && f1 === f1)) continue;
-      const j = j0 + rootOnSegment(f, f0, f1, Math.min(1, Math.max(0, along - j0)));
+      const j = j0 + rootAlong(surface, x0, y0, vertical ? 0 : 1, vertical ? 1 : 0, t, f0, f1, Math.min(1, Math.max(0, along - j0)));
       const p = (j + g.shift) * g.scale;
       return vertical ? [c, p] : [p, c];
     }

@@ -157,29 +157,30 @@ const MAX_REFINE_STEPS = 8;
 const REFINE_TOLERANCE_M = 1e-3;
 
 /**
- * The root in [0, 1] of `f`, a function that is piecewise linear there with `f(0) = f0` and
- * `f(1) = f1` of opposite signs, starting from the guess `d` (regula falsi, Illinois variant: a few
- * steps find a root on a piece with a kink or two). Returns the guess when `f` has no value (NaN).
+ * Where `surface - t` has its root on the segment from (x, y) to (x + dx, y + dy), as a fraction
+ * s in [0, 1], given its values `f0` at s = 0 and `f1` at s = 1 (opposite signs) and a first guess
+ * `s`: regula falsi, Illinois variant; along the segment the surface is piecewise linear (a kink at
+ * each post line), so a few steps find the root. Returns the guess when the surface has no value.
  */
-export function rootOnSegment(f: (s: number) => number, f0: number, f1: number, d: number): number {
+export function rootAlong(surface: Surface, x: number, y: number, dx: number, dy: number, t: number, f0: number, f1: number, s: number): number {
   let lo = 0, hi = 1, flo = f0, fhi = f1, side = 0;
   for (let k = 0; k < MAX_REFINE_STEPS; k++) {
-    const fd = f(d);
-    if (!(fd === fd) || Math.abs(fd) < REFINE_TOLERANCE_M) break;
-    if (fd < 0 === flo < 0) {
-      lo = d;
-      flo = fd;
+    const fs = surface(x + dx * s, y + dy * s) - t;
+    if (!(fs === fs) || Math.abs(fs) < REFINE_TOLERANCE_M) break;
+    if (fs < 0 === flo < 0) {
+      lo = s;
+      flo = fs;
       if (side === -1) fhi /= 2;
       side = -1;
     } else {
-      hi = d;
-      fhi = fd;
+      hi = s;
+      fhi = fs;
       if (side === 1) flo /= 2;
       side = 1;
     }
-    d = lo - (flo * (hi - lo)) / (fhi - flo);
+    s = lo - (flo * (hi - lo)) / (fhi - flo);
   }
-  return d;
+  return s;
 }
 
 /**
@@ -195,6 +196,6 @@ export function edgePoint(values: Float64Array, w: number, id: number, t: number
   const a = values[i], b = values[vertical ? i + w : i + 1];
   if (!(a === a && b === b)) return undefined;
   let d = (t - a) / (b - a);
-  if (surface) d = rootOnSegment((s) => (vertical ? surface(x, y + s) : surface(x + s, y)) - t, a - t, b - t, d);
+  if (surface) d = rootAlong(surface, x, y, vertical ? 0 : 1, vertical ? 1 : 0, t, a - t, b - t, d);
   return vertical ? [x, y + d] : [x + d, y];
 }

@@ -92,6 +92,8 @@ export interface TileJobResult {
   kept: boolean;
   /** Batches an earlier, killed run had already encoded (taken from its journal). */
   resumedBatches: number;
+  /** Tiles this run computed (those over the data; some have nothing to draw and are not written). */
+  computed: number;
 }
 
 /** The archive's size and tile count when it was written from `fingerprint`, else undefined. */
@@ -115,7 +117,7 @@ export async function runTileJob(job: TileJob): Promise<TileJobResult> {
   const kept = await upToDate(job.archive, job.fingerprint);
   if (kept) {
     logLine(`${job.label}: ${job.archive} is up to date (same index and settings), kept`);
-    return { ...kept, kept: true, resumedBatches: 0 };
+    return { ...kept, kept: true, resumedBatches: 0, computed: 0 };
   }
   const { batches, tiles } = tileBatches(job.boxes, job.minzoom, job.maxzoom);
   const journal = await RenderJournal.open(job.journal, job.fingerprint);
@@ -156,7 +158,7 @@ export async function runTileJob(job: TileJob): Promise<TileJobResult> {
       throw e;
     }
     await journal.remove();
-    return { tiles: res.addressedTiles, bytes: res.bytes, kept: false, resumedBatches: batches.length - todo.length };
+    return { tiles: res.addressedTiles, bytes: res.bytes, kept: false, resumedBatches: batches.length - todo.length, computed: todo.reduce((n, b) => n + b.tiles.length / 3, 0) };
   } finally {
     await journal.close();
   }
