@@ -8,3 +8,5 @@ echo "== bench/render: MapLibre pre-render, metatile vs tile-by-tile"
 node --import tsx bench/render/run.ts
 echo "== bench/height: elevation lookups in process and over HTTP (wrk)"
 bash bench/height/run.sh
+echo "== bench/terrain: terrain and contour tiles/s, two distant DEMs, index over 100 files"
+node --import tsx bench/terrain/run.ts
