@@ -12,3 +12,5 @@ echo "== bench/soak: 5 minutes of mixed vector, raster and /height load; RSS and
 node --import tsx bench/soak/run.ts
 echo "== bench/osm: OSM extract to PMTiles, tilebake's vector stage vs the bare tilemaker"
 node --import tsx bench/osm/run.ts
+echo "== bench/terrain: terrain and contour tiles/s, two distant DEMs, index over 100 files"
+node --import tsx bench/terrain/run.ts

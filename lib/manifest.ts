@@ -32,6 +32,8 @@ export interface TilesetEntry {
   format: TileFormat;
   /** Terrain tiles only: how heights are packed into RGB. */
   encoding?: 'terrarium' | 'mapbox';
+  /** Raster tiles (terrain): pixels per tile side, the TileJSON's `tileSize`. */
+  tileSize?: number;
   name?: string;
   attribution?: string;
   description?: string;
@@ -81,6 +83,10 @@ export interface ElevationEntry {
   /** Quantisation step in metres. */
   precision: number;
   bytes: number;
+  /** Content fingerprint of the DEM inputs and settings (sha256 hex; equal ⇒ an equal index). */
+  fingerprint?: string;
+  /** Ids of the tilesets the elevation stage wrote (terrain, contours). */
+  tilesets?: string[];
 }
 
 /** A manifest with nothing in it yet. */

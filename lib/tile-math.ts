@@ -111,3 +111,101 @@ export function tileCountInBBox(bbox: BBox, minZoom: number, maxZoom: number): n
   }
   return count;
 }
+
+/** One row of tiles at a zoom: columns `minX..maxX` (inclusive) of row `y`. */
+export interface TileRun {
+  y: number;
+  minX: number;
+  maxX: number;
+}
+
+/**
+ * The tiles at zoom `z` that intersect any of `boxes`, as runs merged per row (sorted by row, then
+ * column; no two runs overlap or touch). Tiles outside every box are never listed.
+ */
+export function tileRunsForBoxes(boxes: readonly BBox[], z: number): TileRun[] {
+  const rows = new Map<number, [number, number][]>();
+  for (const b of boxes) {
+    const r = tileRangeForBBox(b, z);
+    for (let y = r.minY; y <= r.maxY; y++) {
+      let list = rows.get(y);
+      if (!list) rows.set(y, (list = []));
+      list.push([r.minX, r.maxX]);
+    }
+  }
+  const out: TileRun[] = [];
+  for (const y of [...rows.keys()].sort((a, b) => a - b)) {
+    const spans = rows.get(y)!.sort((a, b) => a[0] - b[0]);
+    let [lo, hi] = spans[0];
+    for (let i = 1; i < spans.length; i++) {
+      if (spans[i][0] <= hi + 1) hi = Math.max(hi, spans[i][1]);
+      else {
+        out.push({ y, minX: lo, maxX: hi });
+        [lo, hi] = spans[i];
+      }
+    }
+    out.push({ y, minX: lo, maxX: hi });
+  }
+  return out;
+}
+
+/** Number of tiles in `runs`. */
+export function tilesInRuns(runs: readonly TileRun[]): number {
+  return runs.reduce((n, r) => n + r.maxX - r.minX + 1, 0);
+}
+
+/** Inside `[w, s, e, n]`, edges included. */
+function inBounds(bounds: BBox, lon: number, lat: number): boolean {
+  return lon >= bounds[0] && lon <= bounds[2] && lat >= bounds[1] && lat <= bounds[3];
+}
+
+/**
+ * A TileJSON `center` that lies inside `bounds` with a zoom in `minzoom..maxzoom` (TileJSON 3.0.0
+ * requires both): `center` itself when it does, else the middle of the bounds, keeping `center`'s
+ * zoom (clamped) or, without one, the zoom halfway between min and max.
+ */
+export function centerInBounds(bounds: BBox, center: readonly number[] | undefined, minzoom: number, maxzoom: number): [number, number, number] {
+  const zoom = center && Number.isFinite(center[2]) ? center[2] : Math.floor((minzoom + maxzoom) / 2);
+  const z = clamp(zoom, minzoom, maxzoom);
+  if (center && Number.isFinite(center[0]) && Number.isFinite(center[1]) && inBounds(bounds, center[0], center[1])) return [center[0], center[1], z];
+  return [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2, z];
+}
+
+/**
+ * Longitude of pixel column `i` of tile column `x` (zoom `z`, `size` px tiles, counted from `buffer`
+ * px west of the tile): the pixel's centre for a whole `i`, linear in between. Computed from the
+ * global pixel index, so neighbouring tiles agree on shared pixels exactly.
+ */
+export function pixelLon(z: number, x: number, size: number, i: number, buffer = 0): number {
+  return ((x * size + i - buffer + 0.5) / (size * 2 ** z)) * 360 - 180;
+}
+
+/** Latitude of pixel row `j` of tile row `y` (as `pixelLon`; Mercator in between). */
+export function pixelLat(z: number, y: number, size: number, j: number, buffer = 0): number {
+  const v = (y * size + j - buffer + 0.5) / (size * 2 ** z);
+  return (Math.atan(Math.sinh(Math.PI * (1 - 2 * v))) * 180) / Math.PI;
+}
+
+/**
+ * Latitudes of the pixel-centre rows and longitudes of the pixel-centre columns of tile z/x/y at
+ * `size` px, extended by `buffer` px on every side (row/column 0 is `buffer` px outside the tile).
+ */
+export function pixelCentreAxes(z: number, x: number, y: number, size: number, buffer = 0): { lats: Float64Array; lons: Float64Array } {
+  const n = size + 2 * buffer;
+  const lats = new Float64Array(n), lons = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    lats[i] = pixelLat(z, y, size, i, buffer);
+    lons[i] = pixelLon(z, x, size, i, buffer);
+  }
+  return { lats, lons };
+}
+
+/**
+ * The zoom whose pixels (`tileSize` px tiles) are just finer than posts `stepLon` × `stepLat` degrees
+ * apart at latitude `lat`: a Mercator pixel spans the same degrees of longitude everywhere, and a
+ * latitude step spans `stepLat / cos(lat)` of them.
+ */
+export function zoomForPostSpacing(stepLon: number, stepLat: number, lat: number, tileSize: number): number {
+  const spacing = Math.min(stepLon, stepLat / Math.cos((clamp(lat, -MAX_LATITUDE, MAX_LATITUDE) * Math.PI) / 180));
+  return clamp(Math.ceil(Math.log2(360 / (tileSize * spacing)) - EDGE_EPSILON), 0, MAX_ZOOM);
+}

@@ -47,10 +47,9 @@ export function stageTiles(config: BuildConfig, stage: Stage, m: Manifest): numb
   switch (stage) {
     case 'vector':
       return Object.keys(config.tilesets).reduce((n, id) => n + (m.tilesets[id]?.tiles ?? 0), 0);
-    case 'elevation': {
-      const t = config.elevation?.terrain;
-      return t ? (m.tilesets[t.id]?.tiles ?? 0) : 0;
-    }
+    case 'elevation':
+      // Terrain and contour tiles.
+      return (m.elevation?.tilesets ?? []).reduce((n, id) => n + (m.tilesets[id]?.tiles ?? 0), 0);
     case 'render':
       return Object.keys(config.styles).reduce(
         (n, id) => n + Object.values(m.styles[id]?.archives ?? {}).reduce((k, a) => k + a.tiles, 0),

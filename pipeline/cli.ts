@@ -82,15 +82,22 @@ export function program(argv: string[]): Argv {
           .option('terrain', { type: 'boolean', default: true, describe: 'Also write terrain-RGB tiles' })
           .option('encoding', { choices: ['terrarium', 'mapbox'] as const, default: 'terrarium' as const, describe: 'Terrain-RGB encoding' })
           .option('format', { choices: ['png', 'webp'] as const, default: 'png' as const, describe: 'Terrain tile format' })
-          .option('maxzoom', { type: 'number', default: 12, describe: 'Terrain tiles max zoom' })
+          .option('maxzoom', { type: 'number', describe: 'Terrain tiles max zoom (default: from the DEMs\' resolution)' })
+          .option('contours', { type: 'boolean', default: false, describe: 'Also write contour lines (tileset "contours", z11-14)' })
           .positional('dems', { type: 'string', array: true, describe: 'DEM files or globs (.hgt, .hgt.gz, .zip, GeoTIFF)' })
           .usage('$0 elevation --out DIR DEM...'),
       async (a) => {
         const { elevationCommand } = await import('./elevation.ts');
+        const { contoursSchema } = await import('./config/elevation.ts');
         const dems = (a.dems ?? []).map(String);
+        if (a.maxzoom !== undefined && !(Number.isInteger(a.maxzoom) && a.maxzoom >= 0 && a.maxzoom <= 20)) {
+          const { UserError } = await import('../lib/errors.ts');
+          throw new UserError(`--maxzoom: expected an integer 0..20 (got ${a.maxzoom})`, { exitCode: 2 });
+        }
         await elevationCommand(a.out, dems, {
           precision: a.precision,
           terrain: a.terrain ? { id: 'terrain', encoding: a.encoding, format: a.format, minzoom: 0, maxzoom: a.maxzoom } : false,
+          contours: a.contours ? contoursSchema.parse({}) : false,
         });
       },
     )

@@ -1,90 +1,213 @@
 /**
  * Elevation stage: DEM files → quantised elevation index (`data/elevation.tbei`) and, optionally,
- * terrain-RGB tiles (`data/<id>.pmtiles`), both recorded in the manifest.
+ * terrain-RGB tiles and contour lines (`data/<id>.pmtiles`), all recorded in the manifest.
+ * Inputs are fingerprinted by content: an unchanged DEM set keeps its index, unchanged outputs are
+ * kept, and a killed build resumes (index chunks, tile batches) where it stopped.
  */
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { encodeBlock } from '../lib/elevation/codec.ts';
+import { rm, stat } from 'node:fs/promises';
+import type { IndexMeta } from '../lib/elevation/format.ts';
 import { ElevationIndex } from '../lib/elevation/reader.ts';
 import { UserError } from '../lib/errors.ts';
-import { updateManifest } from '../lib/manifest.ts';
+import { updateManifest, type TilesetEntry } from '../lib/manifest.ts';
 import { FileRangeSource } from '../lib/storage.ts';
 import { createPool } from '../workers/pool.ts';
-import type { QuantiseTask } from '../workers/quantise-block.ts';
+import type { ElevationTask, IndexRef, TileOut } from '../workers/elevation-tiles.ts';
+import type { EncodedBlock } from '../lib/elevation/codec.ts';
 import type { BuildConfig } from './config/index.ts';
-import type { TerrainConfig } from './config/elevation.ts';
-import { expandSources, readDem, type DemSource } from './elevation/sources.ts';
-import { writeTerrainTiles } from './elevation/terrain.ts';
-import { planLayers, writeIndex, type BlockEncoder, type PrioritisedGrid } from './elevation/writer.ts';
-import { createProgress } from './progress.ts';
+import type { ContoursConfig, TerrainConfig } from './config/elevation.ts';
+import { IndexCheckpoint } from './elevation/checkpoint.ts';
+import { writeContourTiles } from './elevation/contours.ts';
+import { describeInputs, indexFingerprint } from './elevation/fingerprint.ts';
+import type { DemInfo } from './elevation/grid.ts';
+import { expandSources, probeDem, readDem, type DemSource } from './elevation/sources.ts';
+import { defaultTerrainMaxzoom, writeTerrainTiles } from './elevation/terrain.ts';
+import type { IndexTileset, TileJobResult } from './elevation/tiles.ts';
+import { planLayers, writeIndex, type BlockEncoder } from './elevation/writer.ts';
+import { createProgress, logLine } from './progress.ts';
 
 /** Index file, relative to the output folder. */
 export const ELEVATION_INDEX_PATH = 'data/elevation.tbei';
-/** Decoded blocks kept while rendering terrain tiles. */
-const TERRAIN_CACHE_BYTES = 512 * 1024 * 1024;
-/** Quantise threads (the stage is I/O- and zlib-bound; two are plenty). */
-const MAX_QUANTISE_THREADS = 2;
-/** Below this many blocks the pool's start-up costs more than it saves. */
-const POOL_MIN_BLOCKS = 16;
+/** Work files of a running (or killed) elevation build, relative to the output folder. */
+const WORK_DIR = '.work/elevation';
+/** Decoded index blocks each pool thread keeps while making tiles. */
+const WORKER_BLOCK_CACHE_BYTES = 256 * 1024 * 1024;
+/** DEM files probed at once. */
+const PROBE_CONCURRENCY = 8;
+const MB = 1024 * 1024;
 
 /** What the stage needs besides the sources. */
 export interface ElevationOptions {
   precision: number;
+  /** Terrain tiles; `maxzoom` defaults to the DEMs' resolution. */
   terrain: TerrainConfig | false;
+  contours?: ContoursConfig | false;
   attribution?: string;
+  /** Bound on the DEM grids held while indexing (default 1 GiB, or `TILEBAKE_ELEVATION_CACHE_MB`). */
+  gridCacheBytes?: number;
+  /** Pool threads (default: one per core). */
+  threads?: number;
+  /** How often a killed index build's progress is recorded, ms (default 2000). */
+  checkpointMs?: number;
 }
 
-/** Build the index (and terrain tiles) from `sources` into `outDir` and record them in its manifest. */
-export async function buildElevation(outDir: string, sources: DemSource[], opts: ElevationOptions): Promise<void> {
+/** What a run did (for logs, tests and the benchmark). */
+export interface ElevationStats {
+  /** True when the index was up to date and kept. */
+  indexKept: boolean;
+  /** Index chunks written by this run, and kept from a killed earlier run. */
+  chunks: number;
+  resumedChunks: number;
+  /** DEM grids read while indexing. */
+  gridLoads: number;
+  indexSeconds: number;
+  terrain?: TileJobResult & { seconds: number };
+  contours?: TileJobResult & { seconds: number };
+}
+
+/** The metadata of an existing index, or undefined (none, or unreadable). */
+async function readIndexMeta(path: string): Promise<IndexMeta | undefined> {
+  const src = await FileRangeSource.open(path).catch(() => undefined);
+  if (!src) return undefined;
+  try {
+    return (await ElevationIndex.open(src, 0)).meta;
+  } catch {
+    return undefined;
+  } finally {
+    await src.close();
+  }
+}
+
+/** Probe every file (where its posts lie), a few at once. */
+async function probeAll(files: DemSource[]): Promise<DemInfo[]> {
+  const out: DemInfo[] = new Array(files.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < files.length) {
+      const i = next++;
+      out[i] = await probeDem(files[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PROBE_CONCURRENCY, files.length) }, lane));
+  return out;
+}
+
+/** Read a source's heights, checking they lie where the probe said (the file may have changed since). */
+async function loadChecked(file: DemSource, info: DemInfo) {
+  const g = await readDem(file);
+  if (g.rows !== info.rows || g.cols !== info.cols || g.originLat !== info.originLat || g.originLon !== info.originLon) {
+    throw new UserError(`${file.path}: changed while the index was being built (rerun the build)`);
+  }
+  return g;
+}
+
+function gridCacheBytes(opts: ElevationOptions): number | undefined {
+  if (opts.gridCacheBytes) return opts.gridCacheBytes;
+  const env = Number(process.env.TILEBAKE_ELEVATION_CACHE_MB);
+  return env > 0 ? env * MB : undefined;
+}
+
+const seconds = (t0: number) => (performance.now() - t0) / 1000;
+
+/** Build the index (and terrain and contour tiles) from `sources` into `outDir` and record them in its manifest. */
+export async function buildElevation(outDir: string, sources: DemSource[], opts: ElevationOptions): Promise<ElevationStats> {
   if (sources.length === 0) throw new UserError('elevation: no DEM files given');
   const files = await expandSources(sources);
-  const reading = createProgress('elevation: read DEMs', files.length, 'files');
-  const grids: PrioritisedGrid[] = [];
-  for (let i = 0; i < files.length; i++) {
-    grids.push({ grid: await readDem(files[i]), priority: files[i].priority ?? 0, order: i });
-    reading.tick();
-  }
-  reading.done();
-  const plans = planLayers(grids);
-  const blocks = plans.reduce((n, p) => n + p.layer.blockRows * p.layer.blockCols, 0);
   const indexPath = join(outDir, ELEVATION_INDEX_PATH);
-  const pool = blocks >= POOL_MIN_BLOCKS ? createPool(new URL('../workers/quantise-block.ts', import.meta.url).href, Math.min(MAX_QUANTISE_THREADS, availableParallelism())) : undefined;
-  const encode: BlockEncoder = pool
-    ? (heights, rows, cols, where) => pool.run({ heights, rows, cols, precision: opts.precision, where } satisfies QuantiseTask, { transferList: [heights.buffer as ArrayBuffer] })
-    : async (heights, rows, cols, where) => encodeBlock(heights, rows, cols, opts.precision, where);
-  const progress = createProgress('elevation: index', blocks, 'blocks');
-  let written;
+  const workDir = join(outDir, WORK_DIR);
+  const threads = opts.threads ?? availableParallelism();
+  // The pool's threads start while the inputs are checked.
+  const pool = createPool(new URL('../workers/elevation-tiles.ts', import.meta.url).href, threads);
+  const stats: ElevationStats = { indexKept: false, chunks: 0, resumedChunks: 0, gridLoads: 0, indexSeconds: 0 };
+  const entries: Record<string, TilesetEntry> = {};
+  let meta: IndexMeta, bytes: number, fingerprint: string;
   try {
-    written = await writeIndex(indexPath, plans, opts.precision, encode, progress);
-  } finally {
-    progress.done();
-    await pool?.destroy();
-  }
-  const { meta, bytes } = written;
-  let terrainEntry: Awaited<ReturnType<typeof writeTerrainTiles>> | undefined;
-  if (opts.terrain) {
-    const index = await ElevationIndex.open(await FileRangeSource.open(indexPath), TERRAIN_CACHE_BYTES);
-    try {
-      terrainEntry = await writeTerrainTiles(index, opts.terrain, join(outDir, 'data', `${opts.terrain.id}.pmtiles`), opts.attribution);
-    } finally {
-      await index.close();
+    const t0 = performance.now();
+    const previous = await readIndexMeta(indexPath);
+    const checking = createProgress('elevation: fingerprint DEMs', files.length, 'files');
+    const inputs = await describeInputs(files, previous?.inputs, () => checking.tick());
+    checking.done();
+    fingerprint = indexFingerprint(files, inputs, opts.precision);
+    if (previous?.fingerprint === fingerprint) {
+      logLine(`elevation: ${indexPath} is up to date (same DEM contents and settings), kept`);
+      stats.indexKept = true;
+      meta = previous;
+      bytes = (await stat(indexPath)).size;
+    } else {
+      const infos = await probeAll(files);
+      const plans = planLayers(infos.map((dem, order) => ({ dem, priority: files[order].priority ?? 0, order })));
+      const encode: BlockEncoder = (heights, rows, cols, where) =>
+        pool.run({ op: 'quantise', heights, rows, cols, precision: opts.precision, where } satisfies ElevationTask, { transferList: [heights.buffer as ArrayBuffer] }) as Promise<EncodedBlock>;
+      const progress = createProgress('elevation: index', files.length, 'files');
+      let written;
+      try {
+        written = await writeIndex(indexPath, plans, {
+          precision: opts.precision,
+          encode,
+          load: (order) => loadChecked(files[order], infos[order]),
+          gridCacheBytes: gridCacheBytes(opts),
+          progress,
+          extra: { fingerprint, inputs },
+          checkpoint: await IndexCheckpoint.resumable(workDir, fingerprint, opts.checkpointMs),
+        });
+      } finally {
+        progress.done();
+      }
+      if (written.resumedChunks > 0) {
+        logLine(`elevation: resumed the index build: ${written.resumedChunks} of ${written.resumedChunks + written.chunks} chunks were already written by an earlier run`);
+      }
+      ({ meta, bytes } = written);
+      Object.assign(stats, { chunks: written.chunks, resumedChunks: written.resumedChunks, gridLoads: written.gridLoads });
     }
+    stats.indexSeconds = seconds(t0);
+    if (opts.terrain || opts.contours) {
+      const index: IndexRef = { path: indexPath, id: fingerprint, cacheBytes: WORKER_BLOCK_CACHE_BYTES };
+      const src = await FileRangeSource.open(indexPath);
+      const boxes = await (await ElevationIndex.open(src, 0)).dataBoxes().finally(() => src.close());
+      const job = <Task>(id: string, run: (task: Task) => ElevationTask): IndexTileset<Task> => ({
+        index, meta, boxes, threads, attribution: opts.attribution,
+        archive: join(outDir, 'data', `${id}.pmtiles`),
+        journal: join(workDir, `${id}.journal`),
+        run: (task) => pool.run(run(task)) as Promise<TileOut[]>,
+      });
+      const outputs: { id: string; kind: 'terrain' | 'contours'; write: () => ReturnType<typeof writeTerrainTiles> }[] = [];
+      if (opts.terrain) {
+        const cfg = { ...opts.terrain, maxzoom: opts.terrain.maxzoom ?? Math.max(opts.terrain.minzoom, defaultTerrainMaxzoom(meta)) };
+        outputs.push({ id: cfg.id, kind: 'terrain', write: () => writeTerrainTiles(cfg, job(cfg.id, (t) => ({ op: 'terrain', ...t }))) });
+      }
+      if (opts.contours) {
+        const cfg = opts.contours;
+        outputs.push({ id: cfg.id, kind: 'contours', write: () => writeContourTiles(cfg, job(cfg.id, (t) => ({ op: 'contours', ...t }))) });
+      }
+      for (const o of outputs) {
+        const t1 = performance.now();
+        const { result, ...entry } = await o.write();
+        entries[o.id] = { archive: `data/${o.id}.pmtiles`, ...entry };
+        stats[o.kind] = { ...result, seconds: seconds(t1) };
+      }
+    }
+  } finally {
+    await pool.destroy();
   }
-  const terrain = opts.terrain;
+  await rm(workDir, { recursive: true, force: true });
   await updateManifest(outDir, (m) => {
-    m.elevation = { index: ELEVATION_INDEX_PATH, sources: files.map((f) => f.path), bounds: meta.bounds, precision: opts.precision, bytes };
-    if (terrain && terrainEntry) m.tilesets[terrain.id] = { archive: `data/${terrain.id}.pmtiles`, ...terrainEntry };
+    // Tilesets an earlier run of this stage wrote and this one did not (turned off or renamed) go.
+    for (const id of m.elevation?.tilesets ?? []) if (!entries[id]) delete m.tilesets[id];
+    m.elevation = { index: ELEVATION_INDEX_PATH, sources: files.map((f) => f.path), bounds: meta.bounds, precision: opts.precision, bytes, fingerprint, tilesets: Object.keys(entries) };
+    Object.assign(m.tilesets, entries);
   });
+  return stats;
 }
 
 /** `build` stage: the config's elevation section. */
-export async function runElevationStage(config: BuildConfig, outDir: string): Promise<void> {
+export async function runElevationStage(config: BuildConfig, outDir: string): Promise<ElevationStats | undefined> {
   const e = config.elevation;
-  if (!e) return;
-  await buildElevation(outDir, e.sources, { precision: e.precision, terrain: e.terrain, attribution: config.attribution });
+  if (!e) return undefined;
+  return buildElevation(outDir, e.sources, { precision: e.precision, terrain: e.terrain, contours: e.contours, attribution: config.attribution });
 }
 
 /** `tilebake elevation --out DIR DEM...`: the same from files alone. */
-export async function elevationCommand(outDir: string, dems: string[], opts: { precision: number; terrain: TerrainConfig | false }): Promise<void> {
-  await buildElevation(outDir, dems.map((path) => ({ path })), opts);
+export async function elevationCommand(outDir: string, dems: string[], opts: Omit<ElevationOptions, 'attribution'>): Promise<ElevationStats> {
+  return buildElevation(outDir, dems.map((path) => ({ path })), opts);
 }

@@ -4,6 +4,7 @@ import { UserError } from '../lib/errors.ts';
 import type { BBox } from '../lib/tile-math.ts';
 import { updateManifest, type TilesetEntry, type TileFormat } from '../lib/manifest.ts';
 import { PMTilesWriter } from '../lib/pmtiles/index.ts';
+import { centerInBounds } from '../lib/tile-math.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
 import { tileTypeOf, type SourceMetadata, type SourcePhase, type TileSource } from './sources/common.ts';
@@ -66,11 +67,14 @@ export async function packSource(source: TileSource, output: string, opts: PackO
   if (resolve(source.path) === resolve(output)) {
     throw new UserError(`${output}: the output would overwrite the input (choose another output path)`);
   }
+  const m = source.metadata;
   const metadata: SourceMetadata = {
-    ...source.metadata,
-    name: opts.name ?? source.metadata.name,
-    attribution: opts.attribution ?? source.metadata.attribution,
-    description: opts.description ?? source.metadata.description,
+    ...m,
+    name: opts.name ?? m.name,
+    attribution: opts.attribution ?? m.attribution,
+    description: opts.description ?? m.description,
+    // TileJSON 3.0.0: the center lies inside the bounds (MBTiles often carry one that does not).
+    center: centerInBounds(m.bounds, m.center, m.minzoom, m.maxzoom),
   };
   const writer = await PMTilesWriter.create(output, {
     tileType: tileTypeOf(source.format),
@@ -196,9 +200,10 @@ export async function runVectorStage(config: BuildConfig, outDir: string): Promi
     result.tiles += r.tiles;
     result.bytes += r.bytes;
   }
-  // Vector tilesets no longer in the config disappear from the manifest (terrain entries stay).
+  // Vector tilesets no longer in the config disappear from the manifest (the elevation stage's stay).
   await updateManifest(outDir, (m) => {
-    for (const [id, e] of Object.entries(m.tilesets)) if (e.kind === 'vector' && !config.tilesets[id]) delete m.tilesets[id];
+    const elevation = new Set(m.elevation?.tilesets ?? []);
+    for (const [id, e] of Object.entries(m.tilesets)) if (e.kind === 'vector' && !config.tilesets[id] && !elevation.has(id)) delete m.tilesets[id];
   });
   return result;
 }

@@ -81,7 +81,30 @@ describe('parseConfig', () => {
     const c = await loadConfig('data/sample/config.json');
     expect(Object.keys(c.tilesets)).toEqual(['openmaptiles']);
     expect(c.tilesets.openmaptiles.source).toBe(MONACO);
-    expect(Object.keys(c.styles).sort()).toEqual(['osm-bright', 'positron']);
+    expect(Object.keys(c.styles).sort()).toEqual(['osm-bright', 'positron', 'topo']);
+    // Terrain's maxzoom comes from the DEM; contours take the default intervals.
+    expect(c.elevation?.terrain).toMatchObject({ id: 'terrain', minzoom: 0 });
+    expect(c.elevation?.terrain && c.elevation.terrain.maxzoom).toBeUndefined();
+    expect(c.elevation?.contours).toEqual({ id: 'contours', minzoom: 11, maxzoom: 14, intervals: { 11: [100, 500], 12: [50, 250], 13: [20, 100], 14: [10, 50] } });
+  });
+
+  it('checks the contour section: intervals, zooms, and ids that clash with other tilesets', () => {
+    const bad = (elevation: unknown) => {
+      try {
+        parseConfig({ ...base, elevation }, file);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      throw new Error('expected an error');
+    };
+    const sources = ['dem/a.hgt'];
+    expect(bad({ sources, contours: { intervals: { 12: [20, 50] } } })).toContain('$.elevation.contours.intervals.12: expected the index interval to be a multiple of the minor one');
+    expect(bad({ sources, contours: { intervals: { 12: [0, 50] } } })).toContain('$.elevation.contours.intervals.12[0]');
+    expect(bad({ sources, contours: { intervals: { x: [10, 50] } } })).toMatch(/\$\.elevation\.contours\.intervals.*zoom/);
+    expect(bad({ sources, contours: { minzoom: 14, maxzoom: 12 } })).toContain('$.elevation.contours.minzoom: expected minzoom <= maxzoom');
+    expect(bad({ sources, contours: { id: 'omt' } })).toContain('$.elevation.contours.id: "omt" is already the id of $.tilesets.omt');
+    expect(bad({ sources, terrain: { id: 'x' }, contours: { id: 'x' } })).toContain('$.elevation.contours.id: "x" is already the id of $.elevation.terrain');
+    expect(bad({ sources, terrain: { minzoom: 9, maxzoom: 8 } })).toContain('$.elevation.terrain.minzoom: expected minzoom <= maxzoom');
   });
 });
 

@@ -11,6 +11,10 @@ import { FileRangeSource } from '../lib/storage.ts';
 import type { DemGrid } from '../pipeline/elevation/grid.ts';
 import { planLayers, writeIndex, type BlockEncoder } from '../pipeline/elevation/writer.ts';
 
+/** writeIndex over in-memory grids (the source's `order` indexes `grids`). */
+const write = (path: string, grids: DemGrid[], plans: ReturnType<typeof planLayers>, precision: number) =>
+  writeIndex(path, plans, { precision, encode: encoder(precision), load: async (k) => grids[k] });
+
 const encoder = (precision: number): BlockEncoder => async (h, r, c, w) => encodeBlock(h, r, c, precision, w);
 
 /** A synthetic grid: heights from f(row, col), NaN where f returns NaN. */
@@ -115,10 +119,10 @@ describe('index file round trip', () => {
     const fine = grid('fine', 50, 10, step, 301, 301, (r, c) => (r > 100 && r < 110 && c > 200 && c < 205 ? NaN : 500 + r * 1.5 - c * 0.7 + Math.sin(r * c * 1e-3) * 20));
     // A coarser grid around it (lower priority by resolution).
     const coarse = grid('coarse', 51, 9, 0.1, 41, 41, () => 42);
-    const plans = planLayers([{ grid: coarse, priority: 0, order: 0 }, { grid: fine, priority: 0, order: 1 }]);
+    const plans = planLayers([{ dem: coarse, priority: 0, order: 0 }, { dem: fine, priority: 0, order: 1 }]);
     expect(plans.map((p) => p.layer.sources)).toEqual([['fine'], ['coarse']]);
     const path = join(dir, 'a.tbei');
-    const { meta } = await writeIndex(path, plans, 0.1, encoder(0.1));
+    const { meta } = await write(path, [coarse, fine], plans, 0.1);
     expect(meta.layers[0].blockRows).toBe(2);
     // A tight cache: 3 blocks of 256² floats at most.
     const idx = await ElevationIndex.open(await FileRangeSource.open(path), 3 * 256 * 256 * 4 + 1024);
@@ -153,12 +157,35 @@ describe('index file round trip', () => {
     await idx.close();
   });
 
+  it('sampleGrid gives every grid point exactly the height `heights` gives it, across blocks, layers and voids', async () => {
+    const step = 1 / 100;
+    const fine = grid('fine', 50, 10, step, 301, 301, (r, c) => (r > 100 && r < 110 && c > 200 && c < 205 ? NaN : 500 + r * 1.5 - c * 0.7 + Math.sin(r * c * 1e-3) * 20));
+    const coarse = grid('coarse', 51, 9, 0.1, 41, 41, (r, c) => 42 + r - c);
+    const path = join(dir, 'grid.tbei');
+    await write(path, [coarse, fine], planLayers([{ dem: coarse, priority: 0, order: 0 }, { dem: fine, priority: 0, order: 1 }]), 0.1);
+    const idx = await ElevationIndex.open(await FileRangeSource.open(path), 64 << 20);
+    // Rows and columns reaching beyond both layers, through the void and across block edges (2.56° per block).
+    const lats = Float64Array.from({ length: 57 }, (_, i) => 51.2 - i * 0.0731);
+    const lons = Float64Array.from({ length: 63 }, (_, j) => 8.7 + j * 0.0677);
+    lats[10] = 50 - 105 * step;
+    lons[20] = 10 + 256 * step;
+    const out = new Float64Array(lats.length * lons.length);
+    const filled = await idx.sampleGrid(lats, lons, out);
+    const pts = Array.from(out, (_, k) => ({ lat: lats[Math.floor(k / lons.length)], lon: lons[k % lons.length] }));
+    const { heights } = await idx.heights(pts);
+    expect(Array.from(out, (v) => (v === v ? v : null))).toEqual(heights);
+    expect(filled).toBe(heights.filter((h) => h !== null).length);
+    expect(filled).toBeGreaterThan(1000);
+    expect(filled).toBeLessThan(pts.length);
+    await idx.close();
+  });
+
   it('priority overrides resolution', async () => {
     const fine = grid('fine', 50, 10, 0.01, 101, 101, () => 1);
     const coarse = grid('coarse', 51, 9, 0.1, 41, 41, () => 2);
-    const plans = planLayers([{ grid: fine, priority: 0, order: 0 }, { grid: coarse, priority: 5, order: 1 }]);
+    const plans = planLayers([{ dem: fine, priority: 0, order: 0 }, { dem: coarse, priority: 5, order: 1 }]);
     const path = join(dir, 'b.tbei');
-    await writeIndex(path, plans, 0.1, encoder(0.1));
+    await write(path, [fine, coarse], plans, 0.1);
     const idx = await ElevationIndex.open(await FileRangeSource.open(path), 1 << 20);
     expect((await idx.heights([{ lat: 49.5, lon: 10.5 }])).heights[0]).toBeCloseTo(2, 5);
     await idx.close();

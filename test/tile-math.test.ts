@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import {
+  centerInBounds,
   isValidTile,
+  pixelCentreAxes,
+  tileRunsForBoxes,
+  tilesInRuns,
+  zoomForPostSpacing,
   lonLatToTile,
   MAX_LATITUDE,
   tileBounds,
@@ -99,5 +104,72 @@ describe('isValidTile', () => {
     expect(isValidTile(-1, 0, 0)).toBe(false);
     expect(isValidTile(27, 0, 0)).toBe(false);
     expect(isValidTile(2, Number.NaN, 0)).toBe(false);
+  });
+});
+
+describe('tileRunsForBoxes', () => {
+  it('two distant 1° cells give only their own tiles, merged per row, at every zoom', () => {
+    const boxes: BBox[] = [[-77, 40, -76, 41], [6, 43, 7, 44]];
+    for (const z of [0, 3, 8, 11]) {
+      const runs = tileRunsForBoxes(boxes, z);
+      const want = new Set<string>();
+      for (const b of boxes) for (const t of tilesInBBox(b, z, z)) want.add(`${t.x}/${t.y}`);
+      const got = runs.flatMap((r) => Array.from({ length: r.maxX - r.minX + 1 }, (_, k) => `${r.minX + k}/${r.y}`));
+      expect(new Set(got)).toEqual(want);
+      expect(got.length).toBe(want.size);
+      expect(tilesInRuns(runs)).toBe(want.size);
+      // Sorted by row then column, never overlapping or touching.
+      for (let i = 1; i < runs.length; i++) {
+        const a = runs[i - 1], b = runs[i];
+        expect(a.y < b.y || (a.y === b.y && a.maxX + 1 < b.minX)).toBe(true);
+      }
+    }
+    // Their union bbox holds over a hundred times as many tiles at z11 (15,328 against 117).
+    expect(tileCountInBBox([-77, 40, 7, 44], 11, 11)).toBeGreaterThan(100 * tilesInRuns(tileRunsForBoxes(boxes, 11)));
+  });
+
+  it('merges overlapping and adjacent boxes', () => {
+    const runs = tileRunsForBoxes([[0, 0, 1, 1], [0.5, 0, 2, 1], [2, 0, 3, 1]], 8);
+    expect(new Set(runs.map((r) => r.y)).size).toBe(runs.length);
+  });
+});
+
+describe('centerInBounds', () => {
+  it('keeps a center inside the bounds and moves one outside to the middle, zoom clamped', () => {
+    const b: BBox = [7.409205, 43.72335, 7.448637, 43.75169];
+    expect(centerInBounds(b, [7.42, 43.73, 14], 0, 14)).toEqual([7.42, 43.73, 14]);
+    // The sample MBTiles' own center (7.4, 43.7) lies outside its bounds.
+    expect(centerInBounds(b, [7.4, 43.7, 1], 0, 14)).toEqual([(b[0] + b[2]) / 2, (b[1] + b[3]) / 2, 1]);
+    expect(centerInBounds(b, [7.42, 43.73, 20], 0, 14)[2]).toBe(14);
+    expect(centerInBounds(b, undefined, 2, 12)).toEqual([(b[0] + b[2]) / 2, (b[1] + b[3]) / 2, 7]);
+  });
+});
+
+describe('pixelCentreAxes', () => {
+  it('neighbouring tiles share their buffered overlap exactly', () => {
+    const a = pixelCentreAxes(12, 2130, 1470, 64, 5), b = pixelCentreAxes(12, 2131, 1471, 64, 5);
+    // Columns 64.. of tile x are columns 0.. of tile x+1 (buffer 5 on both).
+    for (let i = 0; i < 10; i++) expect(b.lons[i]).toBe(a.lons[64 + i]);
+    for (let i = 0; i < 10; i++) expect(b.lats[i]).toBe(a.lats[64 + i]);
+    // Pixel centres sit inside the tile: the first is half a pixel in.
+    const [w, , , n] = tileBounds(12, 2130, 1470);
+    const plain = pixelCentreAxes(12, 2130, 1470, 256);
+    expect(plain.lons[0] - w).toBeCloseTo(360 / 2 ** 12 / 512, 12);
+    expect(plain.lats[0]).toBeLessThan(n);
+  });
+});
+
+describe('zoomForPostSpacing', () => {
+  it('gives the zoom whose pixels are just finer than the posts', () => {
+    // SRTM3 (3″): z11 pixels are 2.47″ of longitude, z10 ones 4.9″.
+    expect(zoomForPostSpacing(1 / 1200, 1 / 1200, 43.5, 256)).toBe(11);
+    // SRTM1 (1″): z12 pixels are 1.24″, so z13.
+    expect(zoomForPostSpacing(1 / 3600, 1 / 3600, 43.5, 256)).toBe(13);
+    // 512 px tiles need one zoom less for the same pixels.
+    expect(zoomForPostSpacing(1 / 1200, 1 / 1200, 43.5, 512)).toBe(10);
+    // A latitude step spans more longitude degrees away from the equator: a coarse latitude step does not raise the zoom.
+    expect(zoomForPostSpacing(1 / 1200, 1 / 600, 60, 256)).toBe(11);
+    // EU-DEM's 25 km test grid (809″).
+    expect(zoomForPostSpacing(809 / 3600, 809 / 3600, 50, 256)).toBe(3);
   });
 });

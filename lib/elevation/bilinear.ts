@@ -29,23 +29,36 @@ export interface GridCell {
 /** Tolerance (in posts) for points a rounding error outside the grid's edge. */
 const EDGE_EPS = 1e-9;
 
+/** Where a fractional post index falls on an axis: the post before it and the offset towards the next. */
+export interface AxisCell {
+  i0: number;
+  d: number;
+}
+
 /**
- * Locate (lat, lon) in a grid whose post (0, 0) is at (originLat, originLon), rows going south.
- * The last row/column is addressed as the bottom/right post of the cell before it (dy/dx = 1).
+ * Locate fractional post index `f` on an axis of `n` posts, or null when outside (beyond a rounding
+ * error). A point on a post (up to rounding) is exactly that post; the last post is addressed as the
+ * far post of the cell before it (d = 1).
+ */
+export function locateAxis(f: number, n: number): AxisCell | null {
+  const max = n - 1;
+  if (!(f >= -EDGE_EPS && f <= max + EDGE_EPS)) return null;
+  const r = Math.round(f);
+  if (Math.abs(f - r) < EDGE_EPS) f = r;
+  f = Math.min(Math.max(f, 0), max);
+  let i0 = Math.floor(f);
+  if (i0 >= max) i0 = Math.max(0, max - 1);
+  return { i0, d: f - i0 };
+}
+
+/**
+ * Locate (lat, lon) in a grid whose post (0, 0) is at (originLat, originLon), rows going south
+ * (`locateAxis` on each axis).
  */
 export function locate(lat: number, lon: number, originLat: number, originLon: number, stepLat: number, stepLon: number, rows: number, cols: number): GridCell | null {
-  let fy = (originLat - lat) / stepLat;
-  let fx = (lon - originLon) / stepLon;
-  const maxY = rows - 1, maxX = cols - 1;
-  if (!(fy >= -EDGE_EPS && fy <= maxY + EDGE_EPS && fx >= -EDGE_EPS && fx <= maxX + EDGE_EPS)) return null;
-  // A point on a post (up to rounding) is exactly that post.
-  const ry = Math.round(fy), rx = Math.round(fx);
-  if (Math.abs(fy - ry) < EDGE_EPS) fy = ry;
-  if (Math.abs(fx - rx) < EDGE_EPS) fx = rx;
-  fy = Math.min(Math.max(fy, 0), maxY);
-  fx = Math.min(Math.max(fx, 0), maxX);
-  let r0 = Math.floor(fy), c0 = Math.floor(fx);
-  if (r0 >= maxY) r0 = Math.max(0, maxY - 1);
-  if (c0 >= maxX) c0 = Math.max(0, maxX - 1);
-  return { r0, c0, dx: fx - c0, dy: fy - r0 };
+  const y = locateAxis((originLat - lat) / stepLat, rows);
+  if (!y) return null;
+  const x = locateAxis((lon - originLon) / stepLon, cols);
+  if (!x) return null;
+  return { r0: y.i0, c0: x.i0, dx: x.d, dy: y.d };
 }

@@ -34,36 +34,39 @@ export function dequantiser(precision: number): (q: number) => number {
  */
 export function encodeBlock(heights: Float32Array | Float64Array, rows: number, cols: number, precision: number, where = 'block'): EncodedBlock {
   const n = rows * cols;
+  const q = new Int32Array(n);
+  const valid = new Uint8Array(n);
   let qmin = Infinity, qmax = -Infinity;
-  const q = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     const h = heights[i];
-    if (Number.isNaN(h)) {
-      q[i] = NaN;
-      continue;
-    }
+    if (h !== h) continue;
     const v = quantum(h, precision);
     if (Math.abs(v) > MAX_QUANTUM) throw new Error(`${where}: height ${h} m does not fit 32-bit codes at precision ${precision} m`);
     q[i] = v;
+    valid[i] = 1;
     if (v < qmin) qmin = v;
     if (v > qmax) qmax = v;
   }
   if (qmin === Infinity) return { base: 0, width: CodeWidth.Empty, compression: BlockCompression.Zlib, payload: new Uint8Array(0) };
   const width = qmax - qmin < 0xffff ? CodeWidth.U16 : CodeWidth.U32;
   const nd = nodataCode(width);
-  const mod = width === CodeWidth.U16 ? 0x10000 : 0x100000000;
-  const codes = new Float64Array(n);
-  for (let i = 0; i < n; i++) codes[i] = Number.isNaN(q[i]) ? nd : q[i] - qmin;
+  const code = (i: number) => (valid[i] ? q[i] - qmin : nd);
   const planes = new Uint8Array(n * width);
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) {
       const i = r * cols + c;
-      const prev = c > 0 ? codes[i - 1] : r > 0 ? codes[i - cols] : 0;
-      let d = (codes[i] - prev) % mod;
-      if (d < 0) d += mod;
-      for (let b = 0; b < width; b++) {
-        planes[b * n + i] = d & 0xff;
-        d = Math.floor(d / 256);
+      const prev = c > 0 ? code(i - 1) : r > 0 ? code(i - cols) : 0;
+      // The delta modulo 2^(8·width), as an unsigned integer.
+      if (width === CodeWidth.U16) {
+        const d = (code(i) - prev) & 0xffff;
+        planes[i] = d & 0xff;
+        planes[n + i] = d >> 8;
+      } else {
+        const d = (code(i) - prev) >>> 0;
+        planes[i] = d & 0xff;
+        planes[n + i] = (d >>> 8) & 0xff;
+        planes[2 * n + i] = (d >>> 16) & 0xff;
+        planes[3 * n + i] = d >>> 24;
       }
     }
   }
@@ -79,15 +82,14 @@ export function decodeBlock(payload: Uint8Array, base: number, width: CodeWidth,
   if (planes.length !== n * width) throw new Error(`elevation block: expected ${n * width} bytes, got ${planes.length}`);
   const nd = nodataCode(width);
   const deq = dequantiser(precision);
-  const mod = width === CodeWidth.U16 ? 0x10000 : 0x100000000;
   const codes = width === CodeWidth.U16 ? new Uint16Array(n) : new Uint32Array(n);
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) {
       const i = r * cols + c;
-      let d = 0;
-      for (let b = width - 1; b >= 0; b--) d = d * 256 + planes[b * n + i];
       const prev = c > 0 ? codes[i - 1] : r > 0 ? codes[i - cols] : 0;
-      const code = (prev + d) % mod;
+      const code = width === CodeWidth.U16
+        ? (prev + (planes[i] | (planes[n + i] << 8))) & 0xffff
+        : (prev + ((planes[i] | (planes[n + i] << 8) | (planes[2 * n + i] << 16)) + planes[3 * n + i] * 0x1000000)) % 0x100000000;
       codes[i] = code;
       out[i] = code === nd ? NaN : deq(base + code);
     }

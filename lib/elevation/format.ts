@@ -75,6 +75,22 @@ export interface IndexMeta {
   bounds: [number, number, number, number];
   /** Free-form: who wrote the file. */
   generator?: string;
+  /**
+   * sha256 (hex) of what decides the file's content: format, block size, precision and, per input in
+   * order, its name, content hash, priority and nodata. Equal fingerprints ⇒ an equal index.
+   */
+  fingerprint?: string;
+  /** The input files as read: size, modification time and content hash (so a rebuild need not rehash unchanged files). */
+  inputs?: IndexInput[];
+}
+
+/** One input file of an index. */
+export interface IndexInput {
+  file: string;
+  bytes: number;
+  mtimeMs: number;
+  /** sha256 of the file's bytes, hex. */
+  sha256: string;
 }
 
 /** One block directory entry. */

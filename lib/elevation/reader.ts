@@ -1,5 +1,5 @@
 import type { RangeSource } from '../storage.ts';
-import { bilinear, locate } from './bilinear.ts';
+import { bilinear, locate, locateAxis } from './bilinear.ts';
 import { decodeBlock } from './codec.ts';
 import { CodeWidth, DIR_ENTRY_BYTES, PREAMBLE_BYTES, blockDims, decodeMeta, decodePreamble, readDirEntry, type DirEntry, type IndexMeta, type LayerMeta } from './format.ts';
 import type { LatLon } from './geo.ts';
@@ -47,8 +47,8 @@ export class ElevationIndex {
   private memoKey = -1;
   private memoBlock: DecodedBlock = EMPTY;
 
-  private constructor(private readonly src: RangeSource, readonly meta: IndexMeta, cacheBytes: number) {
-    this.cache = new ByteLru(cacheBytes);
+  private constructor(private readonly src: RangeSource, readonly meta: IndexMeta, cache: number | ByteLru<number, DecodedBlock | DataView>) {
+    this.cache = typeof cache === 'number' ? new ByteLru(cache) : cache;
     let keyBase = 0;
     this.layers = meta.layers.map((l) => {
       const shift = Math.log2(l.blockSize);
@@ -60,12 +60,15 @@ export class ElevationIndex {
     this.dirKeyBase = keyBase;
   }
 
-  /** Open an index: reads only the preamble and the metadata. */
-  static async open(src: RangeSource, cacheBytes: number): Promise<ElevationIndex> {
+  /**
+   * Open an index: reads only the preamble and the metadata. `cache` is a byte bound for a new block
+   * cache, or a cache to share with earlier opens of the same file (a worker reopening it per task).
+   */
+  static async open(src: RangeSource, cache: number | ByteLru<number, DecodedBlock | DataView>): Promise<ElevationIndex> {
     const pre = await src.getBytes(0, PREAMBLE_BYTES);
     const metaLen = decodePreamble(pre, src.key());
     const meta = decodeMeta(await src.getBytes(PREAMBLE_BYTES, metaLen), src.key());
-    return new ElevationIndex(src, meta, cacheBytes);
+    return new ElevationIndex(src, meta, cache);
   }
 
   /** Release the underlying source. */
@@ -220,6 +223,58 @@ export class ElevationIndex {
     }
   }
 
+  /**
+   * Heights on a grid whose rows share a latitude and whose columns share a longitude (a tile's pixel
+   * centres): `out[r * lons.length + c]` for (lats[r], lons[c]), NaN where no layer has data. Each
+   * point gets exactly the answer `heights` gives it. Returns how many points have a height.
+   */
+  async sampleGrid(lats: Float64Array, lons: Float64Array, out: Float64Array): Promise<number> {
+    const nr = lats.length, nc = lons.length;
+    out.fill(NaN, 0, nr * nc);
+    let filled = 0;
+    for (const L of this.layers) {
+      const rows = axisPlan(lats, (lat) => (L.originLat - lat) / L.stepLat, L.rows, L.shift, L.mask);
+      if (!rows) continue;
+      const cols = axisPlan(lons, (lon) => (lon - L.originLon) / L.stepLon, L.cols, L.shift, L.mask);
+      if (!cols) continue;
+      const nbc = cols.blocks.length;
+      const keys: number[] = [];
+      for (const br of rows.blocks) for (const bc of cols.blocks) keys.push(L.keyBase + br * L.blockCols + bc);
+      const blocks: DecodedBlock[] = new Array(keys.length);
+      for (let i = 0; i < keys.length; i += FETCH_CONCURRENCY) {
+        const got = await Promise.all(keys.slice(i, i + FETCH_CONCURRENCY).map((k) => this.block(k)));
+        for (let j = 0; j < got.length; j++) blocks[i + j] = got[j];
+      }
+      filled += fillFromLayer(rows, cols, nbc, blocks, out, nc, filled === 0);
+    }
+    return filled;
+  }
+
+  /**
+   * Boxes [west, south, east, north] around every block that holds data, each grown by one post on
+   * every side (the interpolated surface reaches halfway into a neighbouring empty block's cell).
+   */
+  async dataBoxes(): Promise<[number, number, number, number][]> {
+    const out: [number, number, number, number][] = [];
+    for (const L of this.layers) {
+      const total = L.blockRows * L.blockCols;
+      for (let first = 0; first < total; first += DIR_PAGE_ENTRIES) {
+        const count = Math.min(DIR_PAGE_ENTRIES, total - first);
+        const bytes = await this.src.getBytes(L.directoryOffset + first * DIR_ENTRY_BYTES, count * DIR_ENTRY_BYTES);
+        if (bytes.length !== count * DIR_ENTRY_BYTES) throw new Error(`${this.src.key()}: truncated block directory`);
+        const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+        for (let k = 0; k < count; k++) {
+          if (readDirEntry(view, k * DIR_ENTRY_BYTES).width === CodeWidth.Empty) continue;
+          const bi = first + k, br = Math.floor(bi / L.blockCols), bc = bi % L.blockCols;
+          const r0 = Math.max(0, br * L.blockSize - 1), r1 = Math.min(L.rows - 1, (br + 1) * L.blockSize);
+          const c0 = Math.max(0, bc * L.blockSize - 1), c1 = Math.min(L.cols - 1, (bc + 1) * L.blockSize);
+          out.push([L.originLon + c0 * L.stepLon, L.originLat - r1 * L.stepLat, L.originLon + c1 * L.stepLon, L.originLat - r0 * L.stepLat]);
+        }
+      }
+    }
+    return out;
+  }
+
   /** Heights for `points` (loading blocks as needed), and which points lie outside every source. */
   async heights(points: readonly LatLon[]): Promise<HeightsResult> {
     const blocks = await this.preload(points);
@@ -239,6 +294,120 @@ export class ElevationIndex {
     this.memoKey = -1;
     return { heights, outside };
   }
+}
+
+/**
+ * One axis of a grid located in a layer: per grid line, the block (index into `blocks`) and in-block
+ * offset of the post before it and of the one after it (-1: none), and the interpolation weight.
+ */
+interface AxisPlan {
+  inside: Uint8Array;
+  b0: Int32Array;
+  o0: Int32Array;
+  b1: Int32Array;
+  o1: Int32Array;
+  d: Float64Array;
+  /** Block rows (or columns) touched, in order. */
+  blocks: number[];
+}
+
+/** Locate every grid line of one axis in a layer (null when none falls inside it). */
+function axisPlan(values: Float64Array, toIndex: (v: number) => number, posts: number, shift: number, mask: number): AxisPlan | null {
+  const n = values.length;
+  const p: AxisPlan = { inside: new Uint8Array(n), b0: new Int32Array(n), o0: new Int32Array(n), b1: new Int32Array(n), o1: new Int32Array(n), d: new Float64Array(n), blocks: [] };
+  const slot = new Map<number, number>();
+  const blockOf = (post: number) => {
+    const b = post >> shift;
+    let s = slot.get(b);
+    if (s === undefined) {
+      s = p.blocks.length;
+      slot.set(b, s);
+      p.blocks.push(b);
+    }
+    return s;
+  };
+  let any = false;
+  for (let i = 0; i < n; i++) {
+    const cell = locateAxis(toIndex(values[i]), posts);
+    if (!cell) continue;
+    any = true;
+    p.inside[i] = 1;
+    p.d[i] = cell.d;
+    p.b0[i] = blockOf(cell.i0);
+    p.o0[i] = cell.i0 & mask;
+    const i1 = cell.i0 + 1;
+    if (i1 < posts) {
+      p.b1[i] = blockOf(i1);
+      p.o1[i] = i1 & mask;
+    } else p.b1[i] = -1;
+  }
+  return any ? p : null;
+}
+
+/** A post of a located grid: NaN for a missing post or block. */
+function postOf(blocks: DecodedBlock[], nbc: number, rb: number, ro: number, cb: number, co: number): number {
+  if (rb < 0 || cb < 0) return NaN;
+  const b = blocks[rb * nbc + cb];
+  return b.data.length === 0 ? NaN : b.data[ro * b.cols + co];
+}
+
+/**
+ * Interpolate one layer into the grid points `out` still lacks (NaN; every point when `fresh`);
+ * returns how many it filled.
+ */
+function fillFromLayer(rows: AxisPlan, cols: AxisPlan, nbc: number, blocks: DecodedBlock[], out: Float64Array, nc: number, fresh: boolean): number {
+  // Columns whose two posts lie in one block, grouped in runs of one block column (the fast path).
+  const runs: number[] = [];
+  for (let c = 0; c < nc; ) {
+    if (!cols.inside[c] || cols.b0[c] !== cols.b1[c]) {
+      c++;
+      continue;
+    }
+    const b = cols.b0[c];
+    let e = c + 1;
+    while (e < nc && cols.inside[e] && cols.b0[e] === b && cols.b1[e] === b) e++;
+    runs.push(c, e, b);
+    c = e;
+  }
+  const { o0, d: dxs } = cols;
+  let filled = 0;
+  for (let r = 0; r < rows.inside.length; r++) {
+    if (!rows.inside[r]) continue;
+    const rb0 = rows.b0[r], ro0 = rows.o0[r], rb1 = rows.b1[r], ro1 = rows.o1[r], dy = rows.d[r];
+    const base = r * nc;
+    if (rb0 === rb1) {
+      for (let k = 0; k < runs.length; k += 3) {
+        const blk = blocks[rb0 * nbc + runs[k + 2]];
+        if (blk.data.length === 0) continue;
+        const d = blk.data, w = blk.cols, top = ro0 * w, down = (ro1 - ro0) * w;
+        for (let c = runs[k]; c < runs[k + 1]; c++) {
+          if (!fresh && out[base + c] === out[base + c]) continue;
+          const i = top + o0[c];
+          const h = bilinear(d[i], d[i + 1], d[i + down], d[i + down + 1], dxs[c], dy);
+          if (h === h) {
+            out[base + c] = h;
+            filled++;
+          }
+        }
+      }
+    }
+    for (let c = 0; c < nc; c++) {
+      // Columns the runs above did not cover (posts in two blocks, or the row's posts in two blocks).
+      if (!cols.inside[c] || (rb0 === rb1 && cols.b0[c] === cols.b1[c])) continue;
+      if (!fresh && out[base + c] === out[base + c]) continue;
+      const cb0 = cols.b0[c], co0 = cols.o0[c], cb1 = cols.b1[c], co1 = cols.o1[c];
+      const h = bilinear(
+        postOf(blocks, nbc, rb0, ro0, cb0, co0), postOf(blocks, nbc, rb0, ro0, cb1, co1),
+        postOf(blocks, nbc, rb1, ro1, cb0, co0), postOf(blocks, nbc, rb1, ro1, cb1, co1),
+        dxs[c], dy,
+      );
+      if (h === h) {
+        out[base + c] = h;
+        filled++;
+      }
+    }
+  }
+  return filled;
 }
 
 /** Internal: a lookup needed a block that is not cached. */

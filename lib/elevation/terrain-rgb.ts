@@ -13,13 +13,33 @@ const MAPBOX_SCALE = 10;
 /** Height step each encoding can represent, in metres (rounding error is at most half of it). */
 export const ENCODING_STEP: Record<TerrainEncoding, number> = { terrarium: 1 / TERRARIUM_SCALE, mapbox: 1 / MAPBOX_SCALE };
 
+/** Each encoding's packing: value = round((h + offset) · scale) as 24-bit big-endian RGB. */
+const PACKING: Record<TerrainEncoding, { offset: number; scale: number }> = {
+  terrarium: { offset: TERRARIUM_OFFSET, scale: TERRARIUM_SCALE },
+  mapbox: { offset: MAPBOX_OFFSET, scale: MAPBOX_SCALE },
+};
+
 /** Write height `h` (metres) as RGB at `out[i..i+2]`, rounded to the encoding's step and clamped. */
 export function encodeHeightRgb(encoding: TerrainEncoding, h: number, out: Uint8Array, i: number): void {
-  let v = encoding === 'terrarium' ? Math.round((h + TERRARIUM_OFFSET) * TERRARIUM_SCALE) : Math.round((h + MAPBOX_OFFSET) * MAPBOX_SCALE);
+  const { offset, scale } = PACKING[encoding];
+  let v = Math.round((h + offset) * scale);
   v = v < 0 ? 0 : v > MAX_24 ? MAX_24 : v;
   out[i] = v >> 16;
   out[i + 1] = (v >> 8) & 0xff;
   out[i + 2] = v & 0xff;
+}
+
+/** `encodeHeightRgb` for every height of `heights` into `out` (3 bytes each); NaN (no data) encodes 0 m. */
+export function encodeHeightsRgb(encoding: TerrainEncoding, heights: Float64Array, out: Uint8Array): void {
+  const { offset, scale } = PACKING[encoding];
+  for (let i = 0, j = 0; i < heights.length; i++, j += 3) {
+    const h = heights[i];
+    let v = Math.round(((h === h ? h : 0) + offset) * scale);
+    v = v < 0 ? 0 : v > MAX_24 ? MAX_24 : v;
+    out[j] = v >> 16;
+    out[j + 1] = (v >> 8) & 0xff;
+    out[j + 2] = v & 0xff;
+  }
 }
 
 /** Height in metres of an RGB pixel. */

@@ -12,14 +12,39 @@ export const demSourceSchema = z.union([
   }),
 ], { error: 'expected a DEM path or glob, or {"path": path, "priority"?, "nodata"?}' });
 
+const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
+const zoomSchema = z.number().int().min(0).max(20);
+
 export const terrainSchema = z.strictObject({
   /** Tileset id the terrain tiles are served under (/data/{id}/{z}/{x}/{y}.{png|webp}). */
-  id: z.string().min(1).default('terrain'),
+  id: idSchema.default('terrain'),
   encoding: z.enum(['terrarium', 'mapbox']).default('terrarium'),
   format: z.enum(['png', 'webp']).default('png'),
-  minzoom: z.number().int().min(0).max(20).default(0),
-  maxzoom: z.number().int().min(0).max(20).default(12),
-});
+  minzoom: zoomSchema.default(0),
+  /** Default: the zoom whose pixels are just finer than the finest DEM's posts. */
+  maxzoom: zoomSchema.optional(),
+}).refine((t) => t.maxzoom === undefined || t.minzoom <= t.maxzoom, { message: 'expected minzoom <= maxzoom', path: ['minzoom'] });
+
+/** Contour intervals per zoom (maplibre-contour's defaults): `[minor, index]` metres; a zoom uses the nearest entry at or below it. */
+export const DEFAULT_CONTOUR_INTERVALS: Record<string, [number, number]> = { 11: [100, 500], 12: [50, 250], 13: [20, 100], 14: [10, 50] };
+
+const intervalSchema = z
+  .tuple([z.number().int().positive(), z.number().int().positive()], { error: 'expected [minor, index] whole metres, e.g. [20, 100]' })
+  .refine(([minor, major]) => major % minor === 0, { message: 'expected the index interval to be a multiple of the minor one' });
+
+export const contoursSchema = z
+  .strictObject({
+    /** Tileset id the contour lines are served under (/data/{id}/{z}/{x}/{y}.pbf). */
+    id: idSchema.default('contours'),
+    minzoom: zoomSchema.default(11),
+    maxzoom: zoomSchema.default(14),
+    /** `{"<zoom>": [minor, index]}`. */
+    intervals: z
+      .record(z.string().regex(/^\d{1,2}$/, 'expected a zoom (0-20)'), intervalSchema)
+      .refine((r) => Object.keys(r).length > 0, { message: 'expected at least one zoom' })
+      .default(DEFAULT_CONTOUR_INTERVALS),
+  })
+  .refine((c) => c.minzoom <= c.maxzoom, { message: 'expected minzoom <= maxzoom', path: ['minzoom'] });
 
 export const elevationSchema = z.strictObject({
   sources: z.array(demSourceSchema).min(1),
@@ -27,7 +52,17 @@ export const elevationSchema = z.strictObject({
   precision: z.number().positive().max(100).default(0.1),
   /** Terrain-RGB tiles; `false` to skip. */
   terrain: z.union([terrainSchema, z.literal(false)]).prefault({}),
+  /** Contour lines as a vector tileset; absent or `false`: none. */
+  contours: z.union([contoursSchema, z.literal(false)]).optional(),
 });
 
 export type ElevationConfig = z.infer<typeof elevationSchema>;
 export type TerrainConfig = z.infer<typeof terrainSchema>;
+export type ContoursConfig = z.infer<typeof contoursSchema>;
+
+/** The `[minor, index]` intervals of zoom `z`: the entry of the nearest zoom at or below it (else the lowest entry). */
+export function contourIntervals(intervals: Record<string, [number, number]>, z: number): [number, number] {
+  const zooms = Object.keys(intervals).map(Number).sort((a, b) => a - b);
+  const at = zooms.filter((k) => k <= z).pop() ?? zooms[0];
+  return intervals[String(at)];
+}

@@ -109,6 +109,11 @@ function issueLines(issue: z.core.$ZodIssue): string[] {
     const hint = allowed ? ` (expected one of: ${allowed.join(', ')})` : '';
     return issue.keys.map((k) => `${jsonPath([...issue.path, k])}: unknown field${hint}`);
   }
+  if (issue.code === 'invalid_union') {
+    // `section | false` and the like: report the branch the value was meant for (the one that got past its root).
+    const meant = issue.errors.filter((b) => !b.every((i) => i.path.length === 0));
+    if (meant.length === 1) return meant[0].flatMap((i) => issueLines({ ...i, path: [...issue.path, ...i.path] } as z.core.$ZodIssue));
+  }
   if (issue.code === 'invalid_key') {
     const why = issue.issues.map((i) => i.message).join('; ');
     return [`${jsonPath(issue.path)}: invalid key: ${why}`];
@@ -140,6 +145,15 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
       throw new UserError(`${file}: invalid config\n  ${jsonPath(['styles', id, 'tileset'])}: expected one of the configured tileset ids (${Object.keys(tilesets).join(', ') || 'none configured'})`, { exitCode: 2 });
     }
     styles[id] = { ...s, id, tileset, style: abs(s.style) };
+  }
+  // Terrain and contours are tilesets too: one id, one tileset.
+  const taken = new Map(Object.keys(tilesets).map((id) => [id, jsonPath(['tilesets', id])]));
+  for (const part of ['terrain', 'contours'] as const) {
+    const section = c.elevation?.[part];
+    if (!section) continue;
+    const other = taken.get(section.id);
+    if (other) throw new UserError(`${file}: invalid config\n  ${jsonPath(['elevation', part, 'id'])}: "${section.id}" is already the id of ${other}`, { exitCode: 2 });
+    taken.set(section.id, jsonPath(['elevation', part]));
   }
   const elevation = c.elevation && {
     ...c.elevation,

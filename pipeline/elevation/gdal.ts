@@ -1,6 +1,6 @@
 import { access } from 'node:fs/promises';
 import { UserError } from '../../lib/errors.ts';
-import { snapStep, snapToStep, type DemGrid } from './grid.ts';
+import { snapStep, snapToStep, type DemGrid, type DemInfo } from './grid.ts';
 
 type Gdal = typeof import('gdal-async');
 type Dataset = import('gdal-async').Dataset;
@@ -55,66 +55,93 @@ async function readBand(ds: Dataset, file: string, nodata: number | null): Promi
   return { data, integer };
 }
 
+/** Open `file` with GDAL, or throw a UserError naming it. */
+async function openDataset(gdal: Gdal, file: string): Promise<Dataset> {
+  await access(file).catch((e) => {
+    throw new UserError(`${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+  });
+  try {
+    return await gdal.openAsync(file);
+  } catch (e) {
+    throw new UserError(`${file}: not a raster GDAL can read (${(e as Error).message})`);
+  }
+}
+
+/** How a dataset becomes a lat/lon post grid: read as it is, or warped from its CRS. */
+interface GdalPlan {
+  info: DemInfo;
+  nodata: number | null;
+  /** Set when the dataset must be warped: its CRS. */
+  warpFrom?: SpatialReference;
+}
+
+/** Work out the post grid of an opened dataset (without reading pixels). */
+function planDataset(gdal: Gdal, ds: Dataset, file: string, opts: GdalReadOptions): GdalPlan {
+  if (ds.bands.count() < 1) throw new UserError(`${file}: has no raster band`);
+  const srs = ds.srs;
+  if (!srs) throw new UserError(`${file}: unknown CRS (the file carries no spatial reference)`);
+  const gt = ds.geoTransform;
+  if (!gt || gt[2] !== 0 || gt[4] !== 0) throw new UserError(`${file}: needs a north-up geotransform (rotated or missing)`);
+  const nodata = opts.nodata ?? ds.bands.get(1).noDataValue;
+  if (srs.isGeographic() && srs.isSameGeogCS(wgs84(gdal))) return { info: geographicInfo(ds, file, gt), nodata };
+  if (nodata === null) {
+    throw new UserError(`${file}: no nodata value, needed to warp it from its CRS to lat/lon; set "nodata" for this source in the config`);
+  }
+  return { info: warpInfo(gdal, ds, file, srs), nodata, warpFrom: srs };
+}
+
+/** The post grid of a GeoTIFF (or any raster GDAL opens) without reading its pixels. */
+export async function probeGdal(file: string, opts: GdalReadOptions = {}): Promise<DemInfo> {
+  const gdal = await loadGdal();
+  const ds = await openDataset(gdal, file);
+  try {
+    return planDataset(gdal, ds, file, opts).info;
+  } finally {
+    ds.close();
+  }
+}
+
 /**
  * Read a GeoTIFF (or any raster GDAL opens) as a lat/lon post grid. Geographic WGS84 sources are read
  * as they are (pixel centres become posts); other CRSs are warped once, bilinearly, to the nearest
  * equivalent lat/lon resolution (GDAL's suggested output, snapped to a whole arc-second or 1/N°).
  */
 export async function readGdal(file: string, opts: GdalReadOptions = {}): Promise<DemGrid> {
-  await access(file).catch((e) => {
-    throw new UserError(`${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
-  });
   const gdal = await loadGdal();
-  let ds: Dataset;
+  const ds = await openDataset(gdal, file);
   try {
-    ds = await gdal.openAsync(file);
-  } catch (e) {
-    throw new UserError(`${file}: not a raster GDAL can read (${(e as Error).message})`);
-  }
-  try {
-    if (ds.bands.count() < 1) throw new UserError(`${file}: has no raster band`);
-    const srs = ds.srs;
-    if (!srs) throw new UserError(`${file}: unknown CRS (the file carries no spatial reference)`);
-    const gt = ds.geoTransform;
-    if (!gt || gt[2] !== 0 || gt[4] !== 0) throw new UserError(`${file}: needs a north-up geotransform (rotated or missing)`);
-    const band = ds.bands.get(1);
-    const nodata = opts.nodata ?? band.noDataValue;
-    const target = wgs84(gdal);
-    if (srs.isGeographic() && srs.isSameGeogCS(target)) return await readGeographic(ds, file, nodata, gt);
-    if (nodata === null) {
-      throw new UserError(`${file}: no nodata value, needed to warp it from its CRS to lat/lon; set "nodata" for this source in the config`);
-    }
-    return await warp(gdal, ds, file, nodata, srs, target);
+    const plan = planDataset(gdal, ds, file, opts);
+    if (!plan.warpFrom) return { ...plan.info, ...(await readBand(ds, file, plan.nodata)) };
+    return await warp(gdal, ds, file, plan.nodata!, plan.warpFrom, plan.info);
   } finally {
     ds.close();
   }
 }
 
-async function readGeographic(ds: Dataset, file: string, nodata: number | null, gt: number[]): Promise<DemGrid> {
+function geographicInfo(ds: Dataset, file: string, gt: number[]): DemInfo {
   const { x: cols, y: rows } = ds.rasterSize;
   const stepLon = snapStep(gt[1]), stepLat = snapStep(-gt[5]);
   if (gt[5] >= 0) throw new UserError(`${file}: rows go north (positive pixel height); expected a north-up raster`);
   // GDAL's geotransform is area-based: the centre of pixel (0, 0) is half a pixel in.
   const originLon = snapToStep(gt[0] + gt[1] / 2, stepLon);
   const originLat = snapToStep(gt[3] + gt[5] / 2, stepLat);
-  const { data, integer } = await readBand(ds, file, nodata);
   return {
-    file, originLat, originLon, stepLat, stepLon, rows, cols, data, integer,
+    file, originLat, originLon, stepLat, stepLon, rows, cols,
     footprint: [originLon, originLat - (rows - 1) * stepLat, originLon + (cols - 1) * stepLon, originLat],
   };
 }
 
-async function warp(gdal: Gdal, src: Dataset, file: string, nodata: number, srs: SpatialReference, target: SpatialReference): Promise<DemGrid> {
+/** The lat/lon grid a projected dataset is warped to: equal steps, origins on multiples of the step. */
+function warpInfo(gdal: Gdal, src: Dataset, file: string, srs: SpatialReference): DemInfo {
   // Equivalent resolution: the pixel size in metres as degrees of arc along a meridian, snapped.
-  const gt0 = src.geoTransform!;
+  const gt = src.geoTransform!;
   const metresPerUnit = srs.isGeographic() ? (Math.PI / 180) * MEAN_EARTH_RADIUS_M : srs.getLinearUnits().value;
-  const pixelMetres = Math.min(Math.abs(gt0[1]), Math.abs(gt0[5])) * metresPerUnit;
+  const pixelMetres = Math.min(Math.abs(gt[1]), Math.abs(gt[5])) * metresPerUnit;
   const step = snapStep(pixelMetres / ((Math.PI / 180) * MEAN_EARTH_RADIUS_M));
   // Footprint: the source's edges transformed to lon/lat.
   // A PROJ-string copy has (easting, northing) axis order, whatever the authority says.
-  const ct = new gdal.CoordinateTransformation(gdal.SpatialReference.fromProj4(srs.toProj4()), target);
+  const ct = new gdal.CoordinateTransformation(gdal.SpatialReference.fromProj4(srs.toProj4()), wgs84(gdal));
   const { x: w, y: h } = src.rasterSize;
-  const gt = src.geoTransform!;
   let west = Infinity, east = -Infinity, south = Infinity, north = -Infinity;
   for (let k = 0; k <= EDGE_SAMPLES - 1; k++) {
     const t = k / (EDGE_SAMPLES - 1);
@@ -126,26 +153,30 @@ async function warp(gdal: Gdal, src: Dataset, file: string, nodata: number, srs:
   }
   const originLon = Math.ceil(west / step - 1e-9) * step;
   const originLat = Math.floor(north / step + 1e-9) * step;
-  const cols = Math.floor((east - originLon) / step + 1e-9) + 1;
-  const rows = Math.floor((originLat - south) / step + 1e-9) + 1;
-  const dst = gdal.open('temp', 'w', 'MEM', cols, rows, 1, gdal.GDT_Float32);
+  return {
+    file,
+    originLat: snapToStep(originLat, step), originLon: snapToStep(originLon, step),
+    stepLat: step, stepLon: step,
+    cols: Math.floor((east - originLon) / step + 1e-9) + 1,
+    rows: Math.floor((originLat - south) / step + 1e-9) + 1,
+    footprint: [west, south, east, north],
+  };
+}
+
+async function warp(gdal: Gdal, src: Dataset, file: string, nodata: number, srs: SpatialReference, info: DemInfo): Promise<DemGrid> {
+  const step = info.stepLat;
+  const dst = gdal.open('temp', 'w', 'MEM', info.cols, info.rows, 1, gdal.GDT_Float32);
   try {
-    dst.srs = target;
-    dst.geoTransform = [originLon - step / 2, step, 0, originLat + step / 2, 0, -step];
+    dst.srs = wgs84(gdal);
+    dst.geoTransform = [info.originLon - step / 2, step, 0, info.originLat + step / 2, 0, -step];
     const band = dst.bands.get(1);
     band.noDataValue = WARP_NODATA;
     band.fill(WARP_NODATA);
     await gdal.reprojectImageAsync({
-      src, dst, s_srs: srs, t_srs: target, resampling: gdal.GRA_Bilinear,
+      src, dst, s_srs: srs, t_srs: dst.srs, resampling: gdal.GRA_Bilinear,
       srcNodata: nodata, dstNodata: WARP_NODATA,
     });
-    const { data, integer } = await readBand(dst, file, WARP_NODATA);
-    return {
-      file,
-      originLat: snapToStep(originLat, step), originLon: snapToStep(originLon, step),
-      stepLat: step, stepLon: step, rows, cols, data, integer,
-      footprint: [west, south, east, north],
-    };
+    return { ...info, ...(await readBand(dst, file, WARP_NODATA)) };
   } finally {
     dst.close();
   }

@@ -1,8 +1,8 @@
 /**
- * A DEM loaded into memory as a lat/lon post grid (heights in metres, NaN = nodata): what every
- * reader (HGT, GDAL) produces and what the index writer merges.
+ * Where a DEM's posts lie (a lat/lon post grid), known without reading its heights: what the index
+ * writer plans layers from.
  */
-export interface DemGrid {
+export interface DemInfo {
   /** The file as given (for messages and the manifest). */
   file: string;
   /** Latitude of post row 0 (north), longitude of post column 0 (west), degrees. */
@@ -13,10 +13,17 @@ export interface DemGrid {
   stepLon: number;
   rows: number;
   cols: number;
-  /** Row-major heights, NaN for voids. */
-  data: Float32Array;
   /** Footprint [west, south, east, north]. */
   footprint: [number, number, number, number];
+}
+
+/**
+ * A DEM loaded into memory as a lat/lon post grid (heights in metres, NaN = nodata): what every
+ * reader (HGT, GDAL) produces and what the index writer merges.
+ */
+export interface DemGrid extends DemInfo {
+  /** Row-major heights, NaN for voids. */
+  data: Float32Array;
   /** True when every height is an integer (quantisation is then exact). */
   integer: boolean;
 }

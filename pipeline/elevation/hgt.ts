@@ -1,8 +1,8 @@
-import { readFile } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { UserError } from '../../lib/errors.ts';
-import type { DemGrid } from './grid.ts';
+import type { DemGrid, DemInfo } from './grid.ts';
 import { extractZipEntry, listZip } from './zip.ts';
 
 /** SRTM void value. */
@@ -25,23 +25,14 @@ export function isHgtName(file: string): boolean {
   return /\.hgt(\.gz)?$/i.test(file) || /\.zip$/i.test(file);
 }
 
-/**
- * Parse raw .hgt bytes (big-endian int16, 1201² or 3601², voids -32768). Posts sit on the grid
- * lines: row 0 is the north edge (lat + 1), column 0 the west edge (lon).
- */
-export function parseHgt(bytes: Uint8Array, name: string, file: string): DemGrid {
+/** The post grid of an SRTM tile named `name` (e.g. N43E006.hgt) holding `bytes` bytes of posts. */
+export function hgtInfo(name: string, bytes: number, file: string): DemInfo {
   const corner = hgtCorner(basename(name));
   if (!corner) throw new UserError(`${file}: cannot tell the tile from the file name (expected e.g. N43E006.hgt)`);
-  const posts = bytes.length / 2;
+  const posts = bytes / 2;
   const side = Math.round(Math.sqrt(posts));
   if (!(HGT_SIDES as readonly number[]).includes(side) || side * side !== posts) {
-    throw new UserError(`${file}: ${bytes.length} bytes is not an SRTM tile (expected ${HGT_SIDES.map((s) => `${s}²`).join(' or ')} int16 posts)`);
-  }
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const data = new Float32Array(posts);
-  for (let i = 0; i < posts; i++) {
-    const v = view.getInt16(i * 2, false);
-    data[i] = v === HGT_VOID ? NaN : v;
+    throw new UserError(`${file}: ${bytes} bytes is not an SRTM tile (expected ${HGT_SIDES.map((s) => `${s}²`).join(' or ')} int16 posts)`);
   }
   const step = 1 / (side - 1);
   return {
@@ -52,10 +43,59 @@ export function parseHgt(bytes: Uint8Array, name: string, file: string): DemGrid
     stepLon: step,
     rows: side,
     cols: side,
-    data,
     footprint: [corner.lon, corner.lat, corner.lon + 1, corner.lat + 1],
-    integer: true,
   };
+}
+
+/**
+ * Parse raw .hgt bytes (big-endian int16, 1201² or 3601², voids -32768). Posts sit on the grid
+ * lines: row 0 is the north edge (lat + 1), column 0 the west edge (lon).
+ */
+export function parseHgt(bytes: Uint8Array, name: string, file: string): DemGrid {
+  const info = hgtInfo(name, bytes.length, file);
+  const posts = info.rows * info.cols;
+  const data = new Float32Array(posts);
+  for (let i = 0, j = 0; i < posts; i++, j += 2) {
+    // Big-endian int16.
+    const v = ((bytes[j] << 24) >> 16) | bytes[j + 1];
+    data[i] = v === HGT_VOID ? NaN : v;
+  }
+  return { ...info, data, integer: true };
+}
+
+/** Bytes of the gzip ISIZE trailer (uncompressed size mod 2^32). */
+const GZIP_TRAILER_SIZE_BYTES = 4;
+
+/** The post grid of a .hgt, .hgt.gz or .zip without decoding its heights (a .zip's directory is read). */
+export async function probeHgt(file: string): Promise<DemInfo> {
+  try {
+    if (/\.gz$/i.test(file)) {
+      const fh = await open(file, 'r');
+      try {
+        const { size } = await fh.stat();
+        const tail = Buffer.alloc(GZIP_TRAILER_SIZE_BYTES);
+        await fh.read(tail, 0, GZIP_TRAILER_SIZE_BYTES, Math.max(0, size - GZIP_TRAILER_SIZE_BYTES));
+        return hgtInfo(basename(file).replace(/\.gz$/i, ''), tail.readUInt32LE(0), file);
+      } finally {
+        await fh.close();
+      }
+    }
+    if (/\.zip$/i.test(file)) {
+      let entry;
+      try {
+        entry = listZip(await readFile(file)).find((e) => /\.hgt$/i.test(e.name));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code) throw e;
+        throw new UserError(`${file}: cannot decompress (${(e as Error).message})`);
+      }
+      if (!entry) throw new UserError(`${file}: the zip holds no .hgt file`);
+      return hgtInfo(basename(entry.name), entry.size, file);
+    }
+    return hgtInfo(basename(file), (await stat(file)).size, file);
+  } catch (e) {
+    if (e instanceof UserError) throw e;
+    throw new UserError(`${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
+  }
 }
 
 /** Read a .hgt, .hgt.gz or .zip (with one .hgt inside) without GDAL. */

@@ -1,9 +1,9 @@
 import { readdir, stat } from 'node:fs/promises';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
-import { readGdal } from './gdal.ts';
-import { isHgtName, readHgt } from './hgt.ts';
-import type { DemGrid } from './grid.ts';
+import { probeGdal, readGdal } from './gdal.ts';
+import { isHgtName, probeHgt, readHgt } from './hgt.ts';
+import type { DemGrid, DemInfo } from './grid.ts';
 
 /** One configured DEM input (absolute path or glob). */
 export interface DemSource {
@@ -81,9 +81,12 @@ export async function expandSources(sources: DemSource[]): Promise<DemSource[]> 
 
 /** Read one DEM: SRTM .hgt/.hgt.gz/.zip directly, anything else through GDAL. */
 export async function readDem(s: DemSource): Promise<DemGrid> {
-  if (isHgtName(s.path)) {
-    const g = await readHgt(s.path);
-    return g;
-  }
+  if (isHgtName(s.path)) return readHgt(s.path);
   return readGdal(s.path, { nodata: s.nodata });
+}
+
+/** Where one DEM's posts lie, without reading its heights. */
+export async function probeDem(s: DemSource): Promise<DemInfo> {
+  if (isHgtName(s.path)) return probeHgt(s.path);
+  return probeGdal(s.path, { nodata: s.nodata });
 }

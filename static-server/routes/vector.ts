@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TilesetEntry } from '../../lib/manifest.ts';
+import { centerInBounds } from '../../lib/tile-math.ts';
 import { archivesOf } from '../archives.ts';
 import { HttpError, type ServerContext } from '../context.ts';
 import { checkZoom, parseTileCoord, splitTileFile } from '../coords.ts';
@@ -45,10 +46,12 @@ export function tileJson(id: string, entry: TilesetEntry, baseUrl: string): Reco
     minzoom: entry.minzoom,
     maxzoom: entry.maxzoom,
     bounds: entry.bounds,
-    center: entry.center,
+    // Inside the bounds, also for manifests written before the pipeline made sure of it.
+    center: centerInBounds(entry.bounds, entry.center, entry.minzoom, entry.maxzoom),
     format: entry.format,
   };
   if (entry.kind === 'vector') doc.vector_layers = entry.vector_layers ?? [];
+  if (entry.tileSize) doc.tileSize = entry.tileSize;
   if (entry.kind === 'terrain' && entry.encoding) doc.encoding = entry.encoding;
   return doc;
 }
