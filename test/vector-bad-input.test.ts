@@ -133,7 +133,7 @@ describe('bad vector inputs', () => {
       expect(r.stderr, `${c.label}: no stack trace`).not.toMatch(/\n\s+at /);
       expect(await readdir(outDir), `${c.label}: output folder`).toEqual([]);
     }
-  });
+  }, 180_000); // 13 CLI runs in turn: ~15 s on a quiet machine, several times that under load
 
   it('refuses to overwrite the input with the output', async () => {
     const copy = join(dir, 'self.pmtiles');
