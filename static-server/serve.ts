@@ -63,9 +63,9 @@ export function readPolicyOf(options: Pick<ServeOptions, 'storeTimeoutMs' | 'sto
   };
 }
 
-/** The store for the options, with its read policy; `health` hears about every read. */
-function storeFor(options: ServeOptions, health?: () => StoreHealth): Store {
-  return openStore(options.out, { policy: readPolicyOf(options), onRead: health && ((o) => health().onRead(o)) });
+/** The store for the options, with its read policy; `health` hears about every read (once it exists: not the manifest's). */
+function storeFor(options: ServeOptions, health?: () => StoreHealth | undefined): Store {
+  return openStore(options.out, { policy: readPolicyOf(options), onRead: health && ((o) => health()?.onRead(o)) });
 }
 
 /**
@@ -75,7 +75,7 @@ function storeFor(options: ServeOptions, health?: () => StoreHealth): Store {
  */
 export async function createServerContext(options: ServeOptions, logStream?: NodeJS.WritableStream): Promise<ServerContext> {
   let health: StoreHealth | undefined;
-  const store: Store = storeFor(options, () => health!);
+  const store: Store = storeFor(options, () => health);
   const ctx = contextOver(store, await loadManifest(store), options, logStream);
   health = ctx.health;
   return ctx;
