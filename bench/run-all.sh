@@ -12,3 +12,5 @@ echo "== bench/soak: 5 minutes of mixed vector, raster and /height load; RSS and
 node --import tsx bench/soak/run.ts
 echo "== bench/osm: OSM extract to PMTiles, tilebake's vector stage vs the bare tilemaker"
 node --import tsx bench/osm/run.ts
+echo "== bench/static: tilebake export time, and the exported tree under nginx vs tilebake serve (wrk)"
+node --import tsx bench/static/run.ts
