@@ -14,3 +14,5 @@ echo "== bench/osm: OSM extract to PMTiles, tilebake's vector stage vs the bare 
 node --import tsx bench/osm/run.ts
 echo "== bench/terrain: terrain and contour tiles/s, two distant DEMs, index over 100 files"
 node --import tsx bench/terrain/run.ts
+echo "== bench/static: tilebake export time, and the exported tree under nginx vs tilebake serve (wrk)"
+node --import tsx bench/static/run.ts

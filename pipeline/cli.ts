@@ -152,6 +152,39 @@ export function program(argv: string[]): Argv {
         });
       },
     )
+    .command(
+      'export',
+      'Write a build as plain files in the URL layout of the interface (for nginx, a bucket or any static host), incrementally',
+      (y) =>
+        y
+          .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'Build folder or http(s):// base URL' })
+          .option('to', { type: 'string', demandOption: true, describe: 'Export folder (new, empty, or a previous export: only changes are written)' })
+          .option('public-url', { type: 'string', demandOption: true, describe: 'Base URL the export is served at (for TileJSON and style URLs)' })
+          .option('only', { choices: ['tilesets', 'styles', 'fonts'] as const, array: true, describe: 'Export these parts only (others are left as they are)' })
+          .option('list-changes', { type: 'boolean', default: false, describe: 'Print added, changed and removed paths on stdout, one per line' })
+          .option('nginx-conf', { type: 'string', describe: 'Also write an nginx configuration (the inside of http { }) serving the export' })
+          .option('listen', { type: 'string', default: '8080', describe: 'nginx listen address: PORT or ADDR:PORT' })
+          .option('tokens-file', { type: 'string', describe: 'Bearer tokens for nginx, one per line (TILEBAKE_TOKENS too)' })
+          .option('auth', { type: 'boolean', default: true, describe: 'Require bearer tokens in nginx (--no-auth to disable)' })
+          .option('cors', { type: 'string', default: '*', describe: 'Access-Control-Allow-Origin in nginx (empty to disable)' })
+          .option('height-upstream', { type: 'string', default: '127.0.0.1:8081', describe: 'HOST:PORT of `tilebake serve --routing-port` for /height' }),
+      async (a) => {
+        const { exportCommand } = await import('./export/command.ts');
+        await exportCommand({
+          out: a.out,
+          to: a.to,
+          publicUrl: a['public-url'],
+          only: a.only,
+          listChanges: a['list-changes'],
+          nginxConf: a['nginx-conf'],
+          listen: a.listen,
+          tokensFile: a['tokens-file'],
+          auth: a.auth,
+          cors: a.cors,
+          heightUpstream: a['height-upstream'],
+        });
+      },
+    )
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .help()

@@ -19,23 +19,37 @@ export function hashToken(token: string): Buffer {
   return hash('sha256', token, 'buffer');
 }
 
+/** One configured token: its SHA-256 hash, the token itself when given in clear, and where it came from. */
+export interface ConfiguredToken {
+  hash: Buffer;
+  token?: string;
+  /** `TILEBAKE_TOKENS` or `<file>: line <n>`, for messages. */
+  source: string;
+}
+
 /** Parse the text of a tokens file: one token per line, `#` comments, blank lines, `sha256:<hex>` hashes. */
-export function parseTokensFile(text: string, path: string): Buffer[] {
-  const hashes: Buffer[] = [];
+export function parseTokenLines(text: string, path: string): ConfiguredToken[] {
+  const tokens: ConfiguredToken[] = [];
   text.split(/\r?\n/).forEach((raw, i) => {
     const line = raw.trim();
+    const source = `${path}: line ${i + 1}`;
     if (line === '' || line.startsWith('#')) return;
     if (line.toLowerCase().startsWith(HASH_PREFIX)) {
       const hex = line.slice(HASH_PREFIX.length).trim();
       if (!SHA256_HEX.test(hex)) {
-        throw new UserError(`${path}: line ${i + 1}: expected sha256:<64 hex digits>`);
+        throw new UserError(`${source}: expected sha256:<64 hex digits>`);
       }
-      hashes.push(Buffer.from(hex, 'hex'));
+      tokens.push({ hash: Buffer.from(hex, 'hex'), source });
     } else {
-      hashes.push(hashToken(line));
+      tokens.push({ hash: hashToken(line), token: line, source });
     }
   });
-  return hashes;
+  return tokens;
+}
+
+/** The hashes of a tokens file's tokens (see parseTokenLines). */
+export function parseTokensFile(text: string, path: string): Buffer[] {
+  return parseTokenLines(text, path).map((t) => t.hash);
 }
 
 /** The message printed when the server would start without any token. */
@@ -45,15 +59,15 @@ export const NO_TOKENS_MESSAGE =
   'use `--no-auth` to serve without authentication';
 
 /**
- * The SHA-256 hashes of all configured tokens (env `TILEBAKE_TOKENS` and `--tokens-file`).
- * Throws UserError when the file cannot be read or no token is configured at all.
+ * All configured tokens (env `TILEBAKE_TOKENS` and `--tokens-file`). Throws UserError when the file
+ * cannot be read or no token is configured at all.
  */
-export async function loadTokenHashes(env: string | undefined, tokensFile: string | undefined): Promise<Buffer[]> {
-  const hashes = (env ?? '')
+export async function loadTokens(env: string | undefined, tokensFile: string | undefined): Promise<ConfiguredToken[]> {
+  const tokens: ConfiguredToken[] = (env ?? '')
     .split(',')
     .map((t) => t.trim())
     .filter((t) => t !== '')
-    .map(hashToken);
+    .map((token) => ({ hash: hashToken(token), token, source: TOKENS_ENV }));
   if (tokensFile !== undefined) {
     let text: string;
     try {
@@ -61,10 +75,15 @@ export async function loadTokenHashes(env: string | undefined, tokensFile: strin
     } catch (e) {
       throw new UserError(`${tokensFile}: cannot read the tokens file (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
     }
-    hashes.push(...parseTokensFile(text, tokensFile));
+    tokens.push(...parseTokenLines(text, tokensFile));
   }
-  if (hashes.length === 0) throw new UserError(NO_TOKENS_MESSAGE);
-  return hashes;
+  if (tokens.length === 0) throw new UserError(NO_TOKENS_MESSAGE);
+  return tokens;
+}
+
+/** The SHA-256 hashes of all configured tokens (see loadTokens). */
+export async function loadTokenHashes(env: string | undefined, tokensFile: string | undefined): Promise<Buffer[]> {
+  return (await loadTokens(env, tokensFile)).map((t) => t.hash);
 }
 
 /** Outcome of checking an Authorization header. */

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { ensurePeers } from '../peers.ts';
+import { parseWrk, shuffle, stop } from '../wrk.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: args } = parseArgs({
@@ -45,17 +46,6 @@ interface Run {
   errors: number;
 }
 
-/** A seeded shuffle so every run uses the same order. */
-function shuffle<T>(a: T[], seed = 42): T[] {
-  let s = seed;
-  const rnd = () => ((s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-  for (let i = a.length - 1; i > 0; i--) {
-    const j = Math.floor(rnd() * (i + 1));
-    [a[i], a[j]] = [a[j], a[i]];
-  }
-  return a;
-}
-
 /** Every tile of the MBTiles as XYZ, with its stored (gzip) bytes. */
 function readTiles(file: string): { z: number; x: number; y: number; data: Buffer }[] {
   const db = new Database(file, { readonly: true });
@@ -67,19 +57,6 @@ function readTiles(file: string): { z: number; x: number; y: number; data: Buffe
   }[];
   db.close();
   return rows.map((r) => ({ ...r, y: (1 << r.z) - 1 - r.y }));
-}
-
-/** Parse wrk's output (with --latency) into req/s and percentiles in ms. */
-function parseWrk(out: string): Omit<Run, 'server'> {
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
-  const ms = (label: string) => {
-    const m = new RegExp(`^\\s+${label}%\\s+([\\d.]+)(us|ms|s)`, 'm').exec(out);
-    if (!m) return NaN;
-    const v = Number(m[1]);
-    return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
-  };
-  const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*?(\d+) timeout/.exec(out)?.[1] ?? 0);
-  return { rps, p50: ms('50'), p99: ms('99'), errors };
 }
 
 async function waitReady(url: string, token: string | undefined, proc: ChildProcess): Promise<void> {
@@ -95,15 +72,6 @@ async function waitReady(url: string, token: string | undefined, proc: ChildProc
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`${url}: not ready after 60 s`);
-}
-
-async function stop(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGTERM');
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 /** Check that a server returns the stored bytes for a sample of tiles before measuring it. */

@@ -1,0 +1,42 @@
+/** `tilebake export` as the CLI runs it: the export, its summary, and the nginx configuration when asked. */
+import { UserError } from '../../lib/errors.ts';
+import { loadTokens, TOKENS_ENV } from '../../static-server/auth.ts';
+import { progressQuiet } from '../progress.ts';
+import { openBuildToExport } from './build-source.ts';
+import { exportBuild, exportSummary, type ExportOptions } from './index.ts';
+import { writeNginxConf } from './nginx-conf.ts';
+import { gzipTilesetIds } from './tiles.ts';
+
+/** Options of the command: the export's, plus the nginx configuration's. */
+export interface ExportCommandOptions extends ExportOptions {
+  nginxConf?: string;
+  listen: string;
+  tokensFile?: string;
+  auth: boolean;
+  cors: string;
+  heightUpstream: string;
+}
+
+export async function exportCommand(o: ExportCommandOptions): Promise<void> {
+  // Tokens first: a bad tokens file fails before anything is written.
+  const tokens = o.nginxConf !== undefined && o.auth ? await loadTokens(process.env[TOKENS_ENV], o.tokensFile) : null;
+  if (o.nginxConf === undefined && (o.tokensFile !== undefined || !o.auth)) {
+    throw new UserError('--tokens-file and --no-auth only apply to the nginx configuration: add --nginx-conf FILE', { exitCode: 2 });
+  }
+  const result = await exportBuild(o);
+  if (!progressQuiet()) process.stderr.write(`tilebake: ${exportSummary(result, o.to)}`);
+  if (o.nginxConf === undefined) return;
+  const { store, manifest } = await openBuildToExport(o.out);
+  const tokensPath = await writeNginxConf(o.nginxConf, {
+    root: o.to,
+    listen: o.listen,
+    tokens,
+    cors: o.cors,
+    heightUpstream: o.heightUpstream,
+    gzipTilesets: await gzipTilesetIds(store, manifest.tilesets),
+    manifest,
+  });
+  if (!progressQuiet()) {
+    process.stderr.write(`tilebake: wrote ${o.nginxConf}${tokensPath ? ` and ${tokensPath} (the accepted tokens, mode 0600)` : ''}: use it as http { include mime.types; include ${o.nginxConf}; }\n`);
+  }
+}
