@@ -14,6 +14,8 @@ const HILLSHADE = 'tilebake-hillshade';
 const PROFILE = 'tilebake-profile';
 const TERRAIN_EXAGGERATION = 1.5;
 const TERRAIN_PITCH = 60;
+/** Screens the style sheet lays out as a phone (preview.css). */
+const PHONE_QUERY = '(max-width: 640px)';
 
 const fragment = new URLSearchParams(location.hash.slice(1));
 const state = {
@@ -252,7 +254,7 @@ function renderLists() {
     li.append(el('span', { class: 'name' }, s.name));
     const formats = [...new Set(s.rasters.map((k) => k.split('.')[1]))];
     const current = v.kind === 'style' && v.id === s.id;
-    const format = current && v.format ? v.format : formats[0];
+    const format = current && v.format ? v.format : formats.includes('png') ? 'png' : formats[0];
     if (formats.length) {
       li.append(modeButton('Raster', current && v.mode === 'raster', () => show({ kind: 'style', id: s.id, mode: 'raster', format })));
       if (formats.length > 1) {
@@ -338,6 +340,10 @@ async function start() {
   map.addControl(new maplibregl.NavigationControl({ visualizePitch: true }), 'top-left');
   map.addControl(new maplibregl.ScaleControl(), 'bottom-left');
   map.on('style.load', addOverlays);
+  // On a phone the attribution starts folded (its ⓘ button opens it): expanded it covers much of the map.
+  if (window.matchMedia(PHONE_QUERY).matches) {
+    map.once('load', () => document.querySelector('.maplibregl-ctrl-attrib')?.classList.remove('maplibregl-compact-show'));
+  }
   map.on('error', (e) => {
     if (e.error?.status === HTTP_UNAUTHORIZED) unauthorized();
     else setStatus(`Map: ${e.error?.message ?? 'error'}`);
