@@ -6,6 +6,9 @@
 export class ByteLru<K, V> {
   private readonly map = new Map<K, { value: V; bytes: number }>();
   private total = 0;
+  /** Lookups by `get` that found their key, and that did not (for metrics). */
+  hits = 0;
+  misses = 0;
 
   constructor(readonly maxBytes: number) {}
 
@@ -22,7 +25,11 @@ export class ByteLru<K, V> {
   /** The value for `key` (and mark it most recently used), or undefined. */
   get(key: K): V | undefined {
     const e = this.map.get(key);
-    if (!e) return undefined;
+    if (!e) {
+      this.misses++;
+      return undefined;
+    }
+    this.hits++;
     this.map.delete(key);
     this.map.set(key, e);
     return e.value;

@@ -80,6 +80,8 @@ export interface ReadOutcome {
   attempts: number;
   /** Wall time of the whole read, in ms. */
   ms: number;
+  /** Bytes the read returned (reads of bytes that answered; unset for opens and failures). */
+  bytes?: number;
 }
 
 /** Called once per store read with its outcome: health tracking, and the hook for metrics. */
@@ -182,7 +184,7 @@ export async function guardedRead<T>(
       attempts++;
       try {
         const value = await untilAborted(attempt(ctl.signal), ctl.signal, dispose);
-        listener?.({ ok: true, attempts, ms: Date.now() - started });
+        if (listener) listener({ ok: true, attempts, ms: Date.now() - started, bytes: value instanceof Uint8Array ? value.byteLength : undefined });
         return value;
       } catch (e) {
         if (ctl.signal.aborted) return fail(timedOut(e));

@@ -122,6 +122,7 @@ export function program(argv: string[]): Argv {
           .option('port', { type: 'number', default: 8080, describe: 'Port for everything' })
           .option('host', { type: 'string', default: '0.0.0.0', describe: 'Address to listen on' })
           .option('routing-port', { type: 'number', describe: 'Also serve /height on this port' })
+          .option('metrics-port', { type: 'number', describe: 'Also serve GET /metrics (Prometheus, all workers summed) on this port, without auth' })
           .option('public-url', { type: 'string', describe: 'Base URL clients use (for TileJSON and style URLs)' })
           .option('tokens-file', { type: 'string', describe: 'Bearer tokens, one per line (`sha256:<hex>` for a hash)' })
           .option('auth', { type: 'boolean', default: true, describe: 'Require bearer tokens (--no-auth to disable)' })
@@ -139,6 +140,7 @@ export function program(argv: string[]): Argv {
           port: a.port,
           host: a.host,
           routingPort: a['routing-port'],
+          metricsPort: a['metrics-port'],
           publicUrl: a['public-url'],
           tokensFile: a['tokens-file'],
           auth: a.auth,

@@ -6,12 +6,16 @@ import { clientErrorHandler, errorBody, ErrorStatus, MAX_HEADER_BYTES, sendError
 import { useCheckedJsonParser } from './json-body.ts';
 import { registerHeightRoutes } from './routes/height.ts';
 import { registerMaplibreRoutes } from './routes/maplibre.ts';
+import { registerMetricsRoute } from './routes/metrics.ts';
+import { isPublicPreviewPath, registerPreviewRoutes } from './routes/preview.ts';
+import { routeKind, serverMetrics } from './metrics.ts';
 import { registerRenderPageRoutes } from './routes/render-page.ts';
 import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
 
 /**
- * Which listener an app is for: `tiles` (--port) serves everything, `routing` only /height, `render`
+ * Which listener an app is for: `tiles` (--port) serves everything (and the preview page at `/`,
+ * /metrics), `routing` only /height, `render`
  * the build's render page (loopback only, no auth: static-server/render-server.ts).
  */
 export type AppRole = 'tiles' | 'routing' | 'render';
@@ -32,7 +36,7 @@ const enum Status {
   Unavailable = 503,
 }
 
-/** Paths reachable without a token. */
+/** Paths reachable without a token: /health, and the preview page's files (routes/preview.ts). */
 export const HEALTH_PATH = '/health';
 /** True for /health with or without a query string. */
 function isHealth(url: string): boolean {
@@ -85,7 +89,7 @@ class DebugRequestLogs extends LogController {
  * the render server the tiles, styles, sprites and glyphs clients get plus the render page.
  */
 const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
-  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes],
+  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute],
   routing: [registerHeightRoutes],
   render: [registerRenderPageRoutes, registerMaplibreRoutes, registerVectorRoutes, registerStyleRoutes],
 };
@@ -97,7 +101,7 @@ function notFound(req: FastifyRequest): HttpError {
 
 /**
  * Build the fastify app for one listener: JSON errors (static-server/errors.ts), 404 and 405 answers,
- * CORS with preflight, bearer auth on everything but GET /health and OPTIONS, limits on headers and
+ * CORS with preflight, bearer auth on everything but GET /health, the preview page and OPTIONS, limits on headers and
  * JSON bodies, /health with the store's state, and the route modules of its role.
  */
 export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<FastifyInstance> {
@@ -144,7 +148,8 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
       done(new HttpError(Status.Unavailable, 'server is shutting down', {}, { connection: 'close' }));
       return;
     }
-    const open = req.method === 'OPTIONS' || (isHealth(req.url) && (req.method === 'GET' || req.method === 'HEAD'));
+    const open =
+      req.method === 'OPTIONS' || ((req.method === 'GET' || req.method === 'HEAD') && (isHealth(req.url) || (opts.role === 'tiles' && isPublicPreviewPath(req.url))));
     const result = open || hashes === null ? AuthResult.Ok : checkAuthorization(req.headers.authorization, hashes);
     if (result !== AuthResult.Ok) {
       try {
@@ -158,6 +163,14 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     if (req.is404) done(notFound(req));
     else done();
   });
+  if (opts.role !== 'render') {
+    // Requests by route kind and status, latency and bytes (static-server/metrics.ts).
+    const metrics = serverMetrics();
+    app.addHook('onResponse', (req, reply, done) => {
+      metrics.request(routeKind(req, ctx.manifest), reply);
+      done();
+    });
+  }
   app.setErrorHandler((err: FastifyError, req, reply) => sendError(ctx, err, req, reply));
   app.setNotFoundHandler((req) => {
     throw notFound(req);

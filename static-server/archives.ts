@@ -5,6 +5,7 @@ import { openArchive, type ArchiveReader } from '../lib/pmtiles/index.ts';
 import type { Store } from '../lib/storage.ts';
 import { ByteLru } from '../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from './context.ts';
+import { serverMetrics } from './metrics.ts';
 import { asStoreError, OpenedFile } from './opened-file.ts';
 import { identityEtag, tileBody, type TileBody } from './tile-response.ts';
 
@@ -159,6 +160,7 @@ export function archivesOf(ctx: ServerContext): Archives {
   let a = byContext.get(ctx);
   if (!a) {
     a = new Archives(ctx.store, cacheBudgetBytes(ctx, 'tiles'));
+    serverMetrics().watchCache('tiles', a.cache);
     byContext.set(ctx, a);
   }
   return a;

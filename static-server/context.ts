@@ -13,6 +13,8 @@ export interface ServeOptions {
   host: string;
   /** Optional second listener serving /height only (the interface's routing host). */
   routingPort?: number;
+  /** Optional listener serving GET /metrics without auth (one for all workers, in the cluster primary). */
+  metricsPort?: number;
   /** Base URL clients use, for absolute URLs in TileJSON and style JSON. Default: from the request. */
   publicUrl?: string;
   tokensFile?: string;

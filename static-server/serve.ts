@@ -11,6 +11,8 @@ import { archivesOf } from './archives.ts';
 import { loadTokenHashes, TOKENS_ENV } from './auth.ts';
 import { cachePolicy, type ServeOptions, type ServerContext } from './context.ts';
 import { FailureLog } from './failure-log.ts';
+import { enableClusterMetrics, startMetricsListener, type MetricsListener } from './metrics-cluster.ts';
+import { serverMetrics } from './metrics.ts';
 import { StoreHealth } from './store-health.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
@@ -29,6 +31,8 @@ export interface RunningServer {
   url: string;
   /** `http://host:port` of the routing listener (/height), when --routing-port is set. */
   routingUrl?: string;
+  /** URL of the --metrics-port listener's /metrics, when it runs in this process. */
+  metricsUrl?: string;
   /** The fastify apps (tests use `inject`). */
   apps: FastifyInstance[];
   /** Stop accepting, let in-flight requests finish, close the archives. */
@@ -63,9 +67,18 @@ export function readPolicyOf(options: Pick<ServeOptions, 'storeTimeoutMs' | 'sto
   };
 }
 
-/** The store for the options, with its read policy; `health` hears about every read. */
+/** The store for the options, with its read policy; `health` and the metrics hear about every read. */
 function storeFor(options: ServeOptions, health?: () => StoreHealth): Store {
-  return openStore(options.out, { policy: readPolicyOf(options), onRead: health && ((o) => health().onRead(o)) });
+  const metrics = health && serverMetrics().storeListener(/^https?:\/\//i.test(options.out) ? 'http' : 'local');
+  return openStore(options.out, {
+    policy: readPolicyOf(options),
+    onRead:
+      health &&
+      ((o) => {
+        health().onRead(o);
+        metrics!(o);
+      }),
+  });
 }
 
 /**
@@ -77,7 +90,9 @@ export async function createServerContext(options: ServeOptions, logStream?: Nod
   const log = createLogger(options.logLevel, logStream);
   const store: Store = storeFor(options, () => health);
   const health = healthOf(store, log);
-  return contextOver(store, await loadManifest(store), options, { log, health });
+  const ctx = contextOver(store, await loadManifest(store), options, { log, health });
+  serverMetrics().serving(ctx.manifest);
+  return ctx;
 }
 
 /** The store's health tracker: probes the manifest, logs failures rate-limited. */
@@ -111,8 +126,9 @@ export async function startServer(options: ServeOptions, start: StartOptions = {
   const tokenHashes = start.tokenHashes !== undefined ? start.tokenHashes : await tokensFor(options);
   const ctx = await createServerContext(options, start.logStream);
   const apps: FastifyInstance[] = [];
+  let metricsListener: MetricsListener | undefined;
   const closeAll = async () => {
-    await Promise.allSettled(apps.map((a) => a.close()));
+    await Promise.allSettled([...apps.map((a) => a.close()), metricsListener?.close()]);
     await archivesOf(ctx).close();
     ctx.health.failures.close();
   };
@@ -127,7 +143,9 @@ export async function startServer(options: ServeOptions, start: StartOptions = {
       await routing.listen({ port: options.routingPort, host: options.host });
       routingUrl = urlOf(routing);
     }
-    return { url: urlOf(tiles), routingUrl, apps, close: closeAll };
+    // In a cluster the primary runs the metrics listener, for all workers.
+    if (options.metricsPort !== undefined && !cluster.isWorker) metricsListener = await startMetricsListener(options.metricsPort, options.host);
+    return { url: urlOf(tiles), routingUrl, metricsUrl: metricsListener?.url, apps, close: closeAll };
   } catch (e) {
     await closeAll();
     throw e;
@@ -165,6 +183,8 @@ async function runPrimary(options: ServeOptions, count: number, log: Logger): Pr
   // Fail early, once, with a clear message, instead of in every worker.
   await tokensFor(options);
   await loadManifest(storeFor(options));
+  enableClusterMetrics();
+  const metricsUrl = options.metricsPort !== undefined ? (await startMetricsListener(options.metricsPort, options.host)).url : undefined;
 
   let shuttingDown = false;
   let readyCount = 0;
@@ -176,7 +196,7 @@ async function runPrimary(options: ServeOptions, count: number, log: Logger): Pr
       everReady.add(w);
       readyCount++;
       if (readyCount === count) {
-        log.info({ url: m.url, routingUrl: m.routingUrl, workers: count, out: options.out }, 'tilebake listening');
+        log.info({ url: m.url, routingUrl: m.routingUrl, metricsUrl, workers: count, out: options.out }, 'tilebake listening');
       }
     });
   };
@@ -231,6 +251,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   const count = Math.max(1, options.workers ?? availableParallelism());
   if (!cluster.isWorker) for (const w of startupWarnings(options)) log.warn(w);
   if (cluster.isWorker) {
+    enableClusterMetrics();
     const server = await startServer(options);
     closeOnSignals(server, log);
     process.send?.({ type: Msg.Ready, url: server.url, routingUrl: server.routingUrl });
@@ -239,7 +260,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   if (count === 1) {
     const server = await startServer(options);
     closeOnSignals(server, log);
-    log.info({ url: server.url, routingUrl: server.routingUrl, workers: 1, out: options.out }, 'tilebake listening');
+    log.info({ url: server.url, routingUrl: server.routingUrl, metricsUrl: server.metricsUrl, workers: 1, out: options.out }, 'tilebake listening');
     return;
   }
   await runPrimary(options, count, log);

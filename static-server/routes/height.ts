@@ -8,6 +8,7 @@ import { HeightErrorCode, HeightRequestError, buildHeightResponse, heightLimitsF
 import { HttpError, cacheBudgetBytes, type RouteModule, type ServerContext } from '../context.ts';
 import { sendError } from '../errors.ts';
 import { checkJsonDepth } from '../json-body.ts';
+import { serverMetrics } from '../metrics.ts';
 import { asStoreError, OpenedFile } from '../opened-file.ts';
 
 const BYTES_PER_MB = 1024 * 1024;
@@ -40,7 +41,14 @@ function heightError(err: FastifyError | Error): Error {
 export function createHeightRoutes(limits: HeightLimits): RouteModule {
   return async (app: FastifyInstance, ctx: ServerContext) => {
     const entry = ctx.manifest.elevation;
-    const file = entry && new OpenedFile(ctx.store, entry.index, (src) => ElevationIndex.open(src, Math.max(BYTES_PER_MB, cacheBudgetBytes(ctx, 'elevation'))));
+    const metrics = serverMetrics();
+    const file =
+      entry &&
+      new OpenedFile(ctx.store, entry.index, async (src) => {
+        const idx = await ElevationIndex.open(src, Math.max(BYTES_PER_MB, cacheBudgetBytes(ctx, 'elevation')));
+        metrics.watchCache('elevation-blocks', idx.cache);
+        return idx;
+      });
     const index = () => {
       if (!file) throw new HttpError(HTTP_NOT_FOUND, 'this build has no elevation index (add an "elevation" section to the config, or run `tilebake elevation`)');
       return file.ready ?? file.get();
@@ -52,6 +60,7 @@ export function createHeightRoutes(limits: HeightLimits): RouteModule {
         throw asStoreError(file!.path, e);
       });
       reply.header('cache-control', ctx.cache.data);
+      metrics.heights(heights.length);
       reply.type('application/json; charset=utf-8').send(JSON.stringify(buildHeightResponse(req, heights, outside)));
     };
     const errorHandler = (err: FastifyError, req: Parameters<typeof sendError>[2], reply: FastifyReply) => sendError(ctx, heightError(err), req, reply);

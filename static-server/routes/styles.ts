@@ -9,6 +9,7 @@ import { BoundedCache } from '../styles/bounded-cache.ts';
 import { FontService } from '../styles/fonts.ts';
 import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
 import { rewriteNeutralUrls, type StyleUrls } from '../styles/style-json.ts';
+import { serverMetrics } from '../metrics.ts';
 import { appendVary, sendTile, TILE_CONTENT_TYPES, tileBody, type TileBody } from '../tile-response.ts';
 
 /** HTTP statuses of the style routes. */
@@ -55,6 +56,11 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
   const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => ENTRY_OVERHEAD_BYTES + (v ? v.bytes.byteLength : 0));
   const fonts = ctx.manifest.fonts ? new FontService(ctx.store, ctx.manifest.fonts, cacheBytes / 2) : undefined;
   const parsedStyles = new Map<string, Promise<StyleUrls>>();
+  serverMetrics().watchCache('style-files', files.entries);
+  if (fonts) {
+    serverMetrics().watchCache('glyph-files', fonts.files.entries);
+    serverMetrics().watchCache('glyph-stacks', fonts.combined.entries);
+  }
   const cacheControl = ctx.cache.data;
 
   const styleOr404 = (id: string): StyleEntry => {

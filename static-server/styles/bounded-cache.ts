@@ -5,16 +5,18 @@ import { ByteLru } from '../../lib/lru.ts';
  * same key shared. Failed loads are not cached.
  */
 export class BoundedCache<V> {
-  private readonly entries: ByteLru<string, V>;
+  /** The cached values (its `hits`, `misses` and `bytes` are this cache's statistics). */
+  readonly entries: ByteLru<string, V>;
   private readonly loading = new Map<string, Promise<V>>();
 
   constructor(maxBytes: number, private readonly sizeOf: (v: V) => number) {
     this.entries = new ByteLru(maxBytes);
   }
 
-  /** The cached value for `key`, else `load()` (stored when it fits in the budget). */
+  /** The cached value for `key`, else `load()` (stored when it fits in the budget). Values are never undefined. */
   async getOrLoad(key: string, load: () => Promise<V>): Promise<V> {
-    if (this.entries.has(key)) return this.entries.get(key) as V;
+    const hit = this.entries.get(key);
+    if (hit !== undefined) return hit;
     const pending = this.loading.get(key);
     if (pending) return pending;
     const p = load().then(

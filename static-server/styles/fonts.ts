@@ -49,8 +49,9 @@ export function parseFontStack(text: string): string[] {
  * font of the stack that has it. Raw files and combined results are cached (bounded).
  */
 export class FontService {
-  private readonly files: BoundedCache<Uint8Array | null>;
-  private readonly combined: BoundedCache<TileBody>;
+  /** Raw glyph files of single fonts, and combined font stacks (their `entries` are watched by the metrics). */
+  readonly files: BoundedCache<Uint8Array | null>;
+  readonly combined: BoundedCache<TileBody>;
 
   constructor(private readonly store: Store, private readonly dir: string, cacheBytes: number) {
     this.files = new BoundedCache(cacheBytes / 2, (v) => (v ? v.byteLength : 0) + ENTRY_OVERHEAD_BYTES);

@@ -1,0 +1,69 @@
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { servedBuild } from '../metrics.ts';
+import type { ServerContext } from '../context.ts';
+import { StaticFolder } from '../static-files.ts';
+import { MAPLIBRE_PREFIX } from './maplibre.ts';
+
+/** The preview page's folder: index.html and its modules, style sheet and icon. */
+export const PREVIEW_DIR = fileURLToPath(new URL('../preview/', import.meta.url));
+/** Path prefix of the page's assets. */
+const PREVIEW_PREFIX = '/preview/';
+/** The page itself. */
+const PAGE_FILE = 'index.html';
+/** The page's files change with an upgrade: browsers revalidate them (ETag) every time. */
+const PAGE_CACHE_CONTROL = 'no-cache';
+
+/**
+ * True for the paths of the preview page that need no token: `/`, `/preview/{file}` and
+ * `/maplibre/{file}` (the page holds no data; everything it shows comes from authenticated routes).
+ */
+export function isPublicPreviewPath(url: string): boolean {
+  return url === '/' || url.startsWith('/?') || url.startsWith(PREVIEW_PREFIX) || url.startsWith(MAPLIBRE_PREFIX);
+}
+
+/**
+ * `GET /` (the preview page), `GET /preview/{file}` (its assets), both public, and `GET /catalog.json`
+ * (behind the token): what the page lists, from the manifest.
+ */
+export async function registerPreviewRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
+  const folder = new StaticFolder(PREVIEW_DIR);
+  app.get('/', (req, reply) => folder.send(req, reply, PAGE_FILE, 'the preview page', PAGE_CACHE_CONTROL));
+  app.get<{ Params: { file: string } }>(`${PREVIEW_PREFIX}:file`, (req, reply) => folder.send(req, reply, req.params.file, 'the preview page', PAGE_CACHE_CONTROL));
+  app.get('/catalog.json', async (_req, reply) => {
+    reply.header('cache-control', ctx.cache.metadata);
+    return catalogOf(ctx);
+  });
+}
+
+/** What the preview page lists: tilesets, styles with their built rasters, elevation, the build. */
+export function catalogOf(ctx: Pick<ServerContext, 'manifest'>): Record<string, unknown> {
+  const m = ctx.manifest;
+  return {
+    build: servedBuild(m),
+    tilesets: Object.entries(m.tilesets).map(([id, t]) => ({
+      id,
+      kind: t.kind,
+      format: t.format,
+      encoding: t.encoding,
+      name: t.name ?? id,
+      attribution: t.attribution,
+      minzoom: t.minzoom,
+      maxzoom: t.maxzoom,
+      bounds: t.bounds,
+      center: t.center,
+      vector_layers: t.vector_layers ?? [],
+    })),
+    styles: Object.entries(m.styles).map(([id, s]) => ({
+      id,
+      name: s.name ?? id,
+      attribution: s.attribution,
+      minzoom: s.minzoom,
+      maxzoom: s.maxzoom,
+      bounds: s.bounds,
+      center: s.center,
+      rasters: Object.keys(s.archives).sort(),
+    })),
+    elevation: m.elevation ? { bounds: m.elevation.bounds, precision: m.elevation.precision } : null,
+  };
+}

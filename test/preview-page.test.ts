@@ -1,0 +1,176 @@
+// The preview page at `/` in Debian's Chromium (playwright-core): token from the fragment, tiles with
+// the Authorization header, raster/vector switch, an elevation profile matching /height, the form on 401.
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashToken } from '../static-server/auth.ts';
+import { startServer, type RunningServer } from '../static-server/serve.ts';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../workers/chromium-process.ts';
+import { buildFullOutput, type FullOutput } from './fixtures/server/full-output.ts';
+import { serveOptions } from './fixtures/server/helpers.ts';
+
+const TOKEN = randomBytes(18).toString('base64url');
+/** A line across Monaco, from the harbour up to the hills. */
+const PROFILE = '7.4167,43.7275;7.4246,43.7384;7.4390,43.7503';
+/** Set TILEBAKE_PREVIEW_SCREENSHOTS=<folder> to keep the screenshots (docs/ has the README's). */
+const SHOTS = process.env.TILEBAKE_PREVIEW_SCREENSHOTS;
+const LOAD_TIMEOUT_MS = 30_000;
+/** What a map without tiles shows: the page's background (preview.css) or white. */
+const PAGE_BACKGROUND = 0xf4f5f7;
+const WHITE = 0xffffff;
+
+let fx: FullOutput;
+let server: RunningServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  fx = await buildFullOutput();
+  server = await startServer(serveOptions(fx.out, { logLevel: 'silent' }), { tokenHashes: [hashToken(TOKEN)] });
+  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
+  if (SHOTS) await mkdir(SHOTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  if (fx) await rm(fx.out, { recursive: true, force: true });
+});
+
+/** A page with its console errors and the requests it made to the server. */
+async function openPage(fragment: string, viewport = { width: 1100, height: 700 }) {
+  const page = await browser.newPage({ viewport });
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(e.message));
+  const requests: { url: string; auth?: string; body?: string | null }[] = [];
+  page.on('request', (r) => requests.push({ url: r.url(), auth: r.headers().authorization, body: r.postData() }));
+  await page.goto(`${server.url}/#${fragment}`);
+  return { page, errors, requests };
+}
+
+/** Wait until the map has loaded everything it shows. */
+async function mapIdle(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () => {
+      const p = (window as unknown as { tilebakePreview?: { map: { loaded(): boolean; areTilesLoaded(): boolean; isStyleLoaded(): boolean } } }).tilebakePreview;
+      return !!p && p.map.isStyleLoaded() && p.map.areTilesLoaded() && p.map.loaded();
+    },
+    undefined,
+    { timeout: LOAD_TIMEOUT_MS },
+  );
+}
+
+/** The map canvas: its distinct colours, and the share of pixels the tiles drew (not the page's background or white). */
+async function canvasPixels(page: Page): Promise<{ colours: number; drawn: number }> {
+  const png = await page.locator('#map canvas').screenshot();
+  const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+  const colours = new Set<number>();
+  let drawn = 0;
+  for (let i = 0; i < data.length; i += info.channels) {
+    const rgb = (data[i] << 16) | (data[i + 1] << 8) | data[i + 2];
+    colours.add(rgb);
+    if (rgb !== PAGE_BACKGROUND && rgb !== WHITE) drawn++;
+  }
+  return { colours: colours.size, drawn: drawn / (data.length / info.channels) };
+}
+
+describe('preview page', () => {
+  it('loads with the token in the fragment, draws raster and vector tiles with the token, and a profile matching /height', async () => {
+    const { page, errors, requests } = await openPage(`token=${TOKEN}&profile=${PROFILE}`);
+    try {
+      await mapIdle(page);
+      // The token left the address bar; the profile stayed.
+      expect(page.url()).not.toContain(TOKEN);
+      expect(page.url()).toContain('profile=');
+      const rasters = requests.filter((r) => /\/styles\/osm-bright\/\d+\/\d+\/\d+(@2x)?\.png$/.test(r.url));
+      expect(rasters.length).toBeGreaterThan(0);
+      expect(rasters.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
+      // The fixture's raster tiles are gradients (overzoomed here): the map is drawn from them (controls aside).
+      expect((await canvasPixels(page)).drawn).toBeGreaterThan(0.8);
+
+      // The chart: its figures match the statistics of /height's answer to the request the page sent.
+      await page.waitForFunction(() => document.getElementById('chart')?.dataset.samples !== undefined, undefined, { timeout: LOAD_TIMEOUT_MS });
+      const sent = requests.find((r) => r.url === `${server.url}/height`);
+      expect(sent?.auth).toBe(`Bearer ${TOKEN}`);
+      const body = JSON.parse(sent!.body!) as { range: boolean; resample_distance: number; shape: unknown[] };
+      expect(body.range).toBe(true);
+      expect(body.resample_distance).toBeGreaterThanOrEqual(10);
+      expect(body.shape).toHaveLength(3);
+      const answer = (await (
+        await fetch(`${server.url}/height`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: sent!.body! })
+      ).json()) as { range_height: [number, number | null][] };
+      const range = answer.range_height;
+      const heights = range.map((r) => r[1]).filter((h): h is number => h !== null);
+      let ascent = 0;
+      let descent = 0;
+      for (let i = 1; i < range.length; i++) {
+        const [a, b] = [range[i - 1][1], range[i][1]];
+        if (a === null || b === null) continue;
+        if (b > a) ascent += b - a;
+        else descent += a - b;
+      }
+      const shown = await page.evaluate(() => ({ ...document.getElementById('chart')!.dataset }));
+      const r1 = (v: number) => String(Math.round(v * 10) / 10);
+      expect(shown).toMatchObject({
+        distance: r1(range[range.length - 1][0]),
+        min: r1(Math.min(...heights)),
+        max: r1(Math.max(...heights)),
+        ascent: r1(ascent),
+        descent: r1(descent),
+        samples: String(range.length),
+        gaps: String(range.length - heights.length),
+      });
+      expect(range.length).toBeGreaterThan(100);
+      expect(await page.locator('#chart svg path.line').count()).toBeGreaterThan(0);
+      if (SHOTS) await page.screenshot({ path: join(SHOTS, 'preview-desktop.png') });
+
+      // Switch osm-bright to client-side vector rendering: vector tiles with the token, a different picture.
+      const before = requests.length;
+      await page.locator('li[data-style="osm-bright"] button', { hasText: 'Vector' }).click();
+      await page.waitForFunction(() => (window as unknown as { tilebakePreview: { state: { view: { mode: string } } } }).tilebakePreview.state.view.mode === 'vector');
+      await mapIdle(page);
+      const vectors = requests.slice(before).filter((r) => /\/data\/openmaptiles\/\d+\/\d+\/\d+\.pbf$/.test(r.url));
+      expect(vectors.length).toBeGreaterThan(0);
+      expect(vectors.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
+      expect(requests.slice(before).some((r) => r.url.endsWith('/styles/osm-bright/style.json'))).toBe(true);
+      expect(await page.locator('li[data-style="osm-bright"] button[aria-pressed="true"]').textContent()).toBe('Vector');
+      // A real map from the vector tiles: many colours (land, roads, labels).
+      expect((await canvasPixels(page)).colours).toBeGreaterThan(200);
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('fits a 360 px wide phone screen', async () => {
+    const { page, errors } = await openPage(`token=${TOKEN}&profile=${PROFILE}`, { width: 360, height: 740 });
+    try {
+      await mapIdle(page);
+      await page.waitForFunction(() => document.getElementById('chart')?.dataset.samples !== undefined, undefined, { timeout: LOAD_TIMEOUT_MS });
+      // Nothing wider than the screen.
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
+      expect((await canvasPixels(page)).drawn).toBeGreaterThan(0.8);
+      if (SHOTS) await page.screenshot({ path: join(SHOTS, 'preview-phone.png') });
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('shows the token form with a message when the token is wrong', async () => {
+    const { page, requests } = await openPage('token=wrong-token');
+    try {
+      await page.locator('#login').waitFor({ state: 'visible' });
+      expect(await page.locator('#login-message').textContent()).toMatch(/401/);
+      expect(requests.find((r) => r.url.endsWith('/catalog.json'))?.auth).toBe('Bearer wrong-token');
+      expect(await page.evaluate(() => sessionStorage.getItem('tilebake.token'))).toBeNull();
+    } finally {
+      await page.close();
+    }
+  });
+});
