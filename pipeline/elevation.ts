@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { encodeBlock } from '../lib/elevation/codec.ts';
 import { ElevationIndex } from '../lib/elevation/reader.ts';
 import { UserError } from '../lib/errors.ts';
-import { updateManifest } from '../lib/manifest.ts';
+import { readManifestOrEmpty, updateManifest } from '../lib/manifest.ts';
 import { FileRangeSource } from '../lib/storage.ts';
 import { createPool } from '../workers/pool.ts';
 import type { QuantiseTask } from '../workers/quantise-block.ts';
@@ -16,7 +16,8 @@ import type { TerrainConfig } from './config/elevation.ts';
 import { expandSources, readDem, type DemSource } from './elevation/sources.ts';
 import { writeTerrainTiles } from './elevation/terrain.ts';
 import { planLayers, writeIndex, type BlockEncoder, type PrioritisedGrid } from './elevation/writer.ts';
-import { createProgress } from './progress.ts';
+import { createProgress, logLine } from './progress.ts';
+import { hashInputs, linkFile, readDeps, recordDeps } from './reuse.ts';
 
 /** Index file, relative to the output folder. */
 export const ELEVATION_INDEX_PATH = 'data/elevation.tbei';
@@ -77,11 +78,39 @@ export async function buildElevation(outDir: string, sources: DemSource[], opts:
   });
 }
 
-/** `build` stage: the config's elevation section. */
-export async function runElevationStage(config: BuildConfig, outDir: string): Promise<void> {
+/** Version of the index and terrain encoders; bump when their output changes, so they are built again. */
+const ELEVATION_VERSION = 'tilebake-elevation/1';
+
+/**
+ * `build` stage: the config's elevation section. When the DEM files' bytes and the settings equal
+ * those of the previous version (`previous`), its index and terrain tiles are linked, not rebuilt.
+ */
+export async function runElevationStage(config: BuildConfig, outDir: string, opts: { previous?: string } = {}): Promise<void> {
   const e = config.elevation;
   if (!e) return;
+  const settings = { precision: e.precision, terrain: e.terrain, attribution: config.attribution, sources: e.sources };
+  const files = await expandSources(e.sources);
+  const fingerprint = `${ELEVATION_VERSION}:${await hashInputs(files.map((f) => f.path))}:${JSON.stringify(settings)}`;
+  if (opts.previous && (await reuseElevation(opts.previous, outDir, fingerprint, e.terrain ? e.terrain.id : undefined))) return;
   await buildElevation(outDir, e.sources, { precision: e.precision, terrain: e.terrain, attribution: config.attribution });
+  await recordDeps(outDir, { elevation: fingerprint });
+}
+
+/** Link the previous version's index and terrain archive when its fingerprint matches; false when it does not. */
+async function reuseElevation(previous: string, outDir: string, fingerprint: string, terrainId: string | undefined): Promise<boolean> {
+  if ((await readDeps(previous)).elevation !== fingerprint) return false;
+  const prev = await readManifestOrEmpty(previous);
+  const terrain = terrainId === undefined ? undefined : prev.tilesets[terrainId];
+  if (!prev.elevation || (terrainId !== undefined && terrain?.kind !== 'terrain')) return false;
+  await linkFile(join(previous, prev.elevation.index), join(outDir, prev.elevation.index));
+  if (terrain) await linkFile(join(previous, terrain.archive), join(outDir, terrain.archive));
+  await updateManifest(outDir, (m) => {
+    m.elevation = prev.elevation;
+    if (terrainId !== undefined && terrain) m.tilesets[terrainId] = terrain;
+  });
+  await recordDeps(outDir, { elevation: fingerprint });
+  logLine('elevation: DEM files and settings unchanged, index and terrain tiles reused from the previous build');
+  return true;
 }
 
 /** `tilebake elevation --out DIR DEM...`: the same from files alone. */
