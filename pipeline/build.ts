@@ -1,4 +1,4 @@
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { BUILDS_DIR, currentVersionDir, DEFAULT_KEEP_VERSIONS, LEASES_DIR, newBuildId, POINTER_FILE, publishVersion, pruneVersions } from '../lib/build-version.ts';
 import { readManifestOrEmpty, updateManifest, type Manifest } from '../lib/manifest.ts';
@@ -163,6 +163,7 @@ export async function build(config: BuildConfig, opts: BuildOptions = {}): Promi
     await publishVersion(root, id);
   } catch (e) {
     await rm(incoming, { recursive: true, force: true });
+    await rmdir(join(root, BUILDS_DIR)).catch(() => undefined); // only when empty: the first build failed
     throw e;
   }
   const removed = await pruneVersions(root, opts.keep ?? DEFAULT_KEEP_VERSIONS);
