@@ -2,7 +2,7 @@
 // every cluster worker switches), SIGHUP, object storage (conditional GET), a killed build, pruning.
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -34,7 +34,10 @@ async function project(name: string): Promise<{ config: string; out: string; sou
   const base = join(dir, name);
   const source = join(base, 'src.mbtiles');
   const out = join(base, 'out');
-  await promisify(execFile)('mkdir', ['-p', base]);
+  await mkdir(base, { recursive: true });
+  // nginx's workers (an unprivileged user when tests run as root) must reach the output folder.
+  await chmod(dir, 0o755);
+  await chmod(base, 0o755);
   await copyFile(MONACO_MBTILES, source);
   const config = join(base, 'config.json');
   await writeFile(config, JSON.stringify({ out, tilesets: { openmaptiles: source } }));
