@@ -56,19 +56,19 @@ function rendered(lines: string[]): string {
   return `${n} of ${of}`;
 }
 
-/** Point two tiles of CHANGE_ZOOM at their east neighbours' bytes: a small, valid data change. */
+/** Point two tiles of CHANGE_ZOOM (the middle ones) at other tiles' bytes: a small, valid data change. */
 function changeTwoTiles(file: string): void {
   const db = new Database(file);
   try {
     const z = CHANGE_ZOOM;
-    const rows = db.prepare('SELECT tile_column AS x, tile_row AS row FROM map WHERE zoom_level = ? ORDER BY tile_column, tile_row').all(z) as { x: number; row: number }[];
-    const mid = rows[Math.floor(rows.length / 2)];
-    const get = db.prepare('SELECT tile_id FROM map WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?');
+    const rows = db.prepare('SELECT tile_column AS x, tile_row AS row, tile_id AS id FROM map WHERE zoom_level = ? ORDER BY tile_column, tile_row').all(z) as { x: number; row: number; id: string }[];
+    const others = db.prepare('SELECT DISTINCT tile_id AS id FROM map WHERE zoom_level IN (?, ?) LIMIT 16').all(z, z + 1) as { id: string }[];
     const set = db.prepare('UPDATE map SET tile_id = ? WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?');
-    for (const dx of [0, 2]) {
-      const from = get.get(z, mid.x + dx + 1, mid.row) as { tile_id: string } | undefined;
-      if (!from) throw new Error('no neighbour tile to copy');
-      set.run(from.tile_id, z, mid.x + dx, mid.row);
+    const mid = Math.floor(rows.length / 2);
+    for (const r of rows.slice(mid, mid + 2)) {
+      const other = others.find((o) => o.id !== r.id);
+      if (!other) throw new Error(`no other tile to copy at z${z}`);
+      set.run(other.id, z, r.x, r.row);
     }
   } finally {
     db.close();
