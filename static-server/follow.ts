@@ -56,6 +56,7 @@ export class VersionFollower {
   private closing = false;
   private checking: Promise<boolean> | undefined;
   private again = false;
+  private pointerFailing = false;
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private debounce: NodeJS.Timeout | undefined;
@@ -165,16 +166,19 @@ export class VersionFollower {
     try {
       next = await pollCurrentVersion(this.root, this.current.version);
     } catch (e) {
-      this.log.warn({ err: e }, 'cannot read the build pointer; still serving the current version');
+      // Once per outage (the store's own failures are logged, rate-limited, by its health tracker).
+      if (!this.pointerFailing) this.log.warn({ error: (e as Error).message }, 'cannot read the build pointer; still serving the current version');
+      this.pointerFailing = true;
       return false;
     }
+    this.pointerFailing = false;
     if (!next || this.closing) return false;
     let opened: OpenedVersion;
     try {
       await this.lease(next);
       opened = await this.open(next);
     } catch (e) {
-      this.log.error({ err: e, build: next.id }, 'cannot open the new build version; still serving the current one');
+      this.log.error({ error: (e as Error).message, build: next.id }, 'cannot open the new build version; still serving the current one');
       await this.lease();
       return false;
     }
@@ -201,7 +205,7 @@ export class VersionFollower {
   private async lease(extra?: CurrentVersion): Promise<void> {
     if (!(this.root instanceof LocalStore)) return;
     const ids = [this.current.version.id, ...[...this.retired].map((v) => v.version.id), extra?.id];
-    await writeLease(this.root.location, this.closing ? [] : ids).catch((e: unknown) => this.log.warn({ err: e }, 'cannot write the lease file'));
+    await writeLease(this.root.location, this.closing ? [] : ids).catch((e: unknown) => this.log.warn({ error: (e as Error).message }, 'cannot write the lease file'));
   }
 
   /** Stop following; answer 503 to new requests; wait for running ones; close every version. */

@@ -176,6 +176,7 @@ export async function startServer(options: ServeOptions, start: StartOptions = {
   try {
     servers.push(await listen(follower.handler('tiles'), options.port, options));
     if (options.routingPort !== undefined) servers.push(await listen(follower.handler('routing'), options.routingPort, options));
+    for (const s of servers) first.ctx.log.info({ build: first.version.id }, `Server listening at ${urlOf(s)}`);
   } catch (e) {
     await closeAll();
     throw e;
