@@ -93,7 +93,7 @@ describe('object storage failing under a running server', () => {
     // ~20 failed requests, each read retried: one line for the kind (the summary comes later).
     expect(lines.length).toBeGreaterThanOrEqual(1);
     expect(lines.length).toBeLessThanOrEqual(2);
-    expect(lines[0]).toContain('cannot reach the store');
+    expect(lines[0], lines.join("\n")).toContain("cannot reach the store");
     expect(lines[0]).toContain('ECONNREFUSED');
     expect(server.output()).not.toMatch(/\n\s+at /);
     expect(server.output()).not.toContain('"stack"');
