@@ -1,6 +1,6 @@
 // Incremental builds: which metatiles a changed vector tile re-renders, and byte-identity of an
 // incremental rebuild with a fresh --full build of the same inputs.
-import { copyFile, stat } from 'node:fs/promises';
+import { copyFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -68,7 +68,10 @@ describe.sequential('an incremental rebuild', () => {
       return true;
     });
   });
-  afterAll(() => log.mockRestore());
+  afterAll(async () => {
+    log.mockRestore();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
 
   it('re-renders only metatiles over changed tiles, copies the rest, and equals a fresh --full build', async () => {
     const source = join(dir, 'src.mbtiles');
