@@ -1,4 +1,4 @@
-import { open, readFile, type FileHandle } from 'node:fs/promises';
+import { open, readFile, stat, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { UserError } from './errors.ts';
 import { DEFAULT_READ_POLICY, guardedRead, HttpStatusError, StoreBadAnswerError, type ReadListener, type ReadPolicy } from './store-read.ts';
@@ -30,7 +30,15 @@ export interface Store {
   readFile(relPath: string): Promise<Uint8Array | undefined>;
   /** Random access to a large file (archives, indexes). A missing file fails on open (local) or on the first read (HTTP). */
   openRange(relPath: string): Promise<RangeSource>;
+  /**
+   * A small file unless it is unchanged since the read that returned `etag` (HTTP: a conditional GET
+   * with If-None-Match; local: the file's inode, size and mtime). Undefined when it does not exist.
+   */
+  readFileIfChanged(relPath: string, etag?: string): Promise<ConditionalRead>;
 }
+
+/** The answer of `Store.readFileIfChanged`. */
+export type ConditionalRead = { bytes: Uint8Array; etag?: string } | 'unchanged' | undefined;
 
 /** How a store reads: its deadline and retries, and who hears about each read's outcome. */
 export interface StoreOptions {
@@ -174,6 +182,26 @@ export class LocalStore implements Store {
     );
   }
 
+  readFileIfChanged(relPath: string, etag?: string): Promise<ConditionalRead> {
+    const p = join(this.location, relPath);
+    return guardedRead(
+      () => p,
+      this.opts.policy,
+      async () => {
+        try {
+          const s = await stat(p);
+          const tag = `${s.ino}-${s.size}-${s.mtimeMs}`;
+          if (tag === etag) return 'unchanged';
+          return { bytes: await readFile(p), etag: tag };
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+          throw e;
+        }
+      },
+      this.opts.onRead,
+    );
+  }
+
   async openRange(relPath: string): Promise<RangeSource> {
     const p = join(this.location, relPath);
     const source = await guardedRead(
@@ -230,8 +258,56 @@ export class HttpStore implements Store {
     );
   }
 
+  readFileIfChanged(relPath: string, etag?: string): Promise<ConditionalRead> {
+    const url = this.urlOf(relPath);
+    return guardedRead(
+      () => url,
+      this.opts.policy,
+      async (signal): Promise<ConditionalRead> => {
+        const res = await fetch(url, { signal, headers: etag ? { 'if-none-match': etag } : {} });
+        if (res.status === 304) {
+          await discard(res);
+          return 'unchanged';
+        }
+        if (res.status === 404 || res.status === 403) {
+          await discard(res);
+          return undefined;
+        }
+        if (!res.ok) {
+          await discard(res);
+          throw new HttpStatusError(res.status, `HTTP ${res.status}`);
+        }
+        return { bytes: new Uint8Array(await res.arrayBuffer()), etag: res.headers.get('etag') ?? undefined };
+      },
+      this.opts.onRead,
+    );
+  }
+
   async openRange(relPath: string): Promise<RangeSource> {
     return new GuardedSource(new HttpRangeSource(this.urlOf(relPath)), this.opts);
+  }
+}
+
+/** The files under `prefix` of another store (one build version inside a build folder). */
+export class SubStore implements Store {
+  readonly location: string;
+
+  constructor(private readonly parent: Store, private readonly prefix: string) {
+    const p = prefix.replace(/^\/+|\/+$/g, '');
+    this.prefix = p === '' ? '' : `${p}/`;
+    this.location = parent instanceof LocalStore ? join(parent.location, p) : `${parent.location.replace(/\/?$/, '/')}${this.prefix}`;
+  }
+
+  readFile(relPath: string): Promise<Uint8Array | undefined> {
+    return this.parent.readFile(this.prefix + relPath);
+  }
+
+  openRange(relPath: string): Promise<RangeSource> {
+    return this.parent.openRange(this.prefix + relPath);
+  }
+
+  readFileIfChanged(relPath: string, etag?: string): Promise<ConditionalRead> {
+    return this.parent.readFileIfChanged(this.prefix + relPath, etag);
   }
 }
 

@@ -30,19 +30,22 @@ export function program(argv: string[]): Argv {
     .usage('$0 <command> [options]\n\nBake vector, raster and elevation outputs ahead of time, then serve them.')
     .command(
       'build',
-      'Run the build described by a config file (vector, render, elevation stages) and write <out>/manifest.json',
+      'Run the build described by a config file (vector, render, elevation stages) into a new version <out>/builds/<id>/, reusing what is unchanged, and make it current',
       (y) =>
         y
           .option('config', { alias: 'c', type: 'string', demandOption: true, describe: 'Build config JSON' })
           .option('out', { alias: 'o', type: 'string', describe: 'Output folder (default: the config\'s "out")' })
           .option('only', { choices: ['vector', 'render', 'elevation'] as const, describe: 'Run one stage only' })
           .option('shard', { type: 'string', describe: 'Render only shard i of n (i/n, 0-based) into a partial archive; see `merge`' })
-          .option('workers', { type: 'number', describe: 'Render pool size: browsers rendering at once (default: one per two cores)' }),
+          .option('workers', { type: 'number', describe: 'Render pool size: browsers rendering at once (default: one per two cores)' })
+          .option('full', { type: 'boolean', default: false, describe: 'Build everything again instead of reusing the current version for unchanged inputs' })
+          .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in <out>/builds/ (the current one and versions a running server holds are always kept)' }),
       async (a) => {
         const { loadConfig } = await import('./config/index.ts');
         const { build } = await import('./build.ts');
         const config = await loadConfig(a.config);
-        await build(config, { out: a.out, only: a.only, shard: parseShard(a.shard), workers: a.workers });
+        if (!Number.isInteger(a.keep) || a.keep < 1) throw new UserError(`--keep: expected a whole number of versions >= 1 (got ${a.keep})`, { exitCode: 2 });
+        await build(config, { out: a.out, only: a.only, shard: parseShard(a.shard), workers: a.workers, full: a.full, keep: a.keep });
       },
     )
     .command(
@@ -132,6 +135,7 @@ export function program(argv: string[]): Argv {
           .option('cache-mb', { type: 'number', default: 256, describe: 'Memory for cached tiles and elevation blocks, per worker (MB)' })
           .option('store-timeout-ms', { type: 'number', default: DEFAULT_READ_POLICY.timeoutMs, describe: 'Deadline of one read from the build folder or object storage, retries included (ms)' })
           .option('store-retries', { type: 'number', default: DEFAULT_READ_POLICY.retries, describe: 'Retries of a read after a transient failure (connection error, HTTP 5xx)' })
+          .option('version-poll-ms', { type: 'number', default: 2000, describe: 'How often to check for a newly published build version (0: never; a local folder is also watched, SIGHUP checks at once)' })
           .option('log-level', { type: 'string', default: 'info', describe: 'pino log level' }),
       async (a) => {
         const { serve } = await import('../static-server/serve.ts');
@@ -150,6 +154,7 @@ export function program(argv: string[]): Argv {
           storeRetries: a['store-retries'],
           cors: a.cors,
           cacheMb: a['cache-mb'],
+          versionPollMs: a['version-poll-ms'],
           logLevel: a['log-level'],
         });
       },

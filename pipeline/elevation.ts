@@ -10,7 +10,7 @@ import { rm, stat } from 'node:fs/promises';
 import type { IndexMeta } from '../lib/elevation/format.ts';
 import { ElevationIndex } from '../lib/elevation/reader.ts';
 import { UserError } from '../lib/errors.ts';
-import { updateManifest, type TilesetEntry } from '../lib/manifest.ts';
+import { readManifestOrEmpty, updateManifest, type TilesetEntry } from '../lib/manifest.ts';
 import { FileRangeSource } from '../lib/storage.ts';
 import { createPool } from '../workers/pool.ts';
 import type { ElevationTask, IndexRef, TileOut } from '../workers/elevation-tiles.ts';
@@ -26,6 +26,7 @@ import { defaultTerrainMaxzoom, writeTerrainTiles } from './elevation/terrain.ts
 import type { IndexTileset, TileJobResult } from './elevation/tiles.ts';
 import { planLayers, writeIndex, type BlockEncoder } from './elevation/writer.ts';
 import { createProgress, logLine } from './progress.ts';
+import { hashInputs, linkFile, readDeps, recordDeps } from './reuse.ts';
 
 /** Index file, relative to the output folder. */
 export const ELEVATION_INDEX_PATH = 'data/elevation.tbei';
@@ -200,11 +201,42 @@ export async function buildElevation(outDir: string, sources: DemSource[], opts:
   return stats;
 }
 
-/** `build` stage: the config's elevation section. */
-export async function runElevationStage(config: BuildConfig, outDir: string): Promise<ElevationStats | undefined> {
+/** Version of the index, terrain and contour encoders; bump when their output changes, so they are built again. */
+const ELEVATION_VERSION = 'tilebake-elevation/2';
+
+/**
+ * `build` stage: the config's elevation section. When the DEM files' bytes and the settings equal
+ * those of the previous version (`previous`), its index, terrain and contour tiles are linked, not
+ * rebuilt (undefined is returned then, as without an elevation section).
+ */
+export async function runElevationStage(config: BuildConfig, outDir: string, opts: { previous?: string } = {}): Promise<ElevationStats | undefined> {
   const e = config.elevation;
   if (!e) return undefined;
-  return buildElevation(outDir, e.sources, { precision: e.precision, terrain: e.terrain, contours: e.contours, attribution: config.attribution });
+  const settings = { precision: e.precision, terrain: e.terrain, contours: e.contours, attribution: config.attribution, sources: e.sources };
+  const files = await expandSources(e.sources);
+  const fingerprint = `${ELEVATION_VERSION}:${await hashInputs(files.map((f) => f.path))}:${JSON.stringify(settings)}`;
+  if (opts.previous && (await reuseElevation(opts.previous, outDir, fingerprint))) return undefined;
+  const stats = await buildElevation(outDir, e.sources, { precision: e.precision, terrain: e.terrain, contours: e.contours, attribution: config.attribution });
+  await recordDeps(outDir, { elevation: fingerprint });
+  return stats;
+}
+
+/** Link the previous version's index and elevation tilesets when its fingerprint matches; false when it does not. */
+async function reuseElevation(previous: string, outDir: string, fingerprint: string): Promise<boolean> {
+  if ((await readDeps(previous)).elevation !== fingerprint) return false;
+  const prev = await readManifestOrEmpty(previous);
+  if (!prev.elevation) return false;
+  const ids = prev.elevation.tilesets ?? [];
+  if (ids.some((id) => !prev.tilesets[id])) return false;
+  await linkFile(join(previous, prev.elevation.index), join(outDir, prev.elevation.index));
+  for (const id of ids) await linkFile(join(previous, prev.tilesets[id].archive), join(outDir, prev.tilesets[id].archive));
+  await updateManifest(outDir, (m) => {
+    m.elevation = prev.elevation;
+    for (const id of ids) m.tilesets[id] = prev.tilesets[id];
+  });
+  await recordDeps(outDir, { elevation: fingerprint });
+  logLine(`elevation: DEM files and settings unchanged, index and ${ids.length ? ids.join(', ') : 'no'} tiles reused from the previous build`);
+  return true;
 }
 
 /** `tilebake elevation --out DIR DEM...`: the same from files alone. */

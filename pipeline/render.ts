@@ -13,17 +13,26 @@ import { defaultRenderWorkers } from '../workers/pool.ts';
 import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
-import { archiveFromJournal, readIdentity, renderFingerprint, type RenderIdentity } from './render/archive.ts';
+import { archiveFromJournal, changedTiles, readIdentity, renderFingerprints, type RenderIdentity } from './render/archive.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from './render/encode.ts';
 import { RenderJournal } from './render/journal.ts';
-import { enumerateMetatiles, inShard, metatileKey, renderOrder, type Metatile } from './render/metatiles.ts';
+import { enumerateMetatiles, inShard, metatileKey, metatilesToRerender, renderOrder, type ChangedSource, type Metatile } from './render/metatiles.ts';
 import { MetatileRenderer, type FirstStyle } from './render/renderer.ts';
 import { prepareStyle, type PreparedStyle } from './render/style.ts';
+import { linkFile } from './reuse.ts';
 
 /** Options of the render stage. */
 export interface RenderStageOptions {
   shard?: { index: number; count: number };
   workers?: number;
+  /**
+   * The previous build version's folder: archives whose fingerprint is unchanged are linked from it;
+   * when only vector tiles changed, just the metatiles whose view loads a changed tile are rendered
+   * and every other tile is copied from its archive.
+   */
+  previous?: string;
+  /** Work folder (render journals); default `<outDir>/.work`. */
+  workDir?: string;
 }
 
 /** What a render stage run did (for benchmarks and logs). */
@@ -36,6 +45,9 @@ export interface RenderStageStats {
   startSeconds: number;
   /** Metatiles taken from the journals of an interrupted run (resumed, not rendered again). */
   resumedMetatiles: number;
+  /** Metatiles rendered by this run, and metatiles of every style × scale (each counted once for all formats). */
+  renderedMetatiles: number;
+  totalMetatiles: number;
 }
 
 type StyleConfig = BuildConfig['styles'][string];
@@ -75,19 +87,21 @@ async function renderScale(
   metas: Metatile[],
   scale: number,
   journals: Map<RasterFormat, RenderJournal>,
-): Promise<void> {
+  copies: Map<RasterFormat, Set<string>>,
+): Promise<number> {
   const formats = [...journals.keys()];
-  const todo = renderOrder(metas.filter((m) => formats.some((f) => !journals.get(f)!.done.has(metatileKey(m)))));
+  const needs = (f: RasterFormat, key: string) => !journals.get(f)!.done.has(key) && !copies.get(f)?.has(key);
+  const todo = renderOrder(metas.filter((m) => formats.some((f) => needs(f, metatileKey(m)))));
   const pending = new Set(todo);
   ctx.tick(metas.reduce((n, m) => n + (pending.has(m) ? 0 : m.tiles.length), 0));
   const r = ctx.config.render;
   const label = `${ctx.label} @${scale}x`;
-  const resumed = metas.length - todo.length;
+  const resumed = metas.filter((m) => formats.some((f) => journals.get(f)!.done.has(metatileKey(m)))).length;
   if (resumed > 0) {
     ctx.stats.resumedMetatiles += resumed;
     logLine(`${label}: resuming an interrupted render: ${resumed} of ${metas.length} metatiles reused from ${[...journals.values()].map((j) => j.path).join(', ')}`);
   }
-  if (todo.length === 0) return;
+  if (todo.length === 0) return 0;
   const renderer = await ctx.renderer();
   const onImage = async (m: Metatile, image: RawImage) => {
     let tiles;
@@ -97,7 +111,7 @@ async function renderScale(
       throw new UserError(`${label}: metatile ${metatileKey(m)}: ${(e as Error).message}`);
     }
     const key = metatileKey(m);
-    await Promise.all(formats.filter((f) => !journals.get(f)!.done.has(key)).map((f) => journals.get(f)!.append({ key, tiles: tiles[f] })));
+    await Promise.all(formats.filter((f) => needs(f, key)).map((f) => journals.get(f)!.append({ key, tiles: tiles[f] })));
     ctx.tick(m.tiles.length);
     ctx.rendered(m.tiles.length);
   };
@@ -116,12 +130,56 @@ async function renderScale(
     await encoding;
   };
   await Promise.all(Array.from({ length: Math.min(workers * QUEUE_PER_WORKER, batches.length) }, lane));
+  return todo.length;
 }
 
 /** `items` in consecutive runs of `size`. */
 function chunk<T>(items: T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Per tileset id: the tiles changed since the previous version (undefined: not comparable), computed once per stage. */
+type ChangedTilesets = (id: string) => Promise<Set<string> | undefined>;
+
+/** What a tileset entry tells MapLibre (TileJSON) besides its tiles: a change here changes which tiles a view loads. */
+function tileJsonShape(e: Manifest['tilesets'][string]): string {
+  const { tiles: _tiles, bytes: _bytes, ...rest } = e;
+  return JSON.stringify(rest);
+}
+
+/** The changed tiles of each tileset between the previous version and this one (lazily, once each). */
+function changedTilesets(outDir: string, previous: string | undefined, manifest: Manifest): ChangedTilesets {
+  const memo = new Map<string, Promise<Set<string> | undefined>>();
+  const prevManifest = previous ? readManifestOrEmpty(previous) : undefined;
+  return (id) => {
+    let p = memo.get(id);
+    if (!p) {
+      p = (async () => {
+        const before = (await prevManifest)?.tilesets[id];
+        const after = manifest.tilesets[id];
+        if (!previous || !before || !after || tileJsonShape(before) !== tileJsonShape(after)) return undefined;
+        return changedTiles(join(previous, before.archive), join(outDir, after.archive));
+      })();
+      memo.set(id, p);
+    }
+    return p;
+  };
+}
+
+/** The style's tileset sources with their changed tiles; undefined when one cannot be compared. */
+async function changedSources(job: StyleJob, manifest: Manifest, changed: ChangedTilesets): Promise<ChangedSource[] | undefined> {
+  const out: ChangedSource[] = [];
+  for (const src of Object.values(job.prep.style.sources)) {
+    const m = typeof src.url === 'string' ? /^tilebake:\/\/data\/(.+)\.json$/.exec(src.url) : null;
+    if (!m) continue;
+    const id = decodeURIComponent(m[1]);
+    const tiles = await changed(id);
+    const e = manifest.tilesets[id];
+    if (!tiles || !e) return undefined;
+    out.push({ grid: { minzoom: e.minzoom, maxzoom: e.maxzoom, tileSize: typeof src.tileSize === 'number' ? src.tileSize : 512 }, changed: tiles });
+  }
   return out;
 }
 
@@ -157,7 +215,19 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
 
 /** Render one style (every scale × format); fills its manifest entry with the archives of this run. */
 async function renderStyle(
-  ctx: { config: BuildConfig; outDir: string; server: RenderServer; renderer: (first: FirstStyle) => Promise<MetatileRenderer>; fontsDir?: string; shard: Shard; stats: RenderStageStats },
+  ctx: {
+    config: BuildConfig;
+    outDir: string;
+    server: RenderServer;
+    renderer: (first: FirstStyle) => Promise<MetatileRenderer>;
+    fontsDir?: string;
+    shard: Shard;
+    stats: RenderStageStats;
+    workDir: string;
+    previous?: string;
+    /** The style's sources with the tiles changed since the previous version; undefined when they cannot be compared. */
+    changedSources: (job: StyleJob) => Promise<ChangedSource[] | undefined>;
+  },
   job: StyleJob,
 ): Promise<StyleEntry> {
   const { config, outDir, server, shard } = ctx;
@@ -175,35 +245,67 @@ async function renderStyle(
     for (const scale of s.scales) {
       const identities = new Map<RasterFormat, RenderIdentity>();
       const journals = new Map<RasterFormat, RenderJournal>();
+      /** Per format: keys of the metatiles whose tiles are copied from the previous version's archive. */
+      const copies = new Map<RasterFormat, Set<string>>();
+      const reasons = new Set<string>();
+      ctx.stats.totalMetatiles += metas.length;
       for (const format of s.formats) {
         const settings = { bbox, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: format === 'png' ? r.png : r.jpeg };
-        const fingerprint = await renderFingerprint({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? ctx.fontsDir : undefined, tilesetArchives: job.tilesetArchives, settings });
-        const identity: RenderIdentity = shard ? { fingerprint, shard } : { fingerprint };
-        const path = join(styleDir, archiveName(scale, format, shard));
+        const fps = await renderFingerprints({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? ctx.fontsDir : undefined, tilesetArchives: job.tilesetArchives, settings });
+        const { fingerprint } = fps;
+        const identity: RenderIdentity = shard ? { fingerprint, style: fps.style, shard } : { fingerprint, style: fps.style };
+        const name = archiveName(scale, format, shard);
+        const path = join(styleDir, name);
         const existing = await readIdentity(path);
+        const archiveEntry = (e: { tiles: number; bytes: number }): StyleArchive => ({ archive: `styles/${s.id}/${name}`, format, scale: scale as 1 | 2, tiles: e.tiles, bytes: e.bytes });
         if (existing && existing.fingerprint === fingerprint && JSON.stringify(existing.shard) === JSON.stringify(shard)) {
-          entry.archives[`${scale}x.${format}`] = { archive: `styles/${s.id}/${archiveName(scale, format, shard)}`, format, scale: scale as 1 | 2, tiles: existing.tiles, bytes: existing.bytes };
+          entry.archives[`${scale}x.${format}`] = archiveEntry(existing);
+          continue;
+        }
+        const prevPath = ctx.previous && !shard ? join(ctx.previous, 'styles', s.id, name) : undefined;
+        const prev = prevPath ? await readIdentity(prevPath) : undefined;
+        if (prevPath && prev && !prev.shard && prev.fingerprint === fingerprint) {
+          await linkFile(prevPath, path);
+          entry.archives[`${scale}x.${format}`] = archiveEntry(prev);
+          reasons.add('unchanged');
           continue;
         }
         identities.set(format, identity);
-        journals.set(format, await RenderJournal.open(join(outDir, '.work', 'render', s.id, `${archiveName(scale, format, shard)}.journal`), fingerprint));
+        const journal = await RenderJournal.open(join(ctx.workDir, 'render', s.id, `${name}.journal`), fingerprint);
+        journals.set(format, journal);
+        if (!prev || prev.shard) reasons.add(ctx.previous ? 'first build of this archive' : 'first build');
+        else if (prev.style !== fps.style) reasons.add('style');
+        else {
+          const changed = await ctx.changedSources(job);
+          if (!changed) reasons.add('data: a tileset\'s zoom range or bounds changed');
+          else {
+            const dirty = new Set(metatilesToRerender(metas, r.margin, changed).map(metatileKey));
+            copies.set(format, new Set(metas.map(metatileKey).filter((k) => !dirty.has(k) && !journal.done.has(k))));
+            reasons.add(`data: ${changed.reduce((n, c) => n + c.changed.size, 0)} source tiles changed`);
+          }
+        }
       }
       if (journals.size === 0) {
+        logLine(`${label} @${scale}x: re-rendered 0 of ${metas.length} metatiles (unchanged: archives reused from the previous build)`);
         progress.tick(tilesPerScale);
         continue;
       }
       try {
         const rendered = (n: number) => (ctx.stats.tiles += n);
         const renderer = () => ctx.renderer({ styleUrl, pixelRatio: scale });
-        await renderScale({ renderer, config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (n) => progress.tick(n), rendered, stats: ctx.stats }, metas, scale, journals);
+        const n = await renderScale({ renderer, config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (k) => progress.tick(k), rendered, stats: ctx.stats }, metas, scale, journals, copies);
+        ctx.stats.renderedMetatiles += n;
+        logLine(`${label} @${scale}x: re-rendered ${n} of ${metas.length} metatiles (${[...reasons].join('; ')})`);
         for (const [format, journal] of journals) {
           const name = archiveName(scale, format, shard);
+          const copy = copies.get(format);
           const res = await archiveFromJournal(journal, join(styleDir, name), {
             format,
             identity: identities.get(format)!,
             bounds: bbox,
             center,
             metadata: { name: prep.name ?? s.id, attribution, format, scale, type: 'baselayer', minzoom: s.minzoom, maxzoom: s.maxzoom },
+            copy: copy && copy.size > 0 ? { archive: join(ctx.previous!, 'styles', s.id, name), tiles: metas.filter((m) => copy.has(metatileKey(m))).flatMap((m) => m.tiles) } : undefined,
           });
           await journal.remove();
           const a: StyleArchive = { archive: `styles/${s.id}/${name}`, format, scale: scale as 1 | 2, tiles: res.tiles, bytes: res.bytes };
@@ -227,7 +329,8 @@ async function renderStyle(
  */
 export async function runRenderStage(config: BuildConfig, outDir: string, opts: RenderStageOptions = {}): Promise<RenderStageStats> {
   const started = performance.now();
-  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0, resumedMetatiles: 0 };
+  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0, resumedMetatiles: 0, renderedMetatiles: 0, totalMetatiles: 0 };
+  const workDir = opts.workDir ?? join(outDir, '.work');
   const styles = Object.values(config.styles);
   if (styles.length === 0) return stats;
   await assertChromium();
@@ -242,6 +345,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   const workers = opts.workers ?? config.render.workers ?? defaultRenderWorkers();
   let renderer: Promise<MetatileRenderer> | undefined;
   const cfg: BuildConfig = { ...config, render: { ...config.render, workers } };
+  const changed = changedTilesets(outDir, opts.previous, manifest);
   try {
     const ctx = {
       config: cfg,
@@ -250,6 +354,9 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       fontsDir,
       shard: opts.shard,
       stats,
+      workDir,
+      previous: opts.previous,
+      changedSources: (job: StyleJob) => changedSources(job, manifest, changed),
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>
         (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries })),
@@ -273,7 +380,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
     await r?.close();
     await server.close();
   }
-  if (!opts.shard) await rm(join(outDir, '.work', 'render'), { recursive: true, force: true }).catch(() => undefined);
+  if (!opts.shard) await rm(join(workDir, 'render'), { recursive: true, force: true }).catch(() => undefined);
   stats.seconds = (performance.now() - started) / MS_PER_S;
   if (stats.tiles > 0) {
     const rate = stats.tiles / Math.max(stats.seconds, Number.EPSILON);

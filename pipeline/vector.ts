@@ -1,14 +1,16 @@
 import { rmdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import type { BBox } from '../lib/tile-math.ts';
-import { updateManifest, type TilesetEntry, type TileFormat } from '../lib/manifest.ts';
+import { readManifestOrEmpty, updateManifest, type TilesetEntry, type TileFormat } from '../lib/manifest.ts';
 import { PMTilesWriter } from '../lib/pmtiles/index.ts';
 import { centerInBounds } from '../lib/tile-math.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
 import { tileTypeOf, type SourceMetadata, type SourcePhase, type TileSource } from './sources/common.ts';
 import { openTileSource } from './sources/index.ts';
+import { hashInputs, linkFile, readDeps, recordDeps } from './reuse.ts';
 
 const MS_PER_S = 1000;
 
@@ -179,11 +181,51 @@ export interface VectorStageResult {
   bytes: number;
 }
 
-/** Build stage: write `<out>/data/<id>.pmtiles` for every configured tileset and record each in the manifest. */
-export async function runVectorStage(config: BuildConfig, outDir: string): Promise<VectorStageResult> {
+/** Version of how a source becomes an archive; bump when packing changes, so archives are packed again. */
+const PACK_VERSION = 'tilebake-vector/1';
+/** The OpenMapTiles profile tilemaker runs for .osm.pbf sources (part of their fingerprint). */
+const OSM_PROFILE = [fileURLToPath(new URL('./osm/openmaptiles.json', import.meta.url)), fileURLToPath(new URL('./osm/openmaptiles.lua', import.meta.url))];
+
+/** A fingerprint of everything a tileset archive is made from: the source's bytes, the options, the packer. */
+async function tilesetFingerprint(t: BuildConfig['tilesets'][string]): Promise<string> {
+  const osm = /\.osm\.pbf$/i.test(t.source);
+  const files = await hashInputs([t.source, ...(osm ? OSM_PROFILE : [])]);
+  return `${PACK_VERSION}:${files}:${JSON.stringify([t.name, t.attribution, t.description, t.bbox])}`;
+}
+
+/** Options of the vector stage in a build. */
+export interface VectorStageOptions {
+  /** The previous version's folder: tilesets whose source and options did not change are linked from it. */
+  previous?: string;
+  /** Work folder (OSM intermediates); default `<outDir>/.work`. */
+  workDir?: string;
+}
+
+/**
+ * Build stage: write `<out>/data/<id>.pmtiles` for every configured tileset and record each in the
+ * manifest. A tileset whose fingerprint (source bytes, options) equals the previous version's is not
+ * packed again: its archive is linked from that version.
+ */
+export async function runVectorStage(config: BuildConfig, outDir: string, opts: VectorStageOptions = {}): Promise<VectorStageResult> {
   const result: VectorStageResult = { tilesets: 0, tiles: 0, bytes: 0 };
+  const prevDeps = await readDeps(opts.previous);
+  const prevManifest = opts.previous ? await readManifestOrEmpty(opts.previous) : undefined;
   for (const t of Object.values(config.tilesets)) {
     const output = join(outDir, 'data', `${t.id}.pmtiles`);
+    const fingerprint = await tilesetFingerprint(t);
+    const prevEntry = prevManifest?.tilesets[t.id];
+    if (opts.previous && prevEntry?.kind === 'vector' && prevDeps[`vector:${t.id}`] === fingerprint) {
+      await linkFile(join(opts.previous, prevEntry.archive), join(outDir, prevEntry.archive));
+      await updateManifest(outDir, (m) => {
+        m.tilesets[t.id] = prevEntry;
+      });
+      await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint });
+      logLine(`vector ${t.id}: source unchanged, archive reused from the previous build`);
+      result.tilesets++;
+      result.tiles += prevEntry.tiles;
+      result.bytes += prevEntry.bytes;
+      continue;
+    }
     const r = await packVectorTiles(t.source, output, {
       name: t.name,
       attribution: t.attribution,
@@ -191,11 +233,12 @@ export async function runVectorStage(config: BuildConfig, outDir: string): Promi
       label: `vector ${t.id}`,
       bbox: t.bbox,
       bboxField: `${config.file}: $.tilesets.${t.id}.bbox`,
-      workDir: join(outDir, '.work', 'osm', t.id),
+      workDir: join(opts.workDir ?? join(outDir, '.work'), 'osm', t.id),
     });
     await updateManifest(outDir, (m) => {
       m.tilesets[t.id] = tilesetEntry(t.id, r);
     });
+    await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint });
     result.tilesets++;
     result.tiles += r.tiles;
     result.bytes += r.bytes;

@@ -35,6 +35,8 @@ export interface ServeOptions {
   cors: string;
   /** Memory budget for cached tiles and decoded elevation blocks, per worker, in MB. */
   cacheMb: number;
+  /** How often to check for a newly published build version, ms (default 2000; 0: never). */
+  versionPollMs?: number;
   logLevel: string;
 }
 

@@ -52,12 +52,12 @@ interface WatchedCache {
 }
 
 /**
- * The build id and version a server answers for, the labels of `tilebake_build_info`. Today the
- * manifest's generation time is the build's identity and its format version the version; versioned
- * builds (DIR/builds/<id>/) will answer here with their id.
+ * The build id and version a server answers for, the labels of `tilebake_build_info`: the id of the
+ * build version served (DIR/builds/<id>/, lib/build-version.ts), or for a legacy folder without
+ * versions the manifest's generation time; the version is the manifest's format version.
  */
-export function servedBuild(manifest: Pick<Manifest, 'generatedAt' | 'version'>): { build_id: string; version: string } {
-  return { build_id: manifest.generatedAt ?? 'unknown', version: String(manifest.version) };
+export function servedBuild(manifest: Pick<Manifest, 'generatedAt' | 'version'>, buildId?: string): { build_id: string; version: string } {
+  return { build_id: buildId ?? manifest.generatedAt ?? 'unknown', version: String(manifest.version) };
 }
 
 /** The registry and metrics of this process. */
@@ -201,9 +201,9 @@ export class ServerMetrics {
   }
 
   /** Set the served build (one labelled series at 1). */
-  serving(manifest: Pick<Manifest, 'generatedAt' | 'version'>): void {
+  serving(manifest: Pick<Manifest, 'generatedAt' | 'version'>, buildId?: string): void {
     this.buildInfo.reset();
-    this.buildInfo.set(servedBuild(manifest), 1);
+    this.buildInfo.set(servedBuild(manifest, buildId), 1);
   }
 
   /** This process's metrics in the Prometheus text format. */

@@ -1,16 +1,20 @@
 import cluster, { type Worker } from 'node:cluster';
+import { createServer, type Server } from 'node:http';
 import { availableParallelism } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { pino, type Logger } from 'pino';
+import { resolveCurrentVersion, versionStore, type CurrentVersion } from '../lib/build-version.ts';
 import { loadManifest, type Manifest } from '../lib/manifest.ts';
 import { openStore, type Store } from '../lib/storage.ts';
 import { DEFAULT_READ_POLICY, type ReadPolicy } from '../lib/store-read.ts';
-import { buildApp, createLogger } from './app.ts';
+import { buildApp, createLogger, type AppRole } from './app.ts';
 import { archivesOf } from './archives.ts';
 import { loadTokenHashes, TOKENS_ENV } from './auth.ts';
 import { cachePolicy, type ServeOptions, type ServerContext } from './context.ts';
+import { clientErrorHandler, MAX_HEADER_BYTES } from './errors.ts';
 import { FailureLog } from './failure-log.ts';
+import { DEFAULT_VERSION_POLL_MS, VersionFollower, type OpenedVersion } from './follow.ts';
 import { enableClusterMetrics, startMetricsListener, type MetricsListener } from './metrics-cluster.ts';
 import { serverMetrics } from './metrics.ts';
 import { StoreHealth } from './store-health.ts';
@@ -23,7 +27,11 @@ const EXIT_FAILURE = 1;
 const enum Msg {
   Ready = 'tilebake:ready',
   Shutdown = 'tilebake:shutdown',
+  /** Check for a new build version now (the primary forwards SIGHUP). */
+  CheckVersion = 'tilebake:check-version',
 }
+/** Keep-alive timeout of the listeners (fastify's default: longer than common load balancers' idle timeout). */
+const KEEP_ALIVE_TIMEOUT_MS = 72_000;
 
 /** A started server: its listener URLs and a graceful close. */
 export interface RunningServer {
@@ -33,8 +41,12 @@ export interface RunningServer {
   routingUrl?: string;
   /** URL of the --metrics-port listener's /metrics, when it runs in this process. */
   metricsUrl?: string;
-  /** The fastify apps (tests use `inject`). */
-  apps: FastifyInstance[];
+  /** The current version's fastify apps (tests use `inject`). */
+  readonly apps: FastifyInstance[];
+  /** The build version being served (id undefined: a legacy folder). */
+  readonly version: CurrentVersion;
+  /** Check for a newly published version now and switch to it (what SIGHUP does); true when it switched. */
+  checkVersion(): Promise<boolean>;
   /** Stop accepting, let in-flight requests finish, close the archives. */
   close(): Promise<void>;
 }
@@ -51,9 +63,9 @@ async function tokensFor(options: ServeOptions): Promise<readonly Buffer[] | nul
   return options.auth ? loadTokenHashes(process.env[TOKENS_ENV], options.tokensFile) : null;
 }
 
-/** `http://host:port` of a listening app. */
-function urlOf(app: FastifyInstance): string {
-  const a = app.server.address() as AddressInfo;
+/** `http://host:port` of a listening server. */
+function urlOf(server: Server): string {
+  const a = server.address() as AddressInfo;
   const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
   return `http://${host}:${a.port}`;
 }
@@ -82,22 +94,21 @@ function storeFor(options: ServeOptions, health?: () => StoreHealth): Store {
 }
 
 /**
- * Everything route modules share: the store (reads with deadline and retries, watched by the
- * health tracker), its manifest, the cache headers, the logger. Throws a StoreError or UserError
- * when the manifest cannot be read.
+ * Everything route modules share: the store of one build version (reads with deadline and retries,
+ * watched by the health tracker), its manifest, the cache headers, the logger. `version` defaults to
+ * the current one (lib/build-version.ts). Throws a StoreError or UserError when the manifest cannot be read.
  */
-export async function createServerContext(options: ServeOptions, logStream?: NodeJS.WritableStream): Promise<ServerContext> {
+export async function createServerContext(options: ServeOptions, logStream?: NodeJS.WritableStream, version?: CurrentVersion): Promise<ServerContext> {
   const log = createLogger(options.logLevel, logStream);
-  const store: Store = storeFor(options, () => health);
-  const health = healthOf(store, log);
+  const root: Store = storeFor(options, () => health);
+  let store = root;
+  // Created before the first read (the pointer's), probing the version's manifest once it is known.
+  const health = healthOf(() => store, log);
+  const served = version ?? (await resolveCurrentVersion(root));
+  store = versionStore(root, served);
   const ctx = contextOver(store, await loadManifest(store), options, { log, health });
-  serverMetrics().serving(ctx.manifest);
+  serverMetrics().serving(ctx.manifest, served.id);
   return ctx;
-}
-
-/** The store's health tracker: probes the manifest, logs failures rate-limited. */
-function healthOf(store: Store, log: Logger): StoreHealth {
-  return new StoreHealth(() => store.readFile(MANIFEST_FILE), new FailureLog(log));
 }
 
 /**
@@ -113,43 +124,102 @@ export function contextOver(store: Store, manifest: Manifest, options: ServeOpti
     options,
     baseUrl: publicUrl ? () => publicUrl : (req: FastifyRequest) => `${req.protocol}://${req.host}`,
     cache: cachePolicy(options),
-    health: given.health ?? healthOf(store, log),
+    health: given.health ?? healthOf(() => store, log),
     log,
   };
+}
+
+/** The health tracker of `store()`: probes its manifest, logs failures rate-limited. */
+function healthOf(store: () => Store, log: Logger): StoreHealth {
+  return new StoreHealth(() => store().readFile(MANIFEST_FILE), new FailureLog(log));
 }
 
 /** The file /health reads to probe the store. */
 const MANIFEST_FILE = 'manifest.json';
 
-/** Open the store and manifest, build the app(s) and listen. Used in-process and by each cluster worker. */
-export async function startServer(options: ServeOptions, start: StartOptions = {}): Promise<RunningServer> {
-  const tokenHashes = start.tokenHashes !== undefined ? start.tokenHashes : await tokensFor(options);
-  const ctx = await createServerContext(options, start.logStream);
-  const apps: FastifyInstance[] = [];
-  let metricsListener: MetricsListener | undefined;
-  const closeAll = async () => {
-    await Promise.allSettled([...apps.map((a) => a.close()), metricsListener?.close()]);
+/** Open one build version: its context and an app per listener role. */
+async function openVersion(options: ServeOptions, start: StartOptions, tokenHashes: readonly Buffer[] | null, roles: AppRole[], version: CurrentVersion): Promise<OpenedVersion> {
+  const ctx = await createServerContext(options, start.logStream, version);
+  const apps = new Map<AppRole, FastifyInstance>();
+  try {
+    for (const role of roles) apps.set(role, await buildApp(ctx, { role, tokenHashes }));
+  } catch (e) {
+    await Promise.allSettled([...apps.values()].map((a) => a.close()));
     await archivesOf(ctx).close();
     ctx.health.failures.close();
+    throw e;
+  }
+  return { version, ctx, apps };
+}
+
+/** Listen on `port` with `handler` (Node's HTTP server with the app's header limit and JSON client errors). */
+async function listen(handler: Parameters<typeof createServer>[1], port: number, options: ServeOptions): Promise<Server> {
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, handler);
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.on('clientError', clientErrorHandler(options.cors));
+  await new Promise<void>((res, rej) => {
+    server.once('error', rej);
+    server.listen(port, options.host, () => {
+      server.off('error', rej);
+      res();
+    });
+  });
+  return server;
+}
+
+/** Stop accepting connections and close the idle ones; resolves when every connection is gone. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise((res) => {
+    if (!server.listening) return res();
+    server.close(() => res());
+    server.closeIdleConnections();
+  });
+}
+
+/**
+ * Open the current build version, build the app(s) and listen; then follow the folder's pointer
+ * (static-server/follow.ts): a newly published version is opened and new requests switch to it.
+ * Used in-process and by each cluster worker.
+ */
+export async function startServer(options: ServeOptions, start: StartOptions = {}): Promise<RunningServer> {
+  const tokenHashes = start.tokenHashes !== undefined ? start.tokenHashes : await tokensFor(options);
+  const roles: AppRole[] = options.routingPort !== undefined ? ['tiles', 'routing'] : ['tiles'];
+  const root = storeFor(options);
+  const open = (v: CurrentVersion) => openVersion(options, start, tokenHashes, roles, v);
+  const first = await open(await resolveCurrentVersion(root));
+  const follower = await VersionFollower.start({ root, first, open, log: first.ctx.log, cors: options.cors, pollMs: options.versionPollMs ?? DEFAULT_VERSION_POLL_MS });
+  const servers: Server[] = [];
+  let metricsListener: MetricsListener | undefined;
+  const closeAll = async () => {
+    const closed = Promise.all(servers.map(closeServer));
+    await metricsListener?.close();
+    await follower.close();
+    for (const s of servers) s.closeIdleConnections();
+    await closed;
   };
   try {
-    const tiles = await buildApp(ctx, { role: 'tiles', tokenHashes });
-    apps.push(tiles);
-    await tiles.listen({ port: options.port, host: options.host });
-    let routingUrl: string | undefined;
-    if (options.routingPort !== undefined) {
-      const routing = await buildApp(ctx, { role: 'routing', tokenHashes });
-      apps.push(routing);
-      await routing.listen({ port: options.routingPort, host: options.host });
-      routingUrl = urlOf(routing);
-    }
+    servers.push(await listen(follower.handler('tiles'), options.port, options));
+    if (options.routingPort !== undefined) servers.push(await listen(follower.handler('routing'), options.routingPort, options));
+    for (const s of servers) first.ctx.log.info({ build: first.version.id }, `Server listening at ${urlOf(s)}`);
     // In a cluster the primary runs the metrics listener, for all workers.
     if (options.metricsPort !== undefined && !cluster.isWorker) metricsListener = await startMetricsListener(options.metricsPort, options.host);
-    return { url: urlOf(tiles), routingUrl, metricsUrl: metricsListener?.url, apps, close: closeAll };
   } catch (e) {
     await closeAll();
     throw e;
   }
+  return {
+    url: urlOf(servers[0]),
+    routingUrl: servers[1] && urlOf(servers[1]),
+    metricsUrl: metricsListener?.url,
+    get apps() {
+      return follower.apps;
+    },
+    get version() {
+      return follower.version;
+    },
+    checkVersion: () => follower.check(),
+    close: closeAll,
+  };
 }
 
 /** Close on SIGTERM/SIGINT (or `onMessage` shutdown), finishing in-flight requests, then exit 0. */
@@ -173,8 +243,10 @@ function closeOnSignals(server: RunningServer, log: Logger): void {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGHUP', () => void server.checkVersion());
   process.on('message', (m) => {
     if (m === Msg.Shutdown) shutdown('primary');
+    if (m === Msg.CheckVersion) void server.checkVersion();
   });
 }
 
@@ -182,7 +254,8 @@ function closeOnSignals(server: RunningServer, log: Logger): void {
 async function runPrimary(options: ServeOptions, count: number, log: Logger): Promise<void> {
   // Fail early, once, with a clear message, instead of in every worker.
   await tokensFor(options);
-  await loadManifest(storeFor(options));
+  const root = storeFor(options);
+  await loadManifest(versionStore(root, await resolveCurrentVersion(root)));
   enableClusterMetrics();
   const metricsUrl = options.metricsPort !== undefined ? (await startMetricsListener(options.metricsPort, options.host)).url : undefined;
 
@@ -227,6 +300,10 @@ async function runPrimary(options: ServeOptions, count: number, log: Logger): Pr
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // Every worker follows the pointer on its own; SIGHUP to the primary makes all of them check now.
+  process.on('SIGHUP', () => {
+    for (const w of Object.values(cluster.workers ?? {})) if (w?.isConnected()) w.send(Msg.CheckVersion);
+  });
   for (let i = 0; i < count; i++) fork();
 }
 

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { currentVersionDir } from '../lib/build-version.ts';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -70,8 +71,11 @@ describe('tilebake build --only vector', () => {
 
     const r = await runCli(['build', '--config', CONFIG, '--only', 'vector', '--out', out]);
     expect(r.code, r.stderr).toBe(0);
-    expect(await readdir(join(out, 'data'))).toEqual(['openmaptiles.pmtiles']);
-    const m = parseManifest(await readFile(join(out, 'manifest.json'), 'utf8'), 'manifest');
+    // The build is a new version of the folder (lib/build-version.ts); the legacy files stay as they were.
+    const v = (await currentVersionDir(out))!.dir;
+    expect(v).toMatch(/builds\/\d{8}T\d{6}Z-[0-9a-f]{6}$/);
+    expect(await readdir(join(v, 'data'))).toEqual(['openmaptiles.pmtiles']);
+    const m = parseManifest(await readFile(join(v, 'manifest.json'), 'utf8'), 'manifest');
     const t = m.tilesets.openmaptiles;
     expect(t).toMatchObject({ archive: 'data/openmaptiles.pmtiles', kind: 'vector', format: 'pbf', name: 'OpenMapTiles Monaco', minzoom: 0, maxzoom: 14, tiles: 23 });
     expect(t.bounds).toEqual([7.409205, 43.72335, 7.448637, 43.75169]);
@@ -82,10 +86,10 @@ describe('tilebake build --only vector', () => {
     expect(m.elevation).toBeUndefined();
     expect(m.tilesets.terrain).toBeUndefined();
 
-    const a = await openArchiveFile(join(out, t.archive));
+    const a = await openArchiveFile(join(v, t.archive));
     try {
       expect(a.header.numAddressedTiles).toBe(23);
-      expect(t.bytes).toBe((await readFile(join(out, t.archive))).length);
+      expect(t.bytes).toBe((await readFile(join(v, t.archive))).length);
     } finally {
       await a.close();
     }

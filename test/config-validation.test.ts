@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { currentVersionDir } from '../lib/build-version.ts';
 import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -141,8 +142,8 @@ describe('tilebake build --config (CLI)', () => {
     await mkdir(elsewhere);
     const r = await runCli(['build', '--config', join(cfgDir, 'tilebake.json')], elsewhere);
     expect(r.code, r.stderr).toBe(0);
-    expect(await readdir(join(cfgDir, 'public', 'data'))).toEqual(['m.pmtiles']);
-    expect((await readdir(join(cfgDir, 'public'))).sort()).toEqual(['data', 'manifest.json']);
+    expect(await readdir(join((await currentVersionDir(join(cfgDir, 'public')))!.dir, 'data'))).toEqual(['m.pmtiles']);
+    expect((await readdir(join(cfgDir, 'public'))).sort()).toEqual(['builds', 'current.json']);
     expect(await readdir(elsewhere)).toEqual([]);
   });
 

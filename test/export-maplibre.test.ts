@@ -13,7 +13,7 @@ import { writeNginxConf } from '../pipeline/export/nginx-conf.ts';
 import { gzipTilesetIds } from '../pipeline/export/tiles.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { buildFullOutput, type FullOutput } from './fixtures/server/full-output.ts';
-import { freePort, ROOT, runNginx, type Nginx } from './fixtures/server/helpers.ts';
+import { BUILD_ROOT_FILES, freePort, ROOT, runNginx, type Nginx } from './fixtures/server/helpers.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH, openClient, runMap, type Client } from './fixtures/styles/client.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
@@ -52,7 +52,7 @@ beforeAll(async () => {
   // 2. The build folder as plain static files (Range requests), with an export and the pmtiles page in it.
   const plainPort = await freePort();
   const plainHttp = `  access_log off;\n  include /etc/nginx/mime.types;\n  types { text/javascript mjs; }\n  server { listen 127.0.0.1:${plainPort}; root ${build.out}; }`;
-  plain = await runNginx(() => plainHttp, `http://127.0.0.1:${plainPort}/`, 'manifest.json', [build.out]);
+  plain = await runNginx(() => plainHttp, `http://127.0.0.1:${plainPort}/`, BUILD_ROOT_FILES, [build.out]);
   await exportBuild({ out: build.out, to: join(build.out, 'static'), publicUrl: `${plain.url}static` });
   const page = join(build.out, 'page');
   await mkdir(join(page, 'maplibre'), { recursive: true });

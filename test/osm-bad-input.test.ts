@@ -4,6 +4,7 @@
  * and an output folder holding nothing new (an earlier archive stays as it was). Then a build killed
  * with SIGKILL while tilemaker runs: the rerun cleans the work folder (and the orphaned generator) up.
  */
+import { currentVersionDir } from '../lib/build-version.ts';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
@@ -130,8 +131,10 @@ describe('SIGKILL, then rerun', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(existsSync(join(out, '.work'))).toBe(false);
     expect(await processesWith(work)).toEqual([]);
-    expect((await readdir(out)).sort()).toEqual(['data', 'manifest.json']);
-    const m = await readManifestOrEmpty(out);
+    expect((await readdir(out)).sort()).toEqual(['builds', 'current.json']);
+    // The killed run's unfinished version folder is gone; only the published one is left.
+    expect(await readdir(join(out, 'builds'))).toHaveLength(1);
+    const m = await readManifestOrEmpty((await currentVersionDir(out))!.dir);
     m.tilesets.openmaptiles.bounds.forEach((v, i) => expect(v).toBeCloseTo(MONACO_HEADER_BBOX[i], 6));
     expect(m.tilesets.openmaptiles.tiles).toBeGreaterThan(20);
   }, LONG);

@@ -3,6 +3,7 @@
  * coastline), checked against the OpenMapTiles schema fields the sample styles filter on and against
  * the official OpenMapTiles tiles of the same area; then both sample styles render the tiles.
  */
+import { currentVersionDir } from '../lib/build-version.ts';
 import Database from 'better-sqlite3';
 import { readFile, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -85,13 +86,14 @@ describe.sequential('Monaco from OpenStreetMap', () => {
     out = await tempDir('osm-tiles');
     const { config } = await writeConfig(out, 'config.json', osmConfig(out, MONACO_PBF));
     await build(config, { out, only: 'vector' });
-    archive = join(out, 'data', 'openmaptiles.pmtiles');
+    archive = join((await currentVersionDir(out))!.dir, 'data', 'openmaptiles.pmtiles');
   }, LONG);
 
   test('the build leaves the archive and the manifest entry, and no work folder', async () => {
-    expect((await readdir(out)).sort()).toEqual(['config.json', 'data', 'manifest.json']);
-    expect(await readdir(join(out, 'data'))).toEqual(['openmaptiles.pmtiles']);
-    const m = await readManifestOrEmpty(out);
+    expect((await readdir(out)).sort()).toEqual(['builds', 'config.json', 'current.json']);
+    const v = (await currentVersionDir(out))!.dir;
+    expect(await readdir(join(v, 'data'))).toEqual(['openmaptiles.pmtiles']);
+    const m = await readManifestOrEmpty(v);
     const e = m.tilesets.openmaptiles;
     expect(e).toMatchObject({ kind: 'vector', format: 'pbf', minzoom: 0, maxzoom: 14 });
     // Bounds are the extract's header bbox; TileJSON fields do not show the profile's _ instructions.
@@ -231,15 +233,16 @@ describe.sequential('Monaco from OpenStreetMap', () => {
       osmConfig(out, MONACO_PBF, {}, { styles: { 'osm-bright': style('osm-bright'), positron: style('positron') }, fonts: join(SAMPLE, 'fonts'), render: { metatile: 4, margin: 64, timeoutMs: 120_000 } }),
     );
     // The render stage fails on any error MapLibre reports (style, tiles, glyphs, sprites).
-    await runRenderStage(config, out, { workers: 1 });
-    const m = await readManifestOrEmpty(out);
+    const v = (await currentVersionDir(out))!.dir;
+    await runRenderStage(config, v, { workers: 1 });
+    const m = await readManifestOrEmpty(v);
     const expected = tileCountInBBox(m.tilesets.openmaptiles.bounds, 12, 14);
     for (const s of ['osm-bright', 'positron']) {
       expect(m.styles[s].archives['1x.png'].tiles).toBe(expected);
       const layers = JSON.parse(await readFile(join(SAMPLE, 'styles', s, 'style.json'), 'utf8')).layers as { id: string; paint: Record<string, string> }[];
       const c = Color.parse(layers.find((l) => l.id === 'water')!.paint['fill-color'])!;
       const water = [c.r, c.g, c.b].map((v) => Math.round(v * 255));
-      const px = await rgb(await readTile(join(out, 'styles', s, '1x.png.pmtiles'), OPEN_SEA.z, OPEN_SEA.x, OPEN_SEA.y));
+      const px = await rgb(await readTile(join(v, 'styles', s, '1x.png.pmtiles'), OPEN_SEA.z, OPEN_SEA.x, OPEN_SEA.y));
       let near = 0;
       for (let i = 0; i < px.data.length; i += 3) if (water.every((v, k) => Math.abs(px.data[i + k] - v) <= 16)) near++;
       // osm-bright draws a wave pattern over its water fill; the fill still dominates.

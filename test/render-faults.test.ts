@@ -2,6 +2,7 @@
  * Render faults with real browsers: a Chromium killed in the middle of a build is replaced and the
  * build ends with exactly the tiles of an undisturbed run.
  */
+import { currentVersionDir } from '../lib/build-version.ts';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -81,6 +82,7 @@ describe.sequential('render faults', () => {
     expect(await exited, stderr).toBe(0);
     // The replacement browser was started by the worker thread; the build still removed its profile.
     expect(readdirSync(tmpdir()).filter((n) => n.startsWith(`tilebake-chromium-${child.pid}-`))).toEqual([]);
-    expect(await archiveTiles(join(out, 'styles/osm-bright/1x.png.pmtiles'))).toEqual(await archiveTiles(join(ref, 'styles/osm-bright/1x.png.pmtiles')));
+    const v = (await currentVersionDir(out))!.dir;
+    expect(await archiveTiles(join(v, 'styles/osm-bright/1x.png.pmtiles'))).toEqual(await archiveTiles(join(ref, 'styles/osm-bright/1x.png.pmtiles')));
   }, LONG);
 });

@@ -1,4 +1,5 @@
 // The server's tile cache: bounded in bytes, least recently used out first, tiles still exact when evicted.
+import { currentVersionDir } from '../lib/build-version.ts';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStore } from '../lib/storage.ts';
@@ -8,10 +9,13 @@ import { buildSampleVector, monacoTiles, type SourceTile } from './fixtures/serv
 
 const ARCHIVE = 'data/openmaptiles.pmtiles';
 let out: string;
+/** The build's current version folder (what the server reads). */
+let version: string;
 let tiles: SourceTile[];
 
 beforeAll(async () => {
   out = await buildSampleVector();
+  version = (await currentVersionDir(out))!.dir;
   tiles = monacoTiles();
 });
 
@@ -49,7 +53,7 @@ describe('TileLru', () => {
 describe('Archives', () => {
   it('returns every tile exactly with a budget far below the archive size', async () => {
     const budget = 100_000;
-    const archives = new Archives(new LocalStore(out), budget);
+    const archives = new Archives(new LocalStore(version), budget);
     try {
       for (let round = 0; round < 2; round++) {
         for (const t of tiles) {
@@ -68,7 +72,7 @@ describe('Archives', () => {
   });
 
   it('gives equal tiles equal ETags and different tiles different ones', async () => {
-    const archives = new Archives(new LocalStore(out), 10_000_000);
+    const archives = new Archives(new LocalStore(version), 10_000_000);
     try {
       const byEtag = new Map<string, Buffer>();
       for (const t of tiles) {
@@ -84,7 +88,7 @@ describe('Archives', () => {
   });
 
   it('names the archive when it is missing', async () => {
-    const archives = new Archives(new LocalStore(out), 1_000_000);
+    const archives = new Archives(new LocalStore(version), 1_000_000);
     await expect(archives.tile('data/nope.pmtiles', 0, 0, 0)).rejects.toThrow(/nope\.pmtiles/);
   });
 });

@@ -1,4 +1,5 @@
 // `tilebake serve` as a process: graceful SIGTERM, cluster workers, the routing listener, terrain tiles.
+import { currentVersionDir } from '../lib/build-version.ts';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
@@ -139,7 +140,7 @@ describe('routing listener', () => {
 describe('terrain tilesets', () => {
   it('serves terrain tiles in their format, bit-exact, with a TileJSON carrying the encoding', async () => {
     const s = await startServe(['--out', out, '--port', '0', '--host', '127.0.0.1', '--workers', '1'], ENV);
-    const archive = await openArchiveFile(join(out, 'data/terrain.pmtiles'));
+    const archive = await openArchiveFile(join((await currentVersionDir(out))!.dir, 'data/terrain.pmtiles'));
     try {
       let n = 0;
       for await (const e of archive.entries()) {

@@ -1,4 +1,5 @@
 // Object-storage mode: `tilebake serve --out http://…/` against Debian's nginx serving a build folder.
+import { currentVersionDir } from '../lib/build-version.ts';
 import { randomBytes } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -53,7 +54,7 @@ describe('serving from object storage (nginx, HTTP Range)', () => {
     }
     const reqs = await archiveRequests();
     expect(reqs.length).toBeGreaterThan(0);
-    const size = (await stat(join(out, ARCHIVE))).size;
+    const size = (await stat(join((await currentVersionDir(out))!.dir, ARCHIVE))).size;
     for (const r of reqs) {
       expect(r.status).toBe(206);
       expect(r.range).toMatch(/^bytes=\d+-\d+$/);
@@ -83,6 +84,6 @@ describe('serving from object storage (nginx, HTTP Range)', () => {
   it('refuses to start when the URL has no manifest', async () => {
     const bad = await runServeToExit(['--out', `${nginx.url}missing/`, '--port', '0', '--workers', '1'], { TILEBAKE_TOKENS: TOKEN });
     expect(bad.code).not.toBe(0);
-    expect(bad.output).toContain(`${nginx.url}missing/manifest.json`);
+    expect(bad.output).toContain(`${nginx.url}missing/current.json: not found, and no manifest.json either`);
   });
 });

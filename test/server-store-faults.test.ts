@@ -77,7 +77,7 @@ describe('object storage failing under a running server', () => {
     try {
       const r = await runServeToExit(['--out', nginx.url, '--port', '0', '--workers', '1', '--store-timeout-ms', '1000'], ENV);
       expect(r.code).not.toBe(0);
-      expect(r.output).toContain(`tilebake: ${nginx.url}manifest.json: no answer within 1000 ms`);
+      expect(r.output).toContain(`tilebake: ${nginx.url}current.json: no answer within 1000 ms`);
       expect(r.output).not.toMatch(/\n\s+at /);
     } finally {
       await nginx.resume();
@@ -93,7 +93,7 @@ describe('object storage failing under a running server', () => {
     // ~20 failed requests, each read retried: one line for the kind (the summary comes later).
     expect(lines.length).toBeGreaterThanOrEqual(1);
     expect(lines.length).toBeLessThanOrEqual(2);
-    expect(lines[0]).toContain('cannot reach the store');
+    expect(lines[0], lines.join("\n")).toContain("cannot reach the store");
     expect(lines[0]).toContain('ECONNREFUSED');
     expect(server.output()).not.toMatch(/\n\s+at /);
     expect(server.output()).not.toContain('"stack"');
@@ -106,7 +106,7 @@ describe('start-up against an unreachable store', () => {
     const url = `http://127.0.0.1:${await freePort()}/`;
     const r = await runServeToExit(['--out', url, '--port', '0', '--workers', '1'], ENV);
     expect(r.code).not.toBe(0);
-    expect(r.output).toContain(`tilebake: ${url}manifest.json: cannot reach the store (connect ECONNREFUSED`);
+    expect(r.output).toContain(`tilebake: ${url}current.json: cannot reach the store (connect ECONNREFUSED`);
     expect(r.output).not.toContain('TypeError');
     expect(r.output).not.toMatch(/\n\s+at /);
   });

@@ -1,4 +1,5 @@
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { currentVersionDir } from '../lib/build-version.ts';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,15 +47,16 @@ describe('vector stage in build()', () => {
     );
     const timings = await build(config, { out, only: 'vector' });
     expect(timings.map((t) => [t.stage, t.tiles])).toEqual([['vector', 23 + 108]]);
-    expect((await readdir(join(out, 'data'))).sort()).toEqual(['firenze.pmtiles', 'monaco.pmtiles']);
+    const v = (await currentVersionDir(out))!.dir;
+    expect((await readdir(join(v, 'data'))).sort()).toEqual(['firenze.pmtiles', 'monaco.pmtiles']);
     expect(await readdir(join(dir))).not.toContain('ignored');
 
-    const m = parseManifest(await readFile(join(out, 'manifest.json'), 'utf8'), 'manifest');
+    const m = parseManifest(await readFile(join(v, 'manifest.json'), 'utf8'), 'manifest');
     expect(Object.keys(m.tilesets).sort()).toEqual(['firenze', 'monaco', 'terrain']);
     expect(m.tilesets.monaco.attribution).toBe('© override');
     expect(m.tilesets.monaco.name).toBe('OpenMapTiles');
     expect(m.tilesets.firenze).toMatchObject({ archive: 'data/firenze.pmtiles', kind: 'vector', format: 'pbf', minzoom: 0, maxzoom: 14, tiles: 108 });
-    const f = await openArchiveFile(join(out, 'data', 'firenze.pmtiles'));
+    const f = await openArchiveFile(join(v, 'data', 'firenze.pmtiles'));
     try {
       expect(f.header.numAddressedTiles).toBe(108);
       expect(((await f.metadata()) as { vector_layers: unknown[] }).vector_layers.length).toBeGreaterThan(0);
@@ -67,10 +69,10 @@ describe('vector stage in build()', () => {
     const out = join(dir, 'out-skip');
     const config = parseConfig({ tilesets: { monaco: 'monaco.mbtiles' } }, join(dir, 'config.json'));
     expect(await build(config, { out, only: 'elevation' })).toEqual([]);
-    expect(await readdir(out)).toEqual(['manifest.json']);
+    expect((await readdir(out)).sort()).toEqual(['builds', 'current.json']);
     const empty = parseConfig({}, join(dir, 'config.json'));
     expect(await build(empty, { out })).toEqual([]);
-    const m = parseManifest(await readFile(join(out, 'manifest.json'), 'utf8'), 'manifest');
+    const m = parseManifest(await readFile(join((await currentVersionDir(out))!.dir, 'manifest.json'), 'utf8'), 'manifest');
     expect(m.tilesets).toEqual({});
   });
 });

@@ -15,6 +15,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { tileIdToZxy } from 'pmtiles';
+import { currentVersionDir } from '../../lib/build-version.ts';
 import type { Manifest } from '../../lib/manifest.ts';
 import { openArchiveFile } from '../../lib/pmtiles/index.ts';
 
@@ -62,7 +63,7 @@ interface WrkResult {
 function buildFolder(): string {
   if (args.out) return resolve(args.out);
   const out = join(work, 'build');
-  if (!existsSync(join(out, 'manifest.json'))) {
+  if (!existsSync(join(out, 'current.json'))) {
     console.log(`building the sample into ${out} (vector, render, elevation)…`);
     execFileSync(process.execPath, [join(root, 'bin/tilebake.js'), 'build', '--config', join(root, 'data/sample/config.json'), '--out', out], {
       stdio: 'inherit',
@@ -178,8 +179,10 @@ function trend(values: number[]): { first: number; last: number; min: number; ma
 async function main(): Promise<void> {
   mkdirSync(work, { recursive: true });
   const out = buildFolder();
-  const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8')) as Manifest;
-  const lines = await tileList(out, manifest);
+  // The version being served (lib/build-version.ts): its manifest and archives.
+  const version = (await currentVersionDir(out))?.dir ?? out;
+  const manifest = JSON.parse(readFileSync(join(version, 'manifest.json'), 'utf8')) as Manifest;
+  const lines = await tileList(version, manifest);
   const listFile = join(work, 'tiles.txt');
   writeFileSync(listFile, `${lines.join('\n')}\n`);
   const bodyFile = join(work, 'height.json');

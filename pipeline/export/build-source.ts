@@ -1,3 +1,4 @@
+import { resolveCurrentVersion, versionStore } from '../../lib/build-version.ts';
 import { loadManifest, type Manifest } from '../../lib/manifest.ts';
 import { openStore, type Store } from '../../lib/storage.ts';
 
@@ -9,10 +10,11 @@ export interface BuildToExport {
 
 /**
  * Open "the build to export" at `location` (the `--out` of `tilebake build`, or an http(s):// base
- * URL). The one place that decides which build that is: once builds are versioned, this resolves
- * the current version.
+ * URL). The one place that decides which build that is: the current version (lib/build-version.ts),
+ * or the folder itself when it predates versions.
  */
 export async function openBuildToExport(location: string): Promise<BuildToExport> {
-  const store = openStore(location);
+  const root = openStore(location);
+  const store = versionStore(root, await resolveCurrentVersion(root));
   return { store, manifest: await loadManifest(store) };
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { createRequire } from 'node:module';
-import { Compression, openArchiveFile, PMTilesWriter, TileType } from '../../lib/pmtiles/index.ts';
+import { Compression, openArchiveFile, PMTilesWriter, tileIdToZxy, TileType } from '../../lib/pmtiles/index.ts';
 import type { RasterFormat } from './encode.ts';
 import type { RenderJournal } from './journal.ts';
 
@@ -12,6 +12,11 @@ export const RENDER_METADATA_KEY = 'tilebake:render';
 /** What identifies a render: equal fingerprints ⇒ equal tiles. */
 export interface RenderIdentity {
   fingerprint: string;
+  /**
+   * The fingerprint without the tileset archives (style, sprites, fonts, settings, renderer): when only
+   * this matches, an incremental build re-renders the metatiles whose vector tiles changed.
+   */
+  style?: string;
   /** Set for partial archives of a sharded build. */
   shard?: { index: number; count: number };
 }
@@ -77,6 +82,18 @@ export async function renderFingerprint(parts: {
   tilesetArchives: string[];
   settings: Record<string, unknown>;
 }): Promise<string> {
+  return (await renderFingerprints(parts)).fingerprint;
+}
+
+/** `renderFingerprint` and the same without the tileset archives (`style`: what the pixels depend on besides data). */
+export async function renderFingerprints(parts: Parameters<typeof renderFingerprint>[0]): Promise<{ fingerprint: string; style: string }> {
+  const style = await styleFingerprint(parts);
+  const h = createHash('sha256').update(style);
+  for (const a of parts.tilesetArchives) h.update(await archiveIdentity(a));
+  return { fingerprint: h.digest('hex'), style };
+}
+
+async function styleFingerprint(parts: Parameters<typeof renderFingerprint>[0]): Promise<string> {
   const h = createHash('sha256');
   h.update(JSON.stringify(parts.style));
   h.update(JSON.stringify(parts.settings));
@@ -86,8 +103,39 @@ export async function renderFingerprint(parts: {
   if (parts.fontsDir) {
     for (const f of (await listFiles(parts.fontsDir)).sort()) h.update(`${relative(parts.fontsDir, f)}:${(await stat(f)).size}`);
   }
-  for (const a of parts.tilesetArchives) h.update(await archiveIdentity(a));
   return h.digest('hex');
+}
+
+/** Hash of each tile's bytes by `z/x/y` (equal stored bytes share one hash). */
+async function tileHashes(path: string): Promise<Map<string, string>> {
+  const r = await openArchiveFile(path);
+  const out = new Map<string, string>();
+  const byOffset = new Map<number, string>();
+  try {
+    for await (const e of r.entries()) {
+      let hash = byOffset.get(e.offset);
+      if (hash === undefined) {
+        hash = createHash('sha256').update(await r.readRange(e.offset, e.length)).digest('base64');
+        byOffset.set(e.offset, hash);
+      }
+      for (let k = 0; k < e.runLength; k++) {
+        const [z, x, y] = k === 0 ? [e.z, e.x, e.y] : tileIdToZxy(e.tileId + k);
+        out.set(`${z}/${x}/${y}`, hash);
+      }
+    }
+  } finally {
+    await r.close();
+  }
+  return out;
+}
+
+/** The tiles (`z/x/y`) added, removed or changed between two archives of a tileset. */
+export async function changedTiles(before: string, after: string): Promise<Set<string>> {
+  const [a, b] = await Promise.all([tileHashes(before), tileHashes(after)]);
+  const out = new Set<string>();
+  for (const [k, h] of a) if (b.get(k) !== h) out.add(k);
+  for (const k of b.keys()) if (!a.has(k)) out.add(k);
+  return out;
 }
 
 /** The render identity stored in an archive's metadata, or undefined (no archive, or not ours). */
@@ -108,11 +156,20 @@ export async function readIdentity(path: string): Promise<(RenderIdentity & { me
   }
 }
 
-/** Write the archive `path` from a journal's records (first record per metatile wins). */
+/** Tiles copied byte for byte from a previous build's archive. */
+export interface CopiedTiles {
+  archive: string;
+  tiles: Iterable<{ z: number; x: number; y: number }>;
+}
+
+/**
+ * Write the archive `path` from a journal's records (first record per metatile wins) and, for an
+ * incremental build, the unchanged tiles copied from the previous archive (stored bytes, not re-encoded).
+ */
 export async function archiveFromJournal(
   journal: RenderJournal,
   path: string,
-  opts: { format: RasterFormat; metadata: Record<string, unknown>; identity: RenderIdentity; bounds: [number, number, number, number]; center: [number, number, number] },
+  opts: { format: RasterFormat; metadata: Record<string, unknown>; identity: RenderIdentity; bounds: [number, number, number, number]; center: [number, number, number]; copy?: CopiedTiles },
 ): Promise<{ tiles: number; bytes: number }> {
   const w = await PMTilesWriter.create(path, {
     tileType: TILE_TYPES[opts.format],
@@ -124,6 +181,18 @@ export async function archiveFromJournal(
   try {
     for await (const rec of journal.records()) {
       for (const t of rec.tiles) await w.addTile(t.z, t.x, t.y, t.data);
+    }
+    if (opts.copy) {
+      const prev = await openArchiveFile(opts.copy.archive);
+      try {
+        for (const t of opts.copy.tiles) {
+          const data = await prev.getTile(t.z, t.x, t.y);
+          if (!data) throw new Error(`${opts.copy.archive}: tile ${t.z}/${t.x}/${t.y} is missing (cannot reuse the previous render)`);
+          await w.addTile(t.z, t.x, t.y, data);
+        }
+      } finally {
+        await prev.close();
+      }
     }
     const res = await w.finish();
     return { tiles: res.addressedTiles, bytes: res.bytes };

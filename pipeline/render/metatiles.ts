@@ -115,3 +115,56 @@ export function tileRect(m: Pick<Metatile, 'area'>, tile: TileId, margin: number
 export function inShard(ordinal: number, shard?: { index: number; count: number }): boolean {
   return !shard || ordinal % shard.count === shard.index;
 }
+
+/** What decides which tiles of a source MapLibre loads: the source's zoom range and tile size (CSS px). */
+export interface SourceGrid {
+  minzoom: number;
+  maxzoom: number;
+  /** 512 unless the style's source says otherwise (MapLibre's default). */
+  tileSize: number;
+}
+
+/**
+ * The source tiles MapLibre loads to draw metatile `m` with `margin` CSS pixels on every side: the
+ * tiles of the source's covering zoom that intersect the view. The page draws 256 px tiles of zoom z
+ * at map zoom z − 1; MapLibre covers a view at zoom max(0, ⌊mapZoom + log2(512 / tileSize)⌋), none
+ * below the source's minzoom, the maxzoom tiles beyond it (overzoom: a parent of the ideal tile).
+ * Columns wrap around the antimeridian; rows outside the world are dropped. Tiles touching the view's
+ * edge are included (a change there re-renders rather than being missed).
+ */
+export function viewSourceTiles(m: Pick<Metatile, 'z' | 'area'>, margin: number, grid: SourceGrid): TileId[] {
+  let z = Math.max(0, Math.floor(m.z - 1 + Math.log2(512 / grid.tileSize)));
+  if (z < grid.minzoom) return [];
+  z = Math.min(z, grid.maxzoom);
+  const s = 2 ** (z - m.z);
+  const mt = margin / TILE_SIZE;
+  const n = 2 ** z;
+  const x0 = Math.ceil((m.area.x - mt) * s) - 1;
+  const x1 = Math.floor((m.area.x + m.area.w + mt) * s);
+  const y0 = Math.max(0, Math.ceil((m.area.y - mt) * s) - 1);
+  const y1 = Math.min(n - 1, Math.floor((m.area.y + m.area.h + mt) * s));
+  const out: TileId[] = [];
+  const seen = new Set<number>();
+  for (let y = y0; y <= y1; y++) {
+    for (let xw = x0; xw <= x1; xw++) {
+      const x = ((xw % n) + n) % n;
+      if (seen.has(y * n + x)) continue;
+      seen.add(y * n + x);
+      out.push({ z, x, y });
+    }
+  }
+  return out;
+}
+
+/** A source of a style with the tiles (`z/x/y`) whose bytes changed since the previous build. */
+export interface ChangedSource {
+  grid: SourceGrid;
+  changed: ReadonlySet<string>;
+}
+
+/** The metatiles whose view (area plus margin) loads a changed tile of any of `sources`. */
+export function metatilesToRerender(metas: readonly Metatile[], margin: number, sources: readonly ChangedSource[]): Metatile[] {
+  const active = sources.filter((s) => s.changed.size > 0);
+  if (active.length === 0) return [];
+  return metas.filter((m) => active.some((s) => viewSourceTiles(m, margin, s.grid).some((t) => s.changed.has(`${t.z}/${t.x}/${t.y}`))));
+}

@@ -1,0 +1,211 @@
+/**
+ * Which build version of an output folder is current: the one rule shared by `build` (publish,
+ * prune), `serve` (follow), `export` and metrics.
+ *
+ * Layout of an output folder `DIR` (local, or the same files under an http(s):// base URL):
+ *
+ *     DIR/current.json            {"format":"tilebake-current/1","build":"<id>","path":"builds/<id>",...}
+ *     DIR/builds/<id>/            one complete build: manifest.json and the files it names
+ *     DIR/leases/<pid>.json       versions a `serve` process on this host holds open (pruning skips them)
+ *     DIR/.work/                  resumable work of an unfinished build (journals); never served
+ *
+ * A build writes `builds/<id>/` and then replaces `current.json` with one atomic rename: readers
+ * see the old version or the new one, never a mix. A folder without `current.json` but with a
+ * `manifest.json` at its root is a legacy (pre-version) build and is served as it is, id `undefined`.
+ */
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { writeFileAtomic } from './atomic.ts';
+import { UserError } from './errors.ts';
+import { SubStore, type Store } from './storage.ts';
+
+/** The pointer file, relative to the output folder. */
+export const POINTER_FILE = 'current.json';
+/** Folder of the versions, relative to the output folder. */
+export const BUILDS_DIR = 'builds';
+/** Folder of the serving processes' lease files, relative to the output folder. */
+export const LEASES_DIR = 'leases';
+/** Format tag of the pointer file. */
+const POINTER_FORMAT = 'tilebake-current/1';
+/** Versions kept by default when a build prunes (the current one and the one before). */
+export const DEFAULT_KEEP_VERSIONS = 2;
+
+/** The content of `current.json`. */
+export interface BuildPointer {
+  format: typeof POINTER_FORMAT;
+  /** The build id (a folder name under `builds/`). */
+  build: string;
+  /** Its folder relative to the output folder: `builds/<id>`. */
+  path: string;
+  /** ISO time of publication. */
+  publishedAt: string;
+}
+
+/** The version a reader should use. */
+export interface CurrentVersion {
+  /** The build id; undefined for a legacy folder (manifest.json at its root). */
+  id: string | undefined;
+  /** The version's folder relative to the output folder (`builds/<id>`, or `` for legacy). */
+  path: string;
+  /** Validator of the pointer as read (for `pollCurrentVersion`). */
+  etag?: string;
+}
+
+/** Ids sort by time: `20250102T030405Z-1a2b3c`. */
+export function newBuildId(now = new Date()): string {
+  return `${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+}
+
+/** `builds/<id>`. */
+export function versionPath(id: string): string {
+  return `${BUILDS_DIR}/${id}`;
+}
+
+/** Check a pointer file's shape; `where` names it in errors. */
+export function parsePointer(text: string, where: string): BuildPointer {
+  let o: Partial<BuildPointer>;
+  try {
+    o = JSON.parse(text) as Partial<BuildPointer>;
+  } catch (e) {
+    throw new UserError(`${where}: not valid JSON (${(e as Error).message})`);
+  }
+  if (typeof o !== 'object' || o === null || o.format !== POINTER_FORMAT) throw new UserError(`${where}: field "format": expected "${POINTER_FORMAT}"`);
+  if (typeof o.build !== 'string' || !/^[\w.-]+$/.test(o.build)) throw new UserError(`${where}: field "build": expected a build id`);
+  if (o.path !== versionPath(o.build)) throw new UserError(`${where}: field "path": expected "${versionPath(o.build)}"`);
+  return o as BuildPointer;
+}
+
+function pointerWhere(store: Store): string {
+  return `${store.location.replace(/\/$/, '')}/${POINTER_FILE}`;
+}
+
+function versionOf(bytes: Uint8Array, etag: string | undefined, store: Store): CurrentVersion {
+  const p = parsePointer(Buffer.from(bytes).toString('utf8'), pointerWhere(store));
+  return { id: p.build, path: p.path, etag };
+}
+
+/**
+ * The current version of a build folder (local or HTTP store): the one `current.json` names, else
+ * the legacy layout when `manifest.json` is at the root. Throws a UserError when there is neither.
+ */
+export async function resolveCurrentVersion(store: Store): Promise<CurrentVersion> {
+  const r = await store.readFileIfChanged(POINTER_FILE);
+  if (r && r !== 'unchanged') return versionOf(r.bytes, r.etag, store);
+  if (await store.readFile('manifest.json')) return { id: undefined, path: '' };
+  throw new UserError(`${pointerWhere(store)}: not found, and no manifest.json either (run \`tilebake build\` first)`);
+}
+
+/**
+ * Check whether the current version changed since `known` (HTTP: conditional GET with the pointer's
+ * ETag, so an unchanged pointer costs a 304). Returns the new version, or undefined when unchanged.
+ */
+export async function pollCurrentVersion(store: Store, known: CurrentVersion): Promise<CurrentVersion | undefined> {
+  const r = await store.readFileIfChanged(POINTER_FILE, known.etag);
+  if (r === 'unchanged') return undefined;
+  const next = r ? versionOf(r.bytes, r.etag, store) : await resolveCurrentVersion(store);
+  return next.path === known.path ? (known.etag = next.etag, undefined) : next;
+}
+
+/** The files of one version as a store of their own (its `manifest.json` at the root). */
+export function versionStore(store: Store, v: Pick<CurrentVersion, 'path'>): Store {
+  return v.path === '' ? store : new SubStore(store, v.path);
+}
+
+// ---- Local folders: what `build` uses. ----
+
+/** The current version's folder of a local output folder, or undefined when it has no build yet. */
+export async function currentVersionDir(dir: string): Promise<{ id: string | undefined; dir: string } | undefined> {
+  let text: string;
+  try {
+    text = await readFile(join(dir, POINTER_FILE), 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    const legacy = await stat(join(dir, 'manifest.json')).then(() => true, () => false);
+    return legacy ? { id: undefined, dir } : undefined;
+  }
+  const p = parsePointer(text, join(dir, POINTER_FILE));
+  return { id: p.build, dir: join(dir, p.path) };
+}
+
+/** Make version `id` (already complete under `DIR/builds/<id>/`) current: one atomic rename of the pointer. */
+export async function publishVersion(dir: string, id: string): Promise<void> {
+  const pointer: BuildPointer = { format: POINTER_FORMAT, build: id, path: versionPath(id), publishedAt: new Date().toISOString() };
+  await writeFileAtomic(join(dir, POINTER_FILE), `${JSON.stringify(pointer)}\n`);
+}
+
+/** A lease: the versions one serving process holds open. */
+interface LeaseFile {
+  pid: number;
+  host: string;
+  builds: string[];
+}
+
+/** True when process `pid` exists on this host. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Record that this process serves `builds` of local folder `dir` (`DIR/leases/<host>-<pid>.json`;
+ * an empty list removes the lease). Pruning never removes a leased version of a live process.
+ */
+export async function writeLease(dir: string, builds: (string | undefined)[]): Promise<void> {
+  const ids = [...new Set(builds.filter((b): b is string => b !== undefined))];
+  const file = join(dir, LEASES_DIR, `${hostname()}-${process.pid}.json`);
+  if (ids.length === 0) {
+    await rm(file, { force: true });
+    return;
+  }
+  const lease: LeaseFile = { pid: process.pid, host: hostname(), builds: ids };
+  await writeFileAtomic(file, `${JSON.stringify(lease)}\n`);
+}
+
+/** Versions leased by live processes on this host; leases of dead processes are removed. */
+async function leasedVersions(dir: string): Promise<Set<string>> {
+  const out = new Set<string>();
+  const folder = join(dir, LEASES_DIR);
+  for (const name of await readdir(folder).catch(() => [] as string[])) {
+    if (!name.endsWith('.json')) continue;
+    let lease: LeaseFile;
+    try {
+      lease = JSON.parse(await readFile(join(folder, name), 'utf8')) as LeaseFile;
+    } catch {
+      continue; // being replaced right now, or torn: keep it, decide next time
+    }
+    if (lease.host === hostname() && !alive(lease.pid)) {
+      await rm(join(folder, name), { force: true });
+      continue;
+    }
+    // A lease from another host (shared disk) cannot be checked: it is honoured.
+    for (const b of lease.builds ?? []) out.add(b);
+  }
+  return out;
+}
+
+/**
+ * Remove old versions of local folder `dir`: keep the `keep` newest (ids sort by time), always the
+ * current one, and every version a live `serve` process holds a lease on. Returns the removed ids.
+ * Folders of unfinished builds newer than the current one are left alone (a build may be writing them).
+ */
+export async function pruneVersions(dir: string, keep = DEFAULT_KEEP_VERSIONS): Promise<string[]> {
+  const current = await currentVersionDir(dir);
+  const ids = (await readdir(join(dir, BUILDS_DIR)).catch(() => [] as string[])).filter((n) => !n.startsWith('.')).sort();
+  const kept = new Set(ids.slice(Math.max(0, ids.length - Math.max(1, keep))));
+  if (current?.id) kept.add(current.id);
+  const leased = await leasedVersions(dir);
+  const removed: string[] = [];
+  for (const id of ids) {
+    if (kept.has(id) || leased.has(id)) continue;
+    if (current?.id && id > current.id) continue;
+    await rm(join(dir, BUILDS_DIR, id), { recursive: true, force: true });
+    removed.push(id);
+  }
+  return removed;
+}
