@@ -2,11 +2,12 @@
 // and TileJSON through nginx with the generated configuration (bearer token), and the pmtiles:// page
 // (docs/pmtiles/index.html) reads the build's archives from a plain static folder.
 import { randomBytes } from 'node:crypto';
-import { cp, mkdir, rm } from 'node:fs/promises';
+import { cp, mkdir, rm, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publishVersion } from '../lib/build-version.ts';
 import { openBuildToExport } from '../pipeline/export/build-source.ts';
 import { exportBuild } from '../pipeline/export/index.ts';
 import { writeNginxConf } from '../pipeline/export/nginx-conf.ts';
@@ -107,6 +108,12 @@ describe('clients of an export', () => {
   }, IDLE_TIMEOUT_MS + 30_000);
 
   it('the pmtiles:// page reads the archives with Range requests from a static folder and renders without errors', async () => {
+    // As `tilebake build` publishes it: current.json pointing at builds/<id>/ (here a link to the fixture's files).
+    await symlink('..', join(build.out, 'builds', 'v1')).catch(async () => {
+      await mkdir(join(build.out, 'builds'), { recursive: true });
+      await symlink('..', join(build.out, 'builds', 'v1'));
+    });
+    await publishVersion(build.out, 'v1');
     const page = await browser.newPage({ viewport: { width: 512, height: 512 } });
     const errors: string[] = [];
     const ranges: string[] = [];
@@ -125,7 +132,7 @@ describe('clients of an export', () => {
       const real = (list: string[]) => list.filter((e) => !/Source layer "[^"]+" does not exist/.test(e));
       expect(real(result.errors)).toEqual([]);
       expect(real(errors)).toEqual([]);
-      expect(ranges.some((u) => u.endsWith('/data/openmaptiles.pmtiles'))).toBe(true);
+      expect(ranges.some((u) => u.endsWith('/builds/v1/data/openmaptiles.pmtiles'))).toBe(true);
     } finally {
       await page.close();
     }

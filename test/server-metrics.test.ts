@@ -1,4 +1,5 @@
 // Prometheus metrics: one scrape sums every cluster worker; counters move by exactly the requests made.
+import { currentVersionDir } from '../lib/build-version.ts';
 import { randomBytes } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -89,8 +90,9 @@ describe('metrics across cluster workers', () => {
     expect(value(after, 'tilebake_cache_bytes', { cache: 'tiles' })).toBeGreaterThan(0);
 
     // The served build, once per build (not summed over the workers), and process metrics of both workers.
-    const manifest = JSON.parse(await readFile(join(out, 'manifest.json'), 'utf8')) as { generatedAt: string };
-    expect(value(after, 'tilebake_build_info', { build_id: manifest.generatedAt, version: '1' })).toBe(1);
+    const served = (await currentVersionDir(out))!;
+    const manifest = JSON.parse(await readFile(join(served.dir, 'manifest.json'), 'utf8')) as { generatedAt: string };
+    expect(value(after, 'tilebake_build_info', { build_id: served.id ?? manifest.generatedAt, version: '1' })).toBe(1);
     expect(value(after, 'tilebake_process_cpu_user_seconds_total')).toBeGreaterThan(0);
   });
 
