@@ -149,7 +149,8 @@ async function main(): Promise<void> {
   const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores`;
   const text = `# bench/rebuild\n\nLiechtenstein MBTiles, styles ${STYLES.join(', ')}, z0–${MAXZOOM}, 1x and 2x, PNG and JPEG; ${machine}.\n\n${table}\n`;
   process.stdout.write(`${text}\n`);
-  writeFileSync(join(import.meta.dirname, MAXZOOM === 14 && STYLES.length === 2 ? 'RESULTS.md' : 'RESULTS-reduced.md'), text);
+  const fullJob = MAXZOOM === 14 && STYLES.length === 2;
+  writeFileSync(join(import.meta.dirname, !fullJob ? 'RESULTS-reduced.md' : CHANGE_ZOOM === 14 ? 'RESULTS.md' : `RESULTS-change-z${CHANGE_ZOOM}.md`), text);
 }
 
 await main();
