@@ -103,13 +103,16 @@ async function renderScale(
   }
   if (todo.length === 0) return 0;
   const renderer = await ctx.renderer();
-  const onImage = async (m: Metatile, image: RawImage) => {
-    let tiles;
-    try {
-      tiles = await sliceMetatile(image, m, { pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque });
-    } catch (e) {
-      throw new UserError(`${label}: metatile ${metatileKey(m)}: ${(e as Error).message}`);
-    }
+  const onImage = async (m: Metatile, image: RawImage, delivered: Promise<boolean>) => {
+    const encoded = sliceMetatile(image, m, { pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque }).then(
+      (t) => ({ ok: true as const, t }),
+      (e: unknown) => ({ ok: false as const, e }),
+    );
+    // An upload the task's result does not name is dropped, encoded or not.
+    if (!(await delivered)) return;
+    const result = await encoded;
+    if (!result.ok) throw new UserError(`${label}: metatile ${metatileKey(m)}: ${(result.e as Error).message}`);
+    const tiles = result.t;
     const key = metatileKey(m);
     await Promise.all(formats.filter((f) => needs(f, key)).map((f) => journals.get(f)!.append({ key, tiles: tiles[f] })));
     ctx.tick(m.tiles.length);

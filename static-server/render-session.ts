@@ -31,13 +31,16 @@ export interface FailedRequest {
  * expects, a second upload to a slot and bodies over the slot's size are refused.
  */
 export class PixelUploads {
-  private readonly slots = new Map<string, { maxBytes: number; image?: UploadedImage }>();
+  private readonly slots = new Map<string, { maxBytes: number; image?: UploadedImage; onArrive?: (image: UploadedImage) => void }>();
   private next = 0;
 
-  /** Open a slot for one upload of at most `maxBytes`; returns its id. */
-  expect(maxBytes: number): string {
+  /**
+   * Open a slot for one upload of at most `maxBytes`; returns its id. `onArrive` hears of the upload as
+   * it arrives (the build may start on the pixels; it still takes them by the task's receipt).
+   */
+  expect(maxBytes: number, onArrive?: (image: UploadedImage) => void): string {
     const id = String(++this.next);
-    this.slots.set(id, { maxBytes, image: undefined });
+    this.slots.set(id, { maxBytes, image: undefined, onArrive });
     return id;
   }
 
@@ -52,7 +55,9 @@ export class PixelUploads {
   receive(id: string, body: Buffer, width: number, height: number): UploadReceipt {
     const max = this.limit(id);
     if (body.length > max) throw new HttpError(Status.PayloadTooLarge, `upload ${id} is larger than ${max} bytes`);
-    this.slots.get(id)!.image = { body, width, height };
+    const slot = this.slots.get(id)!;
+    slot.image = { body, width, height };
+    slot.onArrive?.(slot.image);
     return { upload: id, bytes: body.length, width, height };
   }
 

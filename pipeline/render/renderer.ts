@@ -73,14 +73,18 @@ export class MetatileRenderer {
 
   /**
    * Render metatiles `metas` of the style at `styleUrl` in one worker, in order (neighbours share the
-   * page's vector tiles), and hand each delivered metatile's canvas to `onImage`. Metatiles a failed
+   * page's vector tiles), and hand each metatile's canvas to `onImage` as its upload arrives, with
+   * `delivered`, which resolves once the task's result says whether that upload is the metatile's
+   * (true: keep it; false: drop it, the metatile is retried or the build fails). Metatiles a failed
    * attempt did not deliver are retried on a fresh browser; a metatile that fails `retries + 1` times
    * fails the build, named. Resolves once every metatile is delivered, with `encoded`, which resolves
    * once every `onImage` has: the caller may ask for the next batch while these are encoded.
    */
-  async renderBatch(styleUrl: string, label: string, metas: Metatile[], pixelRatio: number, onImage: (m: Metatile, image: RawImage) => Promise<void>): Promise<{ encoded: Promise<void> }> {
+  async renderBatch(styleUrl: string, label: string, metas: Metatile[], pixelRatio: number, onImage: (m: Metatile, image: RawImage, delivered: Promise<boolean>) => Promise<void>): Promise<{ encoded: Promise<void> }> {
     const uploads = this.server.session.uploads;
     const handling: Promise<void>[] = [];
+    /** Uploads already handed to `onImage` as they arrived. */
+    const started = new Set<string>();
     let handlingError: unknown;
     const failures: string[] = [];
     let pending = metas;
@@ -89,7 +93,18 @@ export class MetatileRenderer {
       const slots = pending.map((m) => {
         const size = canvasSize(m, 0, pixelRatio);
         const bytes = size.width * size.height * CHANNELS;
-        return { m, size, bytes, id: uploads.expect(bytes) };
+        let confirm: (ok: boolean) => void = () => undefined;
+        const delivered = new Promise<boolean>((res) => (confirm = res));
+        // Pixels of the expected size are handed on as they arrive, so that converting and encoding
+        // them overlaps the rest of the task; what is kept is decided by the task's receipts below.
+        const id = uploads.expect(bytes, (image) => {
+          if (image.width !== size.width || image.height !== size.height || image.body.length !== bytes) return;
+          started.add(id);
+          // After the upload's receipt is sent: the page is not kept waiting on the conversion.
+          const next = new Promise<void>((res) => setImmediate(res));
+          handling.push(next.then(() => onImage(m, fromDrawingBuffer(image.body, size.width, size.height), delivered)).catch((e) => void (handlingError ??= e)));
+        });
+        return { m, size, bytes, id, confirm };
       });
       const task: RenderTask = {
         styleUrl,
@@ -120,8 +135,10 @@ export class MetatileRenderer {
           break;
         }
         delivered.add(i);
-        handling.push(onImage(s.m, fromDrawingBuffer(image.body, s.size.width, s.size.height)).catch((e) => void (handlingError ??= e)));
+        s.confirm(true);
+        if (!started.has(s.id)) handling.push(onImage(s.m, fromDrawingBuffer(image.body, s.size.width, s.size.height), Promise.resolve(true)).catch((e) => void (handlingError ??= e)));
       }
+      for (const s of slots) s.confirm(false);
       const failed = pending.filter((_, i) => !delivered.has(i));
       if (failed.length > 0) {
         // The batch renders in order: the first metatile not delivered is the one that failed.
