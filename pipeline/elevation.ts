@@ -212,11 +212,12 @@ const ELEVATION_VERSION = 'tilebake-elevation/2';
 export async function runElevationStage(config: BuildConfig, outDir: string, opts: { previous?: string } = {}): Promise<ElevationStats | undefined> {
   const e = config.elevation;
   if (!e) return undefined;
-  const settings = { precision: e.precision, terrain: e.terrain, contours: e.contours, attribution: config.attribution, sources: e.sources };
+  const attribution = e.attribution ?? config.attribution;
+  const settings = { precision: e.precision, terrain: e.terrain, contours: e.contours, attribution, sources: e.sources };
   const files = await expandSources(e.sources);
   const fingerprint = `${ELEVATION_VERSION}:${await hashInputs(files.map((f) => f.path))}:${JSON.stringify(settings)}`;
   if (opts.previous && (await reuseElevation(opts.previous, outDir, fingerprint))) return undefined;
-  const stats = await buildElevation(outDir, e.sources, { precision: e.precision, terrain: e.terrain, contours: e.contours, attribution: config.attribution });
+  const stats = await buildElevation(outDir, e.sources, { precision: e.precision, terrain: e.terrain, contours: e.contours, attribution });
   await recordDeps(outDir, { elevation: fingerprint });
   return stats;
 }

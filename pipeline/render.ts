@@ -196,6 +196,12 @@ interface StyleJob {
   tilesetArchives: string[];
 }
 
+/** A style's credit: those of the tilesets it draws (vector, terrain, contours), each once, in source order. */
+export function styleAttribution(credits: (string | undefined)[]): string | undefined {
+  const distinct = [...new Set(credits.filter((c): c is string => !!c))];
+  return distinct.length ? distinct.join(' | ') : undefined;
+}
+
 /** Prepare style `s` (style.json and sprites into `<out>/styles/<id>/`) and its manifest entry. */
 async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifest, fontsDir: string | undefined, s: StyleConfig): Promise<StyleJob> {
   const tileset = manifest.tilesets[s.tileset!];
@@ -206,7 +212,7 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     style: `styles/${s.id}/style.json`,
     sprite: prep.sprite ? `styles/${s.id}/sprite` : undefined,
     name: prep.name,
-    attribution: tileset.attribution ?? config.attribution,
+    attribution: styleAttribution(prep.tilesets.map((id) => manifest.tilesets[id]?.attribution)) ?? config.attribution,
     minzoom: s.minzoom,
     maxzoom: s.maxzoom,
     bounds: bbox,
@@ -253,7 +259,8 @@ async function renderStyle(
       const reasons = new Set<string>();
       ctx.stats.totalMetatiles += metas.length;
       for (const format of s.formats) {
-        const settings = { bbox, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: format === 'png' ? r.png : r.jpeg };
+        // The attribution is in the archive's metadata: a new credit writes the archive again.
+        const settings = { bbox, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: format === 'png' ? r.png : r.jpeg, attribution };
         const fps = await renderFingerprints({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? ctx.fontsDir : undefined, tilesetArchives: job.tilesetArchives, settings });
         const { fingerprint } = fps;
         const identity: RenderIdentity = shard ? { fingerprint, style: fps.style, shard } : { fingerprint, style: fps.style };

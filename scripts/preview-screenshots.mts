@@ -11,7 +11,7 @@ const [dir = 'build/sample', outDir = 'docs'] = process.argv.slice(2);
 const token = randomBytes(18).toString('base64url');
 const PROFILE = '7.4167,43.7275;7.4246,43.7384;7.4390,43.7503';
 const VIEWS = [
-  { file: 'preview-desktop.png', viewport: { width: 1200, height: 720 }, fragment: `style=osm-bright&profile=${PROFILE}` },
+  { file: 'preview-desktop.png', viewport: { width: 1200, height: 720 }, fragment: `style=topo&profile=${PROFILE}` },
   { file: 'preview-phone.png', viewport: { width: 360, height: 740 }, fragment: `style=positron&mode=vector&profile=${PROFILE}` },
 ];
 const server = await startServer({ out: dir, port: 0, host: '127.0.0.1', auth: true, cors: '*', cacheMb: 64, logLevel: 'warn' }, { tokenHashes: [hashToken(token)] });

@@ -19,6 +19,7 @@ const LONG = 300_000;
 const Z = 13;
 const HILLS = lonLatToTile(7.42, 43.745, Z);
 
+const DEM_CREDIT = 'SRTM elevation (NASA/USGS)';
 let out: string;
 const archive = (style: string) => join(out, 'styles', style, '1x.png.pmtiles');
 
@@ -45,6 +46,7 @@ describe.sequential('the topo style over the build contours', () => {
       render: { metatile: 1, margin: 32, timeoutMs: 120_000 },
       elevation: {
         sources: [join(SAMPLE, 'dem', 'N43E007.hgt')],
+        attribution: DEM_CREDIT,
         terrain: { id: 'terrain', minzoom: 11, maxzoom: 11 },
         // MapLibre draws 512-unit vector tiles: a 256 px raster tile at z13 (map zoom 12) shows z12 contours.
         contours: { id: 'contours', minzoom: Z - 1, maxzoom: Z, intervals: { [Z - 1]: [20, 100] } },
@@ -69,5 +71,14 @@ describe.sequential('the topo style over the build contours', () => {
     const d = compare(topo.data, bare.data, 12);
     expect(d.bigFraction).toBeGreaterThan(0.05);
     expect(d.bigFraction).toBeLessThan(0.6);
+  });
+
+  test('the style credits each tileset it draws once: the vector data, then the DEMs of terrain and contours', async () => {
+    const m = await readManifestOrEmpty(out);
+    expect(m.tilesets.terrain.attribution).toBe(DEM_CREDIT);
+    expect(m.tilesets.contours.attribution).toBe(DEM_CREDIT);
+    const vector = m.tilesets.openmaptiles.attribution;
+    expect(vector).toContain('OpenStreetMap');
+    expect(m.styles.topo.attribution).toBe(`${vector} | ${DEM_CREDIT}`);
   });
 });

@@ -54,6 +54,8 @@ export const elevationSchema = z.strictObject({
   terrain: z.union([terrainSchema, z.literal(false)]).prefault({}),
   /** Contour lines as a vector tileset; absent or `false`: none. */
   contours: z.union([contoursSchema, z.literal(false)]).optional(),
+  /** Credit for the DEMs, on the terrain and contour tilesets (default: the config's `attribution`). */
+  attribution: z.string().optional(),
 });
 
 export type ElevationConfig = z.infer<typeof elevationSchema>;

@@ -97,6 +97,7 @@ function rasterStyle(style, format) {
         minzoom: style.minzoom,
         maxzoom: style.maxzoom,
         bounds: style.bounds,
+        ...(style.attribution ? { attribution: style.attribution } : {}),
       },
     },
     layers: [{ id: 'raster', type: 'raster', source: 'raster' }],
@@ -301,10 +302,6 @@ function fragmentProfile() {
     .filter((p) => p.length === 2 && p.every(Number.isFinite));
 }
 
-function attributions(catalog) {
-  return [...new Set([...catalog.styles, ...catalog.tilesets].map((x) => x.attribution).filter(Boolean))];
-}
-
 let started = false;
 async function start() {
   if (!state.token) return askForToken('This server needs an access token.');
@@ -332,7 +329,9 @@ async function start() {
     style: styleOfView(),
     bounds: state.points.length > 1 ? lineBounds(state.points) : first.bounds,
     fitBoundsOptions: { padding: 20 },
-    attributionControl: { compact: true, customAttribution: attributions(catalog) },
+    // Each view's sources carry their own attribution (the raster style's from the catalog, the others' from
+    // their TileJSON), so the control shows what the map shows, once.
+    attributionControl: { compact: true },
     transformRequest: (url) => (url.startsWith(`${ORIGIN}/`) ? { url, headers: { Authorization: `Bearer ${state.token}` } } : { url }),
   });
   state.map = map;
