@@ -30,6 +30,11 @@ export const renderSchema = z
     workers: z.number().int().min(1).max(64).optional(),
     png: z.strictObject({ compressionLevel: z.number().int().min(0).max(9).default(6), palette: z.boolean().default(false) }).prefault({}),
     jpeg: z.strictObject({ quality: z.number().int().min(1).max(100).default(85) }).prefault({}),
+    /**
+     * Metatiles per render task (fewer when there are not enough for every worker). A task's
+     * metatiles are journalled when it returns: a killed build renders again at most the tasks in flight.
+     */
+    batch: z.number().int().min(1).max(64).default(4),
     /** Per-metatile timeout before the browser is restarted. */
     timeoutMs: z.number().int().min(1000).default(60_000),
     /** Retries of a failed metatile before the build fails. */
