@@ -1,15 +1,17 @@
 // The preview page at `/` in Debian's Chromium (playwright-core): token from the fragment, tiles with
-// the Authorization header, raster/vector switch, an elevation profile matching /height, the form on 401.
+// the Authorization header, raster/vector switch, the terrain toggle, an elevation profile matching
+// /height, the form on 401.
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildElevation } from '../pipeline/elevation.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../workers/chromium-process.ts';
-import { buildFullOutput, type FullOutput } from './fixtures/server/full-output.ts';
+import { buildFullOutput, SAMPLE_HGT, type FullOutput } from './fixtures/server/full-output.ts';
 import { serveOptions } from './fixtures/server/helpers.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
@@ -28,6 +30,8 @@ let browser: Browser;
 
 beforeAll(async () => {
   fx = await buildFullOutput();
+  // Terrain tiles for the terrain toggle (this file's own copy of the fixture; z8-11 keeps it quick).
+  await buildElevation(fx.out, [{ path: SAMPLE_HGT }], { precision: 0.1, terrain: { id: 'terrain', encoding: 'terrarium', format: 'png', minzoom: 8, maxzoom: 11 } });
   server = await startServer(serveOptions(fx.out, { logLevel: 'silent' }), { tokenHashes: [hashToken(TOKEN)] });
   browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
   if (SHOTS) await mkdir(SHOTS, { recursive: true });
@@ -146,6 +150,39 @@ describe('preview page', () => {
       await page.close();
     }
   });
+
+  it('turns terrain on and off: hillshade and 3D terrain from the terrain tileset, fetched with the token', async () => {
+    const { page, errors, requests } = await openPage(`token=${TOKEN}`);
+    try {
+      await mapIdle(page);
+      await page.locator('#terrain-box').waitFor({ state: 'visible' });
+      const terrainTile = /\/data\/terrain\/\d+\/\d+\/\d+\.png$/;
+      const answered = page.waitForResponse((r) => terrainTile.test(r.url()) && r.status() === 200, { timeout: LOAD_TIMEOUT_MS });
+      await page.locator('#terrain').check();
+      await answered;
+      // 3D terrain and the hillshade layer are on, and the camera tilts (no need to wait for SwiftShader to draw it all).
+      await page.waitForFunction(
+        () => {
+          const m = (window as unknown as { tilebakePreview: { map: { getTerrain(): unknown; getLayer(id: string): unknown; getPitch(): number } } }).tilebakePreview.map;
+          return !!m.getTerrain() && !!m.getLayer('tilebake-hillshade') && m.getPitch() > 30;
+        },
+        undefined,
+        { timeout: LOAD_TIMEOUT_MS },
+      );
+      const dem = requests.filter((r) => terrainTile.test(r.url) || r.url.endsWith('/data/terrain.json'));
+      expect(dem.some((r) => r.url.endsWith('/data/terrain.json'))).toBe(true);
+      expect(dem.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
+
+      await page.locator('#terrain').uncheck();
+      await page.waitForFunction(() => {
+        const m = (window as unknown as { tilebakePreview: { map: { getTerrain(): unknown; getLayer(id: string): unknown } } }).tilebakePreview.map;
+        return !m.getTerrain() && !m.getLayer('tilebake-hillshade');
+      }, undefined, { timeout: LOAD_TIMEOUT_MS });
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  }, 120_000);
 
   it('fits a 360 px wide phone screen', async () => {
     const { page, errors } = await openPage(`token=${TOKEN}&profile=${PROFILE}`, { width: 360, height: 740 });
