@@ -8,16 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { isUserError } from '../lib/errors.ts';
 import { tileBounds, type BBox } from '../lib/tile-math.ts';
 import { parseConfig } from '../pipeline/config/index.ts';
-import {
-  canonicalLayers,
-  canonicalTile,
-  decodeTile,
-  encodeTile,
-  firstPoint,
-  publicVectorLayers,
-  type RawFeature,
-  type RawLayer,
-} from '../pipeline/osm/canonical.ts';
+import { decodeTile, encodeTile, type RawFeature, type RawLayer } from '../lib/mvt.ts';
+import { canonicalLayers, canonicalTile, firstPoint, publicVectorLayers } from '../pipeline/osm/canonical.ts';
 import { assembleChains, clipPolyline, parseCoastlineOpl, pointInRing, signedArea2, waterPolygons, type Point } from '../pipeline/osm/coastline.ts';
 import { isOsmPbfHead, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { failureReason, runConfig } from '../pipeline/osm/tilemaker.ts';
