@@ -237,25 +237,10 @@ export class HttpStore implements Store {
     return new URL(relPath.split('/').map(encodeURIComponent).join('/'), this.location).href;
   }
 
-  readFile(relPath: string): Promise<Uint8Array | undefined> {
-    const url = this.urlOf(relPath);
-    return guardedRead(
-      () => url,
-      this.opts.policy,
-      async (signal) => {
-        const res = await fetch(url, { signal });
-        if (res.status === 404 || res.status === 403) {
-          await discard(res);
-          return undefined;
-        }
-        if (!res.ok) {
-          await discard(res);
-          throw new HttpStatusError(res.status, `HTTP ${res.status}`);
-        }
-        return new Uint8Array(await res.arrayBuffer());
-      },
-      this.opts.onRead,
-    );
+  async readFile(relPath: string): Promise<Uint8Array | undefined> {
+    // Without an ETag the answer is never 'unchanged'.
+    const r = await this.readFileIfChanged(relPath);
+    return r === 'unchanged' ? undefined : r?.bytes;
   }
 
   readFileIfChanged(relPath: string, etag?: string): Promise<ConditionalRead> {

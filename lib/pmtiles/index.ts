@@ -8,6 +8,8 @@ export { DuplicateTileError } from './tile-index.ts';
 export {
   openArchive,
   openArchiveFile,
+  summarizeArchiveFile,
+  type ArchiveSummary,
   type ArchiveEntry,
   type ArchiveReader,
   type OpenArchiveOptions,

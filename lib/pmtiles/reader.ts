@@ -4,6 +4,7 @@
  * which also bounds the cached leaf directories) and its `findTile`. Tiles come back as stored
  * (e.g. still gzip'd): nothing is decompressed but directories and metadata.
  */
+import { stat } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
 import {
   Compression,
@@ -248,5 +249,27 @@ export async function openArchiveFile(path: string, options?: OpenArchiveOptions
   } catch (e) {
     await source.close();
     throw e;
+  }
+}
+
+/** What a build needs to know of an archive it wrote before: its metadata, tile count and file size. */
+export interface ArchiveSummary {
+  metadata: Record<string, unknown>;
+  tiles: number;
+  bytes: number;
+}
+
+/** The summary of the archive file at `path`, or undefined when there is none or it cannot be read as one. */
+export async function summarizeArchiveFile(path: string): Promise<ArchiveSummary | undefined> {
+  let r: ArchiveReader;
+  try {
+    r = await openArchiveFile(path);
+  } catch {
+    return undefined;
+  }
+  try {
+    return { metadata: await r.metadata(), tiles: Number(r.header.numAddressedTiles), bytes: (await stat(path)).size };
+  } finally {
+    await r.close();
   }
 }

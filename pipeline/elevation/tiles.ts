@@ -4,8 +4,7 @@
  * batch (a killed build resumes from the journal) and write the archive from the journal. An archive
  * whose recorded fingerprint matches is kept as it is.
  */
-import { stat } from 'node:fs/promises';
-import { openArchiveFile, PMTilesWriter, type WriterOptions } from '../../lib/pmtiles/index.ts';
+import { PMTilesWriter, summarizeArchiveFile, type WriterOptions } from '../../lib/pmtiles/index.ts';
 import { tileRunsForBoxes, tilesInRuns, type BBox } from '../../lib/tile-math.ts';
 import type { IndexMeta } from '../../lib/elevation/format.ts';
 import type { IndexRef, TileOut } from '../../workers/elevation-tiles.ts';
@@ -98,18 +97,8 @@ export interface TileJobResult {
 
 /** The archive's size and tile count when it was written from `fingerprint`, else undefined. */
 async function upToDate(path: string, fingerprint: string): Promise<{ tiles: number; bytes: number } | undefined> {
-  let r;
-  try {
-    r = await openArchiveFile(path);
-  } catch {
-    return undefined;
-  }
-  try {
-    if ((await r.metadata())[ELEVATION_METADATA_KEY] !== fingerprint) return undefined;
-    return { tiles: Number(r.header.numAddressedTiles), bytes: (await stat(path)).size };
-  } finally {
-    await r.close();
-  }
+  const summary = await summarizeArchiveFile(path);
+  return summary?.metadata[ELEVATION_METADATA_KEY] === fingerprint ? summary : undefined;
 }
 
 /** Write (or keep, or resume) one tileset from the index. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { open, readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { createRequire } from 'node:module';
-import { Compression, openArchiveFile, PMTilesWriter, tileIdToZxy, TileType } from '../../lib/pmtiles/index.ts';
+import { Compression, openArchiveFile, PMTilesWriter, summarizeArchiveFile, tileIdToZxy, TileType, type ArchiveSummary } from '../../lib/pmtiles/index.ts';
 import type { RasterFormat } from './encode.ts';
 import type { RenderJournal } from './journal.ts';
 
@@ -139,21 +139,11 @@ export async function changedTiles(before: string, after: string): Promise<Set<s
 }
 
 /** The render identity stored in an archive's metadata, or undefined (no archive, or not ours). */
-export async function readIdentity(path: string): Promise<(RenderIdentity & { metadata: Record<string, unknown>; tiles: number; bytes: number }) | undefined> {
-  let r;
-  try {
-    r = await openArchiveFile(path);
-  } catch {
-    return undefined;
-  }
-  try {
-    const metadata = await r.metadata();
-    const id = metadata[RENDER_METADATA_KEY] as RenderIdentity | undefined;
-    if (!id || typeof id.fingerprint !== 'string') return undefined;
-    return { ...id, metadata, tiles: Number(r.header.numAddressedTiles), bytes: (await stat(path)).size };
-  } finally {
-    await r.close();
-  }
+export async function readIdentity(path: string): Promise<(RenderIdentity & ArchiveSummary) | undefined> {
+  const summary = await summarizeArchiveFile(path);
+  const id = summary?.metadata[RENDER_METADATA_KEY] as RenderIdentity | undefined;
+  if (!summary || !id || typeof id.fingerprint !== 'string') return undefined;
+  return { ...id, ...summary };
 }
 
 /** Tiles copied byte for byte from a previous build's archive. */
