@@ -30,3 +30,35 @@ export function ensurePeers(): { tileserverGl: string } {
   }
   return { tileserverGl };
 }
+
+/**
+ * Write `<prefix>/nginx.conf` for a benchmark: nginx tuned for load (auto workers, no access log,
+ * sendfile, long keep-alive), every path inside `prefix`, and `http` holding `httpBody`. Start it with
+ * `nginx -p <prefix> -c <prefix>/nginx.conf -g 'daemon off;'`.
+ */
+export function writeBenchNginxConf(prefix: string, httpBody: string): string {
+  // nginx opens <prefix>/logs/error.log before it reads the configuration.
+  mkdirSync(join(prefix, 'logs'), { recursive: true });
+  const file = join(prefix, 'nginx.conf');
+  writeFileSync(
+    file,
+    `worker_processes auto;
+pid ${prefix}/nginx.pid;
+error_log ${prefix}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  client_body_temp_path ${prefix}/tmp-body;
+  proxy_temp_path ${prefix}/tmp-proxy;
+  fastcgi_temp_path ${prefix}/tmp-fastcgi;
+  uwsgi_temp_path ${prefix}/tmp-uwsgi;
+  scgi_temp_path ${prefix}/tmp-scgi;
+${httpBody}
+}
+`,
+  );
+  return file;
+}

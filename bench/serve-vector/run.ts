@@ -13,7 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
-import { ensurePeers } from '../peers.ts';
+import { ensurePeers, writeBenchNginxConf } from '../peers.ts';
 import { parseWrk, shuffle, stop } from '../wrk.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -122,25 +122,10 @@ async function main(): Promise<void> {
     writeFileSync(p, t.data);
   }
   const nginxPrefix = join(work, 'nginx');
-  mkdirSync(join(nginxPrefix, 'logs'), { recursive: true });
   const nginxPort = 18771;
-  writeFileSync(
-    join(nginxPrefix, 'nginx.conf'),
-    `worker_processes auto;
-pid ${nginxPrefix}/nginx.pid;
-error_log ${nginxPrefix}/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 1000000;
-  client_body_temp_path ${nginxPrefix}/tmp-body;
-  proxy_temp_path ${nginxPrefix}/tmp-proxy;
-  fastcgi_temp_path ${nginxPrefix}/tmp-fastcgi;
-  uwsgi_temp_path ${nginxPrefix}/tmp-uwsgi;
-  scgi_temp_path ${nginxPrefix}/tmp-scgi;
-  server {
+  const nginxConf = writeBenchNginxConf(
+    nginxPrefix,
+    `  server {
     listen 127.0.0.1:${nginxPort};
     root ${staticRoot};
     location /data/ {
@@ -148,9 +133,7 @@ http {
       add_header Content-Encoding gzip;
       add_header Cache-Control "public, max-age=86400";
     }
-  }
-}
-`,
+  }`,
   );
 
   // tileserver-gl-light: the same MBTiles.
@@ -185,7 +168,7 @@ http {
       name: 'nginx',
       port: nginxPort,
       prefix: `/data/${TILESET}/`,
-      start: () => spawn('/usr/sbin/nginx', ['-p', nginxPrefix, '-c', join(nginxPrefix, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' }),
+      start: () => spawn('/usr/sbin/nginx', ['-p', nginxPrefix, '-c', nginxConf, '-g', 'daemon off;'], { stdio: 'ignore' }),
     },
   ];
 

@@ -19,6 +19,7 @@ import { exportBuild } from '../../pipeline/export/index.ts';
 import { writeNginxConf } from '../../pipeline/export/nginx-conf.ts';
 import { gzipTilesetIds } from '../../pipeline/export/tiles.ts';
 import { hashToken } from '../../static-server/auth.ts';
+import { writeBenchNginxConf } from '../peers.ts';
 import { parseWrk, shuffle, stop } from '../wrk.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -110,33 +111,12 @@ async function runDataset(d: Dataset, index: number): Promise<Row> {
     gzipTilesets: await gzipTilesetIds(store, manifest.tilesets),
     manifest,
   });
-  writeFileSync(
-    join(prefix, 'nginx.conf'),
-    `daemon off;
-worker_processes auto;
-pid ${prefix}/nginx.pid;
-error_log ${prefix}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 1000000;
-  client_body_temp_path ${prefix}/tmp-body;
-  proxy_temp_path ${prefix}/tmp-proxy;
-  fastcgi_temp_path ${prefix}/tmp-fastcgi;
-  uwsgi_temp_path ${prefix}/tmp-uwsgi;
-  scgi_temp_path ${prefix}/tmp-scgi;
-  include /etc/nginx/mime.types;
-  include ${conf};
-}
-`,
-  );
+  const nginxConf = writeBenchNginxConf(prefix, `  include /etc/nginx/mime.types;\n  include ${conf};`);
   const servers = [
     {
       name: 'nginx',
       port: NGINX_PORT,
-      start: () => spawn('nginx', ['-c', join(prefix, 'nginx.conf'), '-p', prefix], { stdio: 'ignore' }),
+      start: () => spawn('nginx', ['-p', prefix, '-c', nginxConf, '-g', 'daemon off;'], { stdio: 'ignore' }),
     },
     {
       name: 'serve',
