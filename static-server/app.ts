@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import { pino, type Logger } from 'pino';
 import { AuthResult, checkAuthorization, rejectUnauthorized } from './auth.ts';
 import { HttpError, type RouteModule, type ServerContext } from './context.ts';
-import { clientErrorHandler, errorBody, ErrorStatus, MAX_HEADER_BYTES, sendError } from './errors.ts';
+import { clientErrorHandler, errorBody, MAX_HEADER_BYTES, sendError } from './errors.ts';
 import { useCheckedJsonParser } from './json-body.ts';
 import { registerHeightRoutes } from './routes/height.ts';
 import { registerMaplibreRoutes } from './routes/maplibre.ts';
@@ -12,6 +12,7 @@ import { routeKind, serverMetrics } from './metrics.ts';
 import { registerRenderPageRoutes } from './routes/render-page.ts';
 import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
+import { HttpStatus } from './http-status.ts';
 
 /**
  * Which listener an app is for: `tiles` (--port) serves everything (and the preview page at `/`,
@@ -25,15 +26,6 @@ export interface AppOptions {
   role: AppRole;
   /** SHA-256 hashes of the accepted tokens; null serves without auth (--no-auth). */
   tokenHashes: readonly Buffer[] | null;
-}
-
-/** HTTP statuses the app answers itself. */
-const enum Status {
-  NoContent = 204,
-  BadRequest = 400,
-  NotFound = 404,
-  MethodNotAllowed = 405,
-  Unavailable = 503,
 }
 
 /** Paths reachable without a token: /health, and the preview page's files (routes/preview.ts). */
@@ -96,7 +88,7 @@ const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
 
 /** The 404 for a request no route matches. */
 function notFound(req: FastifyRequest): HttpError {
-  return new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]}`);
+  return new HttpError(HttpStatus.NotFound, `no route for ${req.method} ${req.url.split('?')[0]}`);
 }
 
 /**
@@ -115,7 +107,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     clientErrorHandler: clientErrorHandler(cors),
     // Malformed URLs and over-long path segments: the same JSON error body as everything else.
     frameworkErrors: (err: FastifyError, _req: FastifyRequest, reply: FastifyReply) => {
-      const status = (err as FastifyError).statusCode ?? Status.BadRequest;
+      const status = (err as FastifyError).statusCode ?? HttpStatus.BadRequest;
       if (cors !== '') reply.header('access-control-allow-origin', cors);
       const message =
         err.code === 'FST_ERR_BAD_URL'
@@ -145,7 +137,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     }
     if (closing) {
       // Requests still arriving on kept-alive connections while the server drains.
-      done(new HttpError(Status.Unavailable, 'server is shutting down', {}, { connection: 'close' }));
+      done(new HttpError(HttpStatus.Unavailable, 'server is shutting down', {}, { connection: 'close' }));
       return;
     }
     const open =
@@ -191,8 +183,8 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     reply.header('cache-control', 'no-store');
     const state = ctx.health.state();
     if (state.ok) return { status: 'ok', store: 'ok' };
-    reply.code(Status.Unavailable);
-    return errorBody(Status.Unavailable, `the build's storage is failing (${state.failure ?? 'unknown'})`, { store: 'failing' });
+    reply.code(HttpStatus.Unavailable);
+    return errorBody(HttpStatus.Unavailable, `the build's storage is failing (${state.failure ?? 'unknown'})`, { store: 'failing' });
   });
   for (const register of ROUTES[opts.role]) await register(app, ctx);
 
@@ -204,7 +196,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
       reply.header('access-control-max-age', String(CORS_MAX_AGE_S));
     }
     reply.header('allow', 'GET, HEAD, POST, OPTIONS');
-    reply.code(Status.NoContent).send();
+    reply.code(HttpStatus.NoContent).send();
   });
 
   // After all route modules (including ones registered as plugins): 405 for the other methods.
@@ -219,7 +211,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
         config: { [METHOD_NOT_ALLOWED_ROUTE]: true },
         // Answer in onRequest (after auth), before any body is parsed: a bad body must not turn 405 into 400/415.
         onRequest: async (req) => {
-          throw new HttpError(Status.MethodNotAllowed, `method ${req.method} not allowed on ${req.url.split('?')[0]}`, { allow: [...methods] }, { allow });
+          throw new HttpError(HttpStatus.MethodNotAllowed, `method ${req.method} not allowed on ${req.url.split('?')[0]}`, { allow: [...methods] }, { allow });
         },
         handler: async () => undefined,
       });

@@ -1,16 +1,11 @@
 import { HttpError } from './context.ts';
+import { HttpStatus } from './http-status.ts';
 
 /** A validated Slippy Map tile coordinate. */
 export interface TileCoord {
   z: number;
   x: number;
   y: number;
-}
-
-/** HTTP statuses used by coordinate checks. */
-const enum Status {
-  BadRequest = 400,
-  NotFound = 404,
 }
 
 /** Digits only, short enough to stay an exact JS integer (no sign, no fraction, no exponent). */
@@ -22,7 +17,7 @@ const NEGATIVE_INT = /^-\d+$/;
 function parseComponent(name: 'z' | 'x' | 'y', text: string): number {
   if (UNSIGNED_INT.test(text)) return Number(text);
   const why = NEGATIVE_INT.test(text) ? 'must not be negative' : 'must be a non-negative integer';
-  throw new HttpError(Status.BadRequest, `invalid tile coordinate: ${name} ${why} (got "${text}")`);
+  throw new HttpError(HttpStatus.BadRequest, `invalid tile coordinate: ${name} ${why} (got "${text}")`);
 }
 
 /**
@@ -37,7 +32,7 @@ export function parseTileCoord(zText: string, xText: string, yText: string): Til
   if (x >= size || y >= size) {
     const name = x >= size ? 'x' : 'y';
     throw new HttpError(
-      Status.BadRequest,
+      HttpStatus.BadRequest,
       `invalid tile coordinate: ${name} must be below 2^z = ${size} at z=${z} (got ${name === 'x' ? x : y})`,
     );
   }
@@ -47,7 +42,7 @@ export function parseTileCoord(zText: string, xText: string, yText: string): Til
 /** Throw 404 naming the range when `z` is outside `minzoom..maxzoom` of the named tileset or style. */
 export function checkZoom(z: number, minzoom: number, maxzoom: number, what: string): void {
   if (z < minzoom || z > maxzoom) {
-    throw new HttpError(Status.NotFound, `zoom ${z} is outside the zoom range of ${what}: ${minzoom}-${maxzoom}`, {
+    throw new HttpError(HttpStatus.NotFound, `zoom ${z} is outside the zoom range of ${what}: ${minzoom}-${maxzoom}`, {
       minzoom,
       maxzoom,
     });

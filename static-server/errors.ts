@@ -8,17 +8,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { isStoreError, type StoreError } from '../lib/store-read.ts';
 import { HttpError, type ServerContext } from './context.ts';
-
-/** HTTP statuses of error answers. */
-export const enum ErrorStatus {
-  BadRequest = 400,
-  RequestTimeout = 408,
-  HeaderTooLarge = 431,
-  Internal = 500,
-  BadGateway = 502,
-  Unavailable = 503,
-  GatewayTimeout = 504,
-}
+import { HttpStatus } from './http-status.ts';
 
 /** Largest request head (request line and headers) accepted, in bytes; 431 beyond. */
 export const MAX_HEADER_BYTES = 16 * 1024;
@@ -37,7 +27,7 @@ export function errorBody(status: number, message: string, extra: Record<string,
 
 /** The HTTP status of a failed store read: 504 for a timeout, else 502. */
 export function storeErrorStatus(e: StoreError): number {
-  return e.kind === 'timeout' ? ErrorStatus.GatewayTimeout : ErrorStatus.BadGateway;
+  return e.kind === 'timeout' ? HttpStatus.GatewayTimeout : HttpStatus.BadGateway;
 }
 
 /**
@@ -59,12 +49,12 @@ export function sendError(ctx: ServerContext, err: FastifyError | Error, req: Fa
     return;
   }
   const status = (err as FastifyError).statusCode;
-  if (status !== undefined && status >= ErrorStatus.BadRequest && status < ErrorStatus.Internal) {
+  if (status !== undefined && status >= HttpStatus.BadRequest && status < HttpStatus.Internal) {
     reply.code(status).send(errorBody(status, err.message));
     return;
   }
   ctx.health.failures.report('internal', `request failed: ${req.method} ${req.url.split('?')[0]}: ${err.message}`, { err });
-  reply.code(ErrorStatus.Internal).send(errorBody(ErrorStatus.Internal, 'internal server error'));
+  reply.code(HttpStatus.Internal).send(errorBody(HttpStatus.Internal, 'internal server error'));
 }
 
 /**
@@ -82,10 +72,10 @@ export function clientErrorHandler(cors: string): (err: NodeJS.ErrnoException, s
     }
     const [status, message] =
       err.code === 'HPE_HEADER_OVERFLOW'
-        ? [ErrorStatus.HeaderTooLarge, `request headers larger than ${MAX_HEADER_BYTES} bytes`]
+        ? [HttpStatus.HeaderTooLarge, `request headers larger than ${MAX_HEADER_BYTES} bytes`]
         : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? [ErrorStatus.RequestTimeout, 'request not received in time']
-          : [ErrorStatus.BadRequest, 'malformed HTTP request'];
+          ? [HttpStatus.RequestTimeout, 'request not received in time']
+          : [HttpStatus.BadRequest, 'malformed HTTP request'];
     const body = JSON.stringify(errorBody(status, message));
     const head = [
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,

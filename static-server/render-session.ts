@@ -1,13 +1,8 @@
 import type { UploadReceipt } from '../lib/upload-receipt.ts';
 import { HttpError } from './context.ts';
+import { HttpStatus } from './http-status.ts';
 
 export type { UploadReceipt } from '../lib/upload-receipt.ts';
-
-/** HTTP statuses of pixel uploads. */
-const enum Status {
-  NotFound = 404,
-  PayloadTooLarge = 413,
-}
 
 /** The pixels a render page uploaded, with the size it reported. */
 export interface UploadedImage {
@@ -47,14 +42,14 @@ export class PixelUploads {
   /** The most bytes upload `id` may have; throws 404 when no upload `id` is expected (or it has arrived). */
   limit(id: string): number {
     const slot = this.slots.get(id);
-    if (!slot || slot.image) throw new HttpError(Status.NotFound, `no upload ${id} is expected`);
+    if (!slot || slot.image) throw new HttpError(HttpStatus.NotFound, `no upload ${id} is expected`);
     return slot.maxBytes;
   }
 
   /** Keep the body of upload `id`; throws 404 (not expected) or 413 (over its size). */
   receive(id: string, body: Buffer, width: number, height: number): UploadReceipt {
     const max = this.limit(id);
-    if (body.length > max) throw new HttpError(Status.PayloadTooLarge, `upload ${id} is larger than ${max} bytes`);
+    if (body.length > max) throw new HttpError(HttpStatus.PayloadTooLarge, `upload ${id} is larger than ${max} bytes`);
     const slot = this.slots.get(id)!;
     slot.image = { body, width, height };
     slot.onArrive?.(slot.image);

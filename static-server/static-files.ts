@@ -3,11 +3,7 @@ import { join } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError } from './context.ts';
 import { sendTile, tileBody, type TileBody } from './tile-response.ts';
-
-/** HTTP statuses of static files. */
-const enum Status {
-  NotFound = 404,
-}
+import { HttpStatus } from './http-status.ts';
 
 /** Content types of static files by extension: pages, scripts, style sheets, source maps. */
 const CONTENT_TYPES: Readonly<Record<string, string>> = Object.freeze({
@@ -53,7 +49,7 @@ export class StaticFolder {
   /** Send file `name` (ETag, If-None-Match → 304, `cacheControl`), or throw a JSON 404 naming `what`. */
   async send(req: FastifyRequest, reply: FastifyReply, name: string, what: string, cacheControl: string): Promise<FastifyReply> {
     const body = await this.get(name);
-    if (!body) throw new HttpError(Status.NotFound, `${what} has no file "${name}"`);
+    if (!body) throw new HttpError(HttpStatus.NotFound, `${what} has no file "${name}"`);
     return sendTile(req, reply, body, { contentType: staticContentType(name), gzip: false, cacheControl });
   }
 }

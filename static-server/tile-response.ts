@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { HttpStatus } from './http-status.ts';
 
 /** Stored tile bytes with their strong ETag, computed once when the tile enters the cache. */
 export interface TileBody {
@@ -21,11 +22,6 @@ export interface TileSendOptions {
   decompress?: (tile: TileBody) => Promise<TileBody>;
   /** Request headers the response also varies by (e.g. `Host` for documents with absolute URLs). */
   vary?: string;
-}
-
-/** Status codes of tile responses. */
-const enum Status {
-  NotModified = 304,
 }
 
 /** Bytes of the ETag hash kept (128 bits of SHA-256, base64url). */
@@ -115,7 +111,7 @@ export function sendTile(req: FastifyRequest, reply: FastifyReply, tile: TileBod
   reply.header('cache-control', opts.cacheControl);
   appendVary(reply, opts.vary ? `Accept-Encoding, ${opts.vary}` : 'Accept-Encoding');
   if (etagMatches(req.headers['if-none-match'], etag)) {
-    return reply.code(Status.NotModified).send();
+    return reply.code(HttpStatus.NotModified).send();
   }
   reply.header('content-type', opts.contentType);
   if (asGzip) {

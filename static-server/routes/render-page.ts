@@ -2,14 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError, type ServerContext } from '../context.ts';
 import type { RenderSession } from '../render-session.ts';
 import { StaticFolder } from '../static-files.ts';
-
-/** HTTP statuses of the render page's routes. */
-const enum Status {
-  NoContent = 204,
-  BadRequest = 400,
-  NotFound = 404,
-  PayloadTooLarge = 413,
-}
+import { HttpStatus } from '../http-status.ts';
 
 /** The render page; `?style=<style.json URL>&ratio=<pixel ratio>` makes it load that style at once. */
 export const RENDER_PAGE_PATH = '/page/render.html';
@@ -32,7 +25,7 @@ export function uploadUrl(baseUrl: string, id: string): string {
 /** A positive integer query parameter, or a 400 naming it. */
 function dimension(query: Record<string, string | undefined>, name: string): number {
   const v = Number(query[name]);
-  if (!Number.isInteger(v) || v < 1) throw new HttpError(Status.BadRequest, `upload: ${name} must be a positive integer (got "${query[name] ?? ''}")`);
+  if (!Number.isInteger(v) || v < 1) throw new HttpError(HttpStatus.BadRequest, `upload: ${name} must be a positive integer (got "${query[name] ?? ''}")`);
   return v;
 }
 
@@ -82,16 +75,16 @@ export async function registerRenderPageRoutes(app: FastifyInstance, ctx: Server
     causes.set(req, err.message);
   });
   app.addHook('onSend', async (req, reply, payload) => {
-    if (reply.statusCode >= Status.BadRequest && !req.url.startsWith(UPLOAD_PREFIX)) {
+    if (reply.statusCode >= HttpStatus.BadRequest && !req.url.startsWith(UPLOAD_PREFIX)) {
       session.requestFailed({ url: requestedUrl(req, ctx.baseUrl(req)), status: reply.statusCode, error: causes.get(req) ?? errorOf(payload) });
     }
     return payload;
   });
 
   app.get<{ Params: { file: string } }>(`${PAGE_PREFIX}:file`, (req, reply) => page.send(req, reply, req.params.file, 'the render page', cacheControl));
-  app.get('/favicon.ico', (_req, reply) => reply.code(Status.NoContent).send());
+  app.get('/favicon.ico', (_req, reply) => reply.code(HttpStatus.NoContent).send());
   app.get<{ Querystring: { url?: string } }>(BLOCKED_PATH, async (req) => {
-    throw new HttpError(Status.NotFound, `not available locally: ${req.query.url ?? '(no url)'}`);
+    throw new HttpError(HttpStatus.NotFound, `not available locally: ${req.query.url ?? '(no url)'}`);
   });
 
   // Uploads in a scope of their own: the raw body parser and its size limit apply to them alone.
@@ -105,13 +98,13 @@ export async function registerRenderPageRoutes(app: FastifyInstance, ctx: Server
         onRequest: async (req) => {
           const max = session.uploads.limit(req.params.id);
           const length = Number(req.headers['content-length'] ?? 0);
-          if (length > max) throw new HttpError(Status.PayloadTooLarge, `upload ${req.params.id} is larger than ${max} bytes`);
+          if (length > max) throw new HttpError(HttpStatus.PayloadTooLarge, `upload ${req.params.id} is larger than ${max} bytes`);
         },
       },
       async (req) => {
         const width = dimension(req.query, 'width');
         const height = dimension(req.query, 'height');
-        if (!Buffer.isBuffer(req.body)) throw new HttpError(Status.BadRequest, `upload: expected a ${UPLOAD_TYPE} body`);
+        if (!Buffer.isBuffer(req.body)) throw new HttpError(HttpStatus.BadRequest, `upload: expected a ${UPLOAD_TYPE} body`);
         return session.uploads.receive(req.params.id, req.body, width, height);
       },
     );

@@ -11,12 +11,7 @@ import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
 import { rewriteNeutralUrls, type StyleUrls } from '../styles/style-json.ts';
 import { serverMetrics } from '../metrics.ts';
 import { appendVary, sendTile, TILE_CONTENT_TYPES, tileBody, type TileBody } from '../tile-response.ts';
-
-/** HTTP statuses of the style routes. */
-const enum Status {
-  NoContent = 204,
-  NotFound = 404,
-}
+import { HttpStatus } from '../http-status.ts';
 
 /** Bytes in a megabyte. */
 const MB = 1024 * 1024;
@@ -65,7 +60,7 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
 
   const styleOr404 = (id: string): StyleEntry => {
     const entry = styles.get(id);
-    if (!entry) throw new HttpError(Status.NotFound, `unknown style "${id}"`, { styles: [...styles.keys()] });
+    if (!entry) throw new HttpError(HttpStatus.NotFound, `unknown style "${id}"`, { styles: [...styles.keys()] });
     return entry;
   };
 
@@ -113,7 +108,7 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     if (!parts) {
       // Still a coordinate problem when the y part is not an integer (e.g. `1.5.png`): 400.
       parseTileCoord(zText, xText, file.replace(/(@2x)?\.[^.]*$/, ''));
-      throw new HttpError(Status.NotFound, `tile file "${file}": expected {y}.{png|jpg} or {y}@2x.{png|jpg}; built: ${built.join(', ')}`, {
+      throw new HttpError(HttpStatus.NotFound, `tile file "${file}": expected {y}.{png|jpg} or {y}@2x.{png|jpg}; built: ${built.join(', ')}`, {
         built,
       });
     }
@@ -121,13 +116,13 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     const key = `${parts.scale}x.${parts.ext}`;
     const archive = entry.archives[key];
     if (!archive) {
-      throw new HttpError(Status.NotFound, `style "${id}" has no ${key} tiles; built: ${built.join(', ') || 'none'}`, { built });
+      throw new HttpError(HttpStatus.NotFound, `style "${id}" has no ${key} tiles; built: ${built.join(', ') || 'none'}`, { built });
     }
     checkZoom(z, entry.minzoom, entry.maxzoom, `style "${id}"`);
     const tile = await archives.tile(archive.archive, z, x, y);
     if (tile === null) {
       reply.header('cache-control', cacheControl);
-      return reply.code(Status.NoContent).send();
+      return reply.code(HttpStatus.NoContent).send();
     }
     return sendSmall(req, reply, tile, TILE_CONTENT_TYPES[archive.format] ?? 'application/octet-stream', cacheControl);
   });
@@ -140,19 +135,19 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     }
     const m = SPRITE_FILE.exec(file);
     if (!m) {
-      throw new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (style "${id}" serves style.json and sprite[@2x].{json,png})`);
+      throw new HttpError(HttpStatus.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (style "${id}" serves style.json and sprite[@2x].{json,png})`);
     }
-    if (!entry.sprite) throw new HttpError(Status.NotFound, `style "${id}" has no sprite`);
+    if (!entry.sprite) throw new HttpError(HttpStatus.NotFound, `style "${id}" has no sprite`);
     const rel = `${entry.sprite}${m[1] ?? ''}.${m[2]}`;
     const body = await smallFile(rel);
-    if (!body) throw new HttpError(Status.NotFound, `style "${id}": sprite file ${posix.basename(rel)} is not in the build`);
+    if (!body) throw new HttpError(HttpStatus.NotFound, `style "${id}": sprite file ${posix.basename(rel)} is not in the build`);
     return sendSmall(req, reply, body, m[2] === 'png' ? TILE_CONTENT_TYPES.png : JSON_TYPE, cacheControl);
   });
 
   app.get<{ Params: { file: string } }>('/styles/:file', async (req, reply) => {
     const { file } = req.params;
     if (!file.endsWith(JSON_SUFFIX)) {
-      throw new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (raster TileJSON is /styles/{style}.json)`);
+      throw new HttpError(HttpStatus.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (raster TileJSON is /styles/{style}.json)`);
     }
     const id = file.slice(0, -JSON_SUFFIX.length);
     const entry = styleOr404(id);
@@ -163,9 +158,9 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
 
   app.get<{ Params: { fontstack: string; file: string } }>('/fonts/:fontstack/:file', async (req, reply) => {
     const { fontstack, file } = req.params;
-    if (!fonts) throw new HttpError(Status.NotFound, 'this build has no fonts');
+    if (!fonts) throw new HttpError(HttpStatus.NotFound, 'this build has no fonts');
     if (!file.endsWith(GLYPH_FILE_SUFFIX)) {
-      throw new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (glyphs are /fonts/{fontstack}/{start}-{end}.pbf)`);
+      throw new HttpError(HttpStatus.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (glyphs are /fonts/{fontstack}/{start}-{end}.pbf)`);
     }
     const body = await fonts.glyphs(fontstack, file.slice(0, -GLYPH_FILE_SUFFIX.length));
     return sendSmall(req, reply, body, GLYPHS_TYPE, cacheControl);

@@ -5,12 +5,7 @@ import { archivesOf } from '../archives.ts';
 import { HttpError, type ServerContext } from '../context.ts';
 import { checkZoom, parseTileCoord, splitTileFile } from '../coords.ts';
 import { appendVary, sendTile, TILE_CONTENT_TYPES, type TileSendOptions } from '../tile-response.ts';
-
-/** HTTP statuses of the data routes. */
-const enum Status {
-  NoContent = 204,
-  NotFound = 404,
-}
+import { HttpStatus } from '../http-status.ts';
 
 /** TileJSON version written by `/data/{tileset}.json`. */
 export const TILEJSON_VERSION = '3.0.0';
@@ -80,7 +75,7 @@ export async function registerVectorRoutes(app: FastifyInstance, ctx: ServerCont
   const tilesetOr404 = (id: string): ServedTileset => {
     const ts = tilesets.get(id);
     if (!ts) {
-      throw new HttpError(Status.NotFound, `unknown tileset "${id}"`, { tilesets: [...tilesets.keys()] });
+      throw new HttpError(HttpStatus.NotFound, `unknown tileset "${id}"`, { tilesets: [...tilesets.keys()] });
     }
     return ts;
   };
@@ -90,12 +85,12 @@ export async function registerVectorRoutes(app: FastifyInstance, ctx: ServerCont
     const ts = tilesetOr404(tileset);
     const parts = splitTileFile(file);
     if (!parts) {
-      throw new HttpError(Status.NotFound, `tile file "${file}": expected {y}.${ts.entry.format}`);
+      throw new HttpError(HttpStatus.NotFound, `tile file "${file}": expected {y}.${ts.entry.format}`);
     }
     const { z, x, y } = parseTileCoord(zText, xText, parts.y);
     if (parts.ext !== ts.entry.format || parts.scale !== 1) {
       throw new HttpError(
-        Status.NotFound,
+        HttpStatus.NotFound,
         `tileset "${ts.id}" serves {z}/{x}/{y}.${ts.entry.format} tiles (asked for ${parts.scale === 2 ? '@2x' : ''}.${parts.ext})`,
       );
     }
@@ -103,7 +98,7 @@ export async function registerVectorRoutes(app: FastifyInstance, ctx: ServerCont
     const tile = await archives.tile(ts.entry.archive, z, x, y);
     if (tile === null) {
       reply.header('cache-control', ts.send.cacheControl);
-      return reply.code(Status.NoContent).send();
+      return reply.code(HttpStatus.NoContent).send();
     }
     if (!ts.compressionKnown) {
       // Learn the archive's tile compression once (the archive is open by now).
@@ -116,7 +111,7 @@ export async function registerVectorRoutes(app: FastifyInstance, ctx: ServerCont
   app.get<{ Params: { file: string } }>('/data/:file', async (req, reply) => {
     const { file } = req.params;
     if (!file.endsWith(JSON_SUFFIX)) {
-      throw new HttpError(Status.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (TileJSON is /data/{tileset}.json)`);
+      throw new HttpError(HttpStatus.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (TileJSON is /data/{tileset}.json)`);
     }
     const ts = tilesetOr404(file.slice(0, -JSON_SUFFIX.length));
     reply.header('cache-control', ctx.cache.metadata);
