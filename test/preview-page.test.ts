@@ -137,6 +137,16 @@ describe('preview page', () => {
       const before = requests.length;
       await page.locator('li[data-style="osm-bright"] button', { hasText: 'Vector' }).click();
       await page.waitForFunction(() => (window as unknown as { tilebakePreview: { state: { view: { mode: string } } } }).tilebakePreview.state.view.mode === 'vector');
+      // setStyle keeps the raster style (loaded, its tiles loaded) until the new style.json has arrived
+      // and been applied: wait for the vector source before waiting for the map to settle.
+      await page.waitForFunction(
+        () => {
+          const m = (window as unknown as { tilebakePreview: { map: { getStyle(): { sources: Record<string, { type: string }> } } } }).tilebakePreview.map;
+          return Object.values(m.getStyle().sources).some((src) => src.type === 'vector');
+        },
+        undefined,
+        { timeout: LOAD_TIMEOUT_MS },
+      );
       await mapIdle(page);
       const vectors = requests.slice(before).filter((r) => /\/data\/openmaptiles\/\d+\/\d+\/\d+\.pbf$/.test(r.url));
       expect(vectors.length).toBeGreaterThan(0);
