@@ -4,7 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(chromium fonts-dejavu-core gdal-bin libgdal-dev nginx-light wrk sqlite3 tilemaker osmium-tool osmcoastline)
+# chromium: the renderer and browser tests; gdal: DEMs and the WMTS client test; nginx, wrk: static hosting,
+# replication files over HTTP and benchmarks; tilemaker, osmium, osmcoastline: OpenStreetMap input;
+# slurm-wlm, munge: the one-node Slurm cluster of the distributed-build tests; swift-*, memcached: the
+# S3-compatible object store (Swift's s3api) of the same tests; redis-server: shared key limits.
+APT_PACKAGES=(chromium fonts-dejavu-core gdal-bin libgdal-dev nginx-light wrk sqlite3 tilemaker osmium-tool osmcoastline
+  slurm-wlm munge swift swift-proxy swift-object swift-container swift-account memcached redis-server)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
