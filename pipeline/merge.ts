@@ -30,6 +30,11 @@ function checkShards(partials: string[], ids: (RenderIdentity | undefined)[]): v
   if (missing.length) throw new UserError(`merge: shards ${missing.map((k) => `${k}/${count}`).join(', ')} are missing (got ${partials.length} of ${count})`);
 }
 
+/** A shard's render identity without its shard number. */
+export function unsharded(id: RenderIdentity): RenderIdentity {
+  return id.style === undefined ? { fingerprint: id.fingerprint } : { fingerprint: id.fingerprint, style: id.style };
+}
+
 /** Merge partial archives into `output` (written atomically); tiles must not overlap. */
 export async function mergeArchives(partials: string[], output: string): Promise<void> {
   if (partials.length === 0) throw new UserError('merge: name at least one partial archive');
@@ -46,7 +51,9 @@ export async function mergeArchives(partials: string[], output: string): Promise
     });
     const metadata = { ...metas[0] };
     const id = metadata[RENDER_METADATA_KEY] as RenderIdentity | undefined;
-    if (id) metadata[RENDER_METADATA_KEY] = { fingerprint: id.fingerprint };
+    // The identity of an unsharded render (fingerprint, then style: the key order a one-machine build
+    // writes), so the merged archive is byte-identical to it and the next incremental build reuses it.
+    if (id) metadata[RENDER_METADATA_KEY] = unsharded(id);
     const w = await PMTilesWriter.create(output, {
       tileType: h0.tileType,
       tileCompression: h0.tileCompression,
