@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { BUILDS_DIR, currentVersionDir, DEFAULT_KEEP_VERSIONS, LEASES_DIR, newBuildId, POINTER_FILE, publishVersion, pruneVersions } from '../lib/build-version.ts';
 import { readManifestOrEmpty, updateManifest } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
-import type { StageContext, StageName } from './stage.ts';
+import type { Stage, StageContext, StageName } from './stage.ts';
 import { STAGES, stageNamed } from './stages/index.ts';
 import { logLine } from './progress.ts';
 import { linkTree } from './reuse.ts';
@@ -14,8 +14,6 @@ export interface BuildOptions {
   out?: string;
   /** Run one stage only. */
   only?: StageName;
-  /** Render only shard `index` of `count`. */
-  shard?: { index: number; count: number };
   /** Render pool size. */
   workers?: number;
   /** Ignore the current version: render, pack and index everything again. */
@@ -64,13 +62,12 @@ async function removeAbandoned(root: string): Promise<void> {
  * reusing what the current version already holds for unchanged inputs (unless `--full`). The version
  * is written under `builds/.incoming-<id>-<pid>/`, renamed to `builds/<id>/` and made current by one
  * atomic rename of `current.json`; then old versions are pruned. A failed or killed build leaves the
- * current version as it was. `--shard` builds write partial archives into the folder itself (no version).
+ * current version as it was.
  */
 export async function build(config: BuildConfig, opts: BuildOptions = {}): Promise<StageTiming[]> {
   const root = resolve(opts.out ?? config.out);
   await mkdir(root, { recursive: true });
   const started = Date.now();
-  if (opts.shard) return runStages(config, { outDir: root, workDir: join(root, '.work'), workers: opts.workers, shard: opts.shard }, opts);
   await removeAbandoned(root);
   const base = await currentVersionDir(root);
   const id = newBuildId();
@@ -83,7 +80,8 @@ export async function build(config: BuildConfig, opts: BuildOptions = {}): Promi
       await linkTree(base.dir, incoming, base.id === undefined ? NOT_A_VERSION : new Set(['.work']));
       for (const f of stageNamed(opts.only).writes(await readManifestOrEmpty(incoming))) await rm(join(incoming, f), { recursive: true, force: true });
     }
-    timings = await runStages(config, { outDir: incoming, previous: opts.full ? undefined : base?.dir, workDir: join(root, '.work'), workers: opts.workers }, opts);
+    const sc: StageContext = { outDir: incoming, previous: opts.full ? undefined : base?.dir, workDir: join(root, '.work'), workers: opts.workers };
+    timings = await runStages(config, sc, (s) => !opts.only || opts.only === s.name);
     const final = join(root, BUILDS_DIR, id);
     await rename(incoming, final);
     await publishVersion(root, id);
@@ -97,11 +95,11 @@ export async function build(config: BuildConfig, opts: BuildOptions = {}): Promi
   return timings;
 }
 
-/** Run the selected stages into `sc.outDir`, with a timing line each; make sure a manifest exists. */
-async function runStages(config: BuildConfig, sc: StageContext, opts: BuildOptions): Promise<StageTiming[]> {
+/** Run the selected stages into `sc.outDir`, in order, with a timing line each; make sure a manifest exists. */
+export async function runStages(config: BuildConfig, sc: StageContext, select: (s: Stage) => boolean): Promise<StageTiming[]> {
   const timings: StageTiming[] = [];
   for (const stage of STAGES) {
-    if (opts.only && opts.only !== stage.name) continue;
+    if (!select(stage)) continue;
     if (!stage.hasWork(config)) {
       logLine(`stage ${stage.name}: skipped (nothing configured)`);
       continue;

@@ -1,6 +1,6 @@
 /**
  * `tilebake merge OUT PARTIALS...`: combine the partial archives of a sharded render
- * (`tilebake build --shard i/n`) into one PMTiles archive.
+ * (`tilebake shard`; `tilebake publish` merges each archive with it) into one PMTiles archive.
  */
 import { UserError } from '../lib/errors.ts';
 import { openArchiveFile, PMTilesWriter, type ArchiveReader } from '../lib/pmtiles/index.ts';
@@ -12,7 +12,7 @@ function checkShards(partials: string[], ids: (RenderIdentity | undefined)[]): v
   const ours = ids.filter((i): i is RenderIdentity => i !== undefined);
   if (ours.length === 0) return;
   if (ours.length !== ids.length) {
-    throw new UserError(`${partials[ids.indexOf(undefined)]}: not a tilebake render shard (metadata "${RENDER_METADATA_KEY}" missing) — all partials must come from the same \`build --shard\` run`);
+    throw new UserError(`${partials[ids.indexOf(undefined)]}: not a tilebake render shard (metadata "${RENDER_METADATA_KEY}" missing) — all partials must come from the shards of one run`);
   }
   const first = ours[0];
   const count = first.shard?.count;

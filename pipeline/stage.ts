@@ -5,6 +5,7 @@
  */
 import type { Manifest } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
+import type { RenderStageOptions } from './render.ts';
 
 /** Stage names, in the order a build runs them. */
 export const STAGE_NAMES = ['vector', 'elevation', 'render'] as const;
@@ -20,8 +21,8 @@ export interface StageContext {
   workDir: string;
   /** Render pool size (render stage). */
   workers?: number;
-  /** Render only shard `index` of `count` into partial archives (render stage). */
-  shard?: { index: number; count: number };
+  /** Render stage only: one shard of a distributed run (`tilebake shard`), see RenderStageOptions. */
+  render?: Pick<RenderStageOptions, 'shard' | 'dataStore' | 'expect'>;
 }
 
 export interface Stage {

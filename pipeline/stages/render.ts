@@ -10,7 +10,7 @@ export const renderStage: Stage = {
   writes: () => ['styles', 'fonts'],
   async run(config, sc) {
     const { runRenderStage } = await import('../render.ts');
-    await runRenderStage(config, sc.outDir, { shard: sc.shard, workers: sc.workers, previous: sc.previous, workDir: sc.workDir });
+    await runRenderStage(config, sc.outDir, { ...sc.render, workers: sc.workers, previous: sc.previous, workDir: sc.workDir });
   },
   tiles: (config, m) =>
     Object.keys(config.styles).reduce((n, id) => n + Object.values(m.styles[id]?.archives ?? {}).reduce((k, a) => k + a.tiles, 0), 0),
