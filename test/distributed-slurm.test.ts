@@ -137,6 +137,16 @@ exec "${process.execPath}" "${CLI}" "$@"
     expect([...got.keys()].filter((k) => k.endsWith('.pmtiles') && k.startsWith('styles/'))).toHaveLength(4);
   }, LONG);
 
+  it('publish --archive merges one archive into RUN/merged/ (fan-in), equal to the published one', async () => {
+    const r = await cli(['publish', '--run', runDir, '--out', out, '--archive', 'osm-bright/2x.jpg']);
+    expect(r.code, r.out).toBe(0);
+    const published = (await currentVersionDir(out))!;
+    expect((await readFile(join(runDir, 'merged/osm-bright/2x.jpg.pmtiles'))).equals(await readFile(join(published.dir, 'styles/osm-bright/2x.jpg.pmtiles')))).toBe(true);
+    const bad = await cli(['publish', '--run', runDir, '--out', out, '--archive', 'osm-bright/3x.png']);
+    expect(bad.code).toBe(78);
+    expect(bad.out).toContain('--archive: "osm-bright/3x.png" is not an archive of run');
+  }, LONG);
+
   it('re-running the whole array renders 0 metatiles', async () => {
     await rm(logDir, { recursive: true, force: true });
     await run('/bin/mkdir', ['-p', logDir]);
@@ -145,6 +155,8 @@ exec "${process.execPath}" "${CLI}" "$@"
     expect(r.code, `${r.out}\n${logs}`).toBe(0);
     expect(logs.match(/already done \(shards\/\d\/DONE\.json matches run\.json\): rendered 0 metatiles/g)).toHaveLength(N);
     expect(logs).not.toMatch(/re-rendered [1-9]/);
+    // Its publish used the fan-in result for osm-bright/2x.jpg and still equals the one-machine build.
+    expect(await versionFiles((await currentVersionDir(out))!.dir)).toEqual(await versionFiles(ref));
   }, LONG);
 
   it('two concurrent runs of one index leave identical files', async () => {
