@@ -2,7 +2,7 @@
 # Run a distributed build on Kubernetes with the plain Jobs: the Indexed shard Job, then (only when it
 # is Complete) the publish Job. With Argo instead: `argo submit deploy/kubernetes/workflow.yaml -p run=… -p shards=…`.
 # Usage: deploy/kubernetes/run.sh [DIR]   (DIR: the generated YAML, default: this folder).
-# Needs kubectl and a cluster >= 1.31 (backoffLimitPerIndex, podFailurePolicy).
+# Needs kubectl and a cluster >= 1.31 (podFailurePolicy GA; backoffLimitPerIndex beta, on by default since 1.29).
 set -euo pipefail
 dir="${1:-$(dirname "$0")}"
 
