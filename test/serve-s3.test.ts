@@ -42,7 +42,7 @@ beforeAll(async () => {
   // Credentials from the environment; the endpoint from --s3-endpoint (AWS_ENDPOINT_URL is not set).
   [fromFolder, fromS3] = await Promise.all([
     startServe(serveArgs(out), { TILEBAKE_TOKENS: TOKEN }),
-    startServe(serveArgs(`s3://${swift.bucket}/${PREFIX}`, '--s3-endpoint', swift.endpoint), { TILEBAKE_TOKENS: TOKEN, ...credentials, AWS_ENDPOINT_URL: undefined }),
+    startServe(serveArgs(`s3://${swift.bucket}/${PREFIX}`, '--s3-endpoint', swift.endpoint, '--version-poll-ms', '500'), { TILEBAKE_TOKENS: TOKEN, ...credentials, AWS_ENDPOINT_URL: undefined }),
   ]);
 }, SWIFT_HOOK_TIMEOUT_MS + 120_000);
 
@@ -100,6 +100,21 @@ describe('serve --out s3://… (Swift s3api)', () => {
   it('reports the store as healthy', async () => {
     const res = await request(`${fromS3.url}/health`);
     expect(res.status).toBe(200);
+  });
+
+  it('follows a version published to the bucket (conditional GETs of current.json)', async () => {
+    const store = openWritableStore(`s3://${swift.bucket}/${PREFIX}`, { s3Endpoint: swift.endpoint });
+    const pointer = JSON.parse(Buffer.from((await store.readFile('current.json'))!).toString()) as { build: string; path: string };
+    const next = `${pointer.build.slice(0, -6)}ffffff`;
+    for (const f of uploaded.filter((p) => p.startsWith(`${pointer.path}/`))) {
+      await store.putFile(`builds/${next}/${f.slice(pointer.path.length + 1)}`, join(out, f));
+    }
+    await store.putBytes('current.json', JSON.stringify({ ...pointer, build: next, path: `builds/${next}`, publishedAt: new Date().toISOString() }));
+    await fromS3.waitFor(`"build":"${next}"`);
+    expect(fromS3.output()).toMatch(new RegExp(`"build":"${next}","previous":"${pointer.build}".*serving build version`));
+    const t = monacoTiles()[0];
+    const res = await request(`${fromS3.url}/data/openmaptiles/${t.z}/${t.x}/${t.y}.pbf`, { headers: { ...AUTH, 'accept-encoding': 'gzip' } });
+    expect(res.body.equals(t.data)).toBe(true);
   });
 });
 
