@@ -19,7 +19,9 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic.ts';
 import { UserError } from './errors.ts';
+import type { WritableStore } from './object-store.ts';
 import { SubStore, type Store } from './storage.ts';
+import { uploadTree } from './store-tree.ts';
 
 /** The pointer file, relative to the output folder. */
 export const POINTER_FILE = 'current.json';
@@ -131,8 +133,23 @@ export async function currentVersionDir(dir: string): Promise<{ id: string | und
 
 /** Make version `id` (already complete under `DIR/builds/<id>/`) current: one atomic rename of the pointer. */
 export async function publishVersion(dir: string, id: string): Promise<void> {
+  await writeFileAtomic(join(dir, POINTER_FILE), pointerText(id));
+}
+
+/** The pointer file's content for version `id`. */
+function pointerText(id: string): string {
   const pointer: BuildPointer = { format: POINTER_FORMAT, build: id, path: versionPath(id), publishedAt: new Date().toISOString() };
-  await writeFileAtomic(join(dir, POINTER_FILE), `${JSON.stringify(pointer)}\n`);
+  return `${JSON.stringify(pointer)}\n`;
+}
+
+/**
+ * Publish the complete version in local folder `dir` as version `id` of a writable store (folder or
+ * object storage): every file under `builds/<id>/` first, `current.json` last, so readers see the old
+ * version or the new one, never a mix.
+ */
+export async function publishVersionToStore(store: WritableStore, id: string, dir: string): Promise<void> {
+  await uploadTree(store, dir, `${versionPath(id)}/`);
+  await store.putBytes(POINTER_FILE, pointerText(id));
 }
 
 /** A lease: the versions one serving process holds open. */

@@ -1,18 +1,7 @@
 import yargs, { type Argv } from 'yargs';
 import { isUserError, UserError } from '../lib/errors.ts';
 import { DEFAULT_READ_POLICY, isStoreError } from '../lib/store-read.ts';
-
-/** Parse `i/n` for --shard. */
-function parseShard(s: string | undefined): { index: number; count: number } | undefined {
-  if (s === undefined) return undefined;
-  const m = /^(\d+)\/(\d+)$/.exec(s);
-  const index = m ? Number(m[1]) : NaN;
-  const count = m ? Number(m[2]) : NaN;
-  if (!m || count < 1 || index < 0 || index >= count) {
-    throw new Error(`--shard: expected i/n with 0 <= i < n (got "${s}")`);
-  }
-  return { index, count };
-}
+import { runCommands } from './commands/run.ts';
 
 /** Parse `w,s,e,n` for --bbox. */
 function parseBBox(s: string | undefined): [number, number, number, number] | undefined {
@@ -42,7 +31,6 @@ export function program(argv: string[]): Argv {
           .option('config', { alias: 'c', type: 'string', demandOption: true, describe: 'Build config JSON' })
           .option('out', { alias: 'o', type: 'string', describe: 'Output folder (default: the config\'s "out")' })
           .option('only', { choices: ['vector', 'render', 'elevation'] as const, describe: 'Run one stage only' })
-          .option('shard', { type: 'string', describe: 'Render only shard i of n (i/n, 0-based) into a partial archive; see `merge`' })
           .option('workers', { type: 'number', describe: 'Render pool size: browsers rendering at once (default: one per two cores)' })
           .option('full', { type: 'boolean', default: false, describe: 'Build everything again instead of reusing the current version for unchanged inputs' })
           .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in <out>/builds/ (the current one and versions a running server holds are always kept)' }),
@@ -51,7 +39,7 @@ export function program(argv: string[]): Argv {
         const { build } = await import('./build.ts');
         const config = await loadConfig(a.config);
         if (!Number.isInteger(a.keep) || a.keep < 1) throw new UserError(`--keep: expected a whole number of versions >= 1 (got ${a.keep})`, { exitCode: 2 });
-        await build(config, { out: a.out, only: a.only, shard: parseShard(a.shard), workers: a.workers, full: a.full, keep: a.keep });
+        await build(config, { out: a.out, only: a.only, workers: a.workers, full: a.full, keep: a.keep });
       },
     )
     .command(
@@ -112,7 +100,7 @@ export function program(argv: string[]): Argv {
     )
     .command(
       'merge <output> <partials..>',
-      'Merge partial archives from sharded builds (`build --shard i/n`) into one PMTiles archive',
+      'Merge the partial archives of one archive from the shards of a run (what `publish` does per archive) into one PMTiles archive',
       (y) =>
         y
           .positional('output', { type: 'string', demandOption: true, describe: 'Final .pmtiles file' })
@@ -122,6 +110,7 @@ export function program(argv: string[]): Argv {
         await mergeArchives(a.partials as string[], a.output);
       },
     )
+    .command(runCommands)
     .command(
       'serve',
       'Serve a build folder (local path, http(s):// base URL or s3://bucket/prefix of object storage)',

@@ -1,6 +1,6 @@
 /**
  * `tilebake merge OUT PARTIALS...`: combine the partial archives of a sharded render
- * (`tilebake build --shard i/n`) into one PMTiles archive.
+ * (`tilebake shard`; `tilebake publish` merges each archive with it) into one PMTiles archive.
  */
 import { UserError } from '../lib/errors.ts';
 import { openArchiveFile, PMTilesWriter, type ArchiveReader } from '../lib/pmtiles/index.ts';
@@ -12,7 +12,7 @@ function checkShards(partials: string[], ids: (RenderIdentity | undefined)[]): v
   const ours = ids.filter((i): i is RenderIdentity => i !== undefined);
   if (ours.length === 0) return;
   if (ours.length !== ids.length) {
-    throw new UserError(`${partials[ids.indexOf(undefined)]}: not a tilebake render shard (metadata "${RENDER_METADATA_KEY}" missing) — all partials must come from the same \`build --shard\` run`);
+    throw new UserError(`${partials[ids.indexOf(undefined)]}: not a tilebake render shard (metadata "${RENDER_METADATA_KEY}" missing) — all partials must come from the shards of one run`);
   }
   const first = ours[0];
   const count = first.shard?.count;
@@ -28,6 +28,11 @@ function checkShards(partials: string[], ids: (RenderIdentity | undefined)[]): v
   });
   const missing = Array.from({ length: count ?? 0 }, (_, k) => k).filter((k) => !seen.has(k));
   if (missing.length) throw new UserError(`merge: shards ${missing.map((k) => `${k}/${count}`).join(', ')} are missing (got ${partials.length} of ${count})`);
+}
+
+/** A shard's render identity without its shard number. */
+export function unsharded(id: RenderIdentity): RenderIdentity {
+  return id.style === undefined ? { fingerprint: id.fingerprint } : { fingerprint: id.fingerprint, style: id.style };
 }
 
 /** Merge partial archives into `output` (written atomically); tiles must not overlap. */
@@ -46,7 +51,9 @@ export async function mergeArchives(partials: string[], output: string): Promise
     });
     const metadata = { ...metas[0] };
     const id = metadata[RENDER_METADATA_KEY] as RenderIdentity | undefined;
-    if (id) metadata[RENDER_METADATA_KEY] = { fingerprint: id.fingerprint };
+    // The identity of an unsharded render (fingerprint, then style: the key order a one-machine build
+    // writes), so the merged archive is byte-identical to it and the next incremental build reuses it.
+    if (id) metadata[RENDER_METADATA_KEY] = unsharded(id);
     const w = await PMTilesWriter.create(output, {
       tileType: h0.tileType,
       tileCompression: h0.tileCompression,

@@ -6,20 +6,22 @@ import { cp, mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
-import { LocalStore } from '../lib/storage.ts';
+import { OverlayStore } from '../lib/overlay-store.ts';
+import { LocalStore, type Store } from '../lib/storage.ts';
 import { startRenderServer, type RenderServer } from '../static-server/render-server.ts';
 import { assertChromium } from '../workers/chromium-process.ts';
 import { defaultRenderWorkers } from '../workers/pool.ts';
 import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
-import { archiveFromJournal, changedTiles, readIdentity, renderFingerprints, type RenderIdentity } from './render/archive.ts';
+import { archiveFromJournal, changedTiles, readIdentity, renderFingerprints, type RenderIdentity, type TilesetArchiveRef } from './render/archive.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from './render/encode.ts';
 import { RenderJournal } from './render/journal.ts';
 import { enumerateMetatiles, inShard, metatileKey, metatilesToRerender, renderOrder, type ChangedSource, type Metatile } from './render/metatiles.ts';
 import { MetatileRenderer, type FirstStyle } from './render/renderer.ts';
 import { prepareStyle, type PreparedStyle } from './render/style.ts';
 import { linkFile } from './reuse.ts';
+import { EXIT_PERMANENT } from './run/exit.ts';
 
 /** Options of the render stage. */
 export interface RenderStageOptions {
@@ -33,7 +35,18 @@ export interface RenderStageOptions {
   previous?: string;
   /** Work folder (render journals); default `<outDir>/.work`. */
   workDir?: string;
+  /**
+   * Where the tileset archives are read (default: `outDir`). A shard reads them from its run's store by
+   * ranged reads; its prepared styles, sprites and fonts stay in `outDir`.
+   */
+  dataStore?: Store;
+  /**
+   * Fingerprints the archives must have, by `archiveKey` (a shard checks them against its run.json):
+   * a mismatch fails with exit code 78 before anything is rendered.
+   */
+  expect?: Record<string, string>;
 }
+
 
 /** What a render stage run did (for benchmarks and logs). */
 export interface RenderStageStats {
@@ -56,6 +69,11 @@ type Shard = RenderStageOptions['shard'];
 const MS_PER_S = 1000;
 /** Render tasks queued per worker (keeps the pool busy while the main thread encodes). */
 const QUEUE_PER_WORKER = 2;
+
+/** `<style>/1x.png`: an archive's name in run.json, DONE.json and `RenderStageOptions.expect`. */
+export function archiveKey(styleId: string, scale: number, format: RasterFormat): string {
+  return `${styleId}/${scale}x.${format}`;
+}
 
 /** `1x.png.pmtiles` or `1x.png.shard-0-of-4.pmtiles` inside `<out>/styles/<id>/`. */
 export function archiveName(scale: number, format: RasterFormat, shard?: Shard): string {
@@ -189,7 +207,7 @@ interface StyleJob {
   /** Its manifest entry; `archives` is filled as they are written. */
   entry: StyleEntry;
   /** The tileset archives its sources read (for the render fingerprint). */
-  tilesetArchives: string[];
+  tilesetArchives: TilesetArchiveRef[];
 }
 
 /** A style's credit: those of the tilesets it draws (vector, terrain, contours), each once, in source order. */
@@ -199,7 +217,7 @@ export function styleAttribution(credits: (string | undefined)[]): string | unde
 }
 
 /** Prepare style `s` (style.json and sprites into `<out>/styles/<id>/`) and its manifest entry. */
-async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifest, fontsDir: string | undefined, s: StyleConfig): Promise<StyleJob> {
+async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifest, fontsDir: string | undefined, s: StyleConfig, dataStore: Store): Promise<StyleJob> {
   const tileset = manifest.tilesets[s.tileset!];
   if (!tileset) throw new UserError(`${config.file}: styles.${s.id}.tileset: tileset "${s.tileset}" has not been built (run \`tilebake build --only vector\` first)`);
   const prep = await prepareStyle(s.id, s.style, outDir, { tilesets: manifest.tilesets, defaultTileset: s.tileset!, fonts: fontsDir, scales: s.scales });
@@ -215,7 +233,46 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     center: [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))],
     archives: {},
   };
-  return { s, prep, entry, tilesetArchives: prep.tilesets.map((id) => join(outDir, manifest.tilesets[id].archive)) };
+  const archives = prep.tilesets.map((id) => ({ store: dataStore, path: manifest.tilesets[id].archive, bytes: manifest.tilesets[id].bytes }));
+  return { s, prep, entry, tilesetArchives: archives };
+}
+
+/** The render fingerprints of one style × scale × format: everything that decides its tiles. */
+async function archiveFingerprints(config: BuildConfig, outDir: string, fontsDir: string | undefined, job: StyleJob, scale: number, format: RasterFormat): Promise<{ fingerprint: string; style: string }> {
+  const { s, prep, entry } = job;
+  const r = config.render;
+  // The attribution is in the archive's metadata: a new credit writes the archive again.
+  const settings = { bbox: entry.bounds, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: format === 'png' ? r.png : r.jpeg, attribution: entry.attribution };
+  const styleDir = join(outDir, 'styles', s.id);
+  return renderFingerprints({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? fontsDir : undefined, tilesetArchives: job.tilesetArchives, settings });
+}
+
+/** Prepare every style (style.json and sprites into `<out>/styles/<id>/`, fonts into `<out>/fonts/`). */
+async function prepareJobs(config: BuildConfig, outDir: string, manifest: Manifest, dataStore: Store): Promise<{ jobs: StyleJob[]; fontsDir?: string }> {
+  await mkdir(outDir, { recursive: true });
+  const fontsDir = await copyFonts(config, outDir);
+  const jobs: StyleJob[] = [];
+  for (const s of Object.values(config.styles)) jobs.push(await prepareJob(config, outDir, manifest, fontsDir, s, dataStore));
+  return { jobs, fontsDir };
+}
+
+/**
+ * What the render stage would write, without rendering: every style prepared into `outDir` (which holds
+ * the tileset archives and their manifest) and each archive's render fingerprint by `archiveKey`.
+ * `tilebake plan` records them in run.json.
+ */
+export async function renderPlan(config: BuildConfig, outDir: string): Promise<{ fingerprints: Record<string, string>; styles: Record<string, StyleEntry> }> {
+  const manifest = await readManifestOrEmpty(outDir);
+  const { jobs, fontsDir } = await prepareJobs(config, outDir, manifest, new LocalStore(outDir));
+  const fingerprints: Record<string, string> = {};
+  const styles: Record<string, StyleEntry> = {};
+  for (const job of jobs) {
+    styles[job.s.id] = job.entry;
+    for (const scale of job.s.scales) {
+      for (const format of job.s.formats) fingerprints[archiveKey(job.s.id, scale, format)] = (await archiveFingerprints(config, outDir, fontsDir, job, scale, format)).fingerprint;
+    }
+  }
+  return { fingerprints, styles };
 }
 
 /** Render one style (every scale × format); fills its manifest entry with the archives of this run. */
@@ -232,6 +289,7 @@ async function renderStyle(
     previous?: string;
     /** The style's sources with the tiles changed since the previous version; undefined when they cannot be compared. */
     changedSources: (job: StyleJob) => Promise<ChangedSource[] | undefined>;
+    expect?: Record<string, string>;
   },
   job: StyleJob,
 ): Promise<StyleEntry> {
@@ -255,10 +313,12 @@ async function renderStyle(
       const reasons = new Set<string>();
       ctx.stats.totalMetatiles += metas.length;
       for (const format of s.formats) {
-        // The attribution is in the archive's metadata: a new credit writes the archive again.
-        const settings = { bbox, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: format === 'png' ? r.png : r.jpeg, attribution };
-        const fps = await renderFingerprints({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? ctx.fontsDir : undefined, tilesetArchives: job.tilesetArchives, settings });
+        const fps = await archiveFingerprints(config, outDir, ctx.fontsDir, job, scale, format);
         const { fingerprint } = fps;
+        const expected = ctx.expect?.[archiveKey(s.id, scale, format)];
+        if (ctx.expect && expected !== fingerprint) {
+          throw new UserError(`${label} @${scale}x ${format}: render fingerprint ${fingerprint.slice(0, 12)}… differs from the run's ${expected ? `${expected.slice(0, 12)}…` : '(none: not planned)'} (different inputs, settings or tilebake/MapLibre version than \`tilebake plan\` used)`, { exitCode: EXIT_PERMANENT });
+        }
         const identity: RenderIdentity = shard ? { fingerprint, style: fps.style, shard } : { fingerprint, style: fps.style };
         const name = archiveName(scale, format, shard);
         const path = join(styleDir, name);
@@ -341,13 +401,12 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   if (styles.length === 0) return stats;
   await assertChromium();
   const manifest = await readManifestOrEmpty(outDir);
-  await mkdir(outDir, { recursive: true });
-  const fontsDir = await copyFonts(config, outDir);
-  const jobs: StyleJob[] = [];
-  for (const s of styles) jobs.push(await prepareJob(config, outDir, manifest, fontsDir, s));
+  const local = new LocalStore(outDir);
+  const { jobs, fontsDir } = await prepareJobs(config, outDir, manifest, opts.dataStore ?? local);
   // The manifest the page sees: every style being rendered (no archives yet) and the fonts.
   const served: Manifest = { ...manifest, styles: { ...manifest.styles, ...Object.fromEntries(jobs.map((j) => [j.s.id, j.entry])) }, fonts: fontsDir ? 'fonts' : manifest.fonts };
-  const server = await startRenderServer({ store: new LocalStore(outDir), manifest: served, pageDir: RENDER_PAGE_DIR });
+  const store = opts.dataStore ? new OverlayStore(local, opts.dataStore, new Set(Object.values(manifest.tilesets).map((t) => t.archive))) : local;
+  const server = await startRenderServer({ store, manifest: served, pageDir: RENDER_PAGE_DIR });
   const workers = opts.workers ?? config.render.workers ?? defaultRenderWorkers();
   let renderer: Promise<MetatileRenderer> | undefined;
   const cfg: BuildConfig = { ...config, render: { ...config.render, workers } };
@@ -362,6 +421,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       stats,
       workDir,
       previous: opts.previous,
+      expect: opts.expect,
       changedSources: (job: StyleJob) => changedSources(job, manifest, changed),
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>

@@ -39,7 +39,10 @@ afterAll(async () => {
 
 describe('--help', () => {
   const commands: [string[], string[]][] = [
-    [[], ['build', 'vector', 'inspect', 'serve', 'elevation', 'merge']],
+    [[], ['build', 'vector', 'inspect', 'serve', 'elevation', 'merge', 'plan', 'shard', 'publish']],
+    [['plan'], ['--config', '--run', '--shards']],
+    [['shard'], ['--run', '--index', '--scratch', 'SLURM_ARRAY_TASK_ID', 'JOB_COMPLETION_INDEX']],
+    [['publish'], ['--run', '--out', '--archive']],
     [['build'], ['--config', '--out', '--only', 'vector', 'render', 'elevation']],
     [['vector'], ['<input>', '<output>', '--name', '--attribution']],
     [['inspect'], ['<archive>', '--json']],

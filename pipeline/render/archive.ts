@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { open, readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { createRequire } from 'node:module';
 import { Compression, openArchiveFile, PMTilesWriter, summarizeArchiveFile, tileIdToZxy, TileType, type ArchiveSummary } from '../../lib/pmtiles/index.ts';
+import type { Store } from '../../lib/storage.ts';
 import type { RasterFormat } from './encode.ts';
 import type { RenderJournal } from './journal.ts';
 
@@ -46,19 +47,24 @@ async function hashFiles(dir: string, paths: string[]): Promise<string> {
 /** Bytes hashed at each end of a tileset archive (header, root directory, metadata; tail of the data). */
 const ARCHIVE_SAMPLE_BYTES = 16_384;
 
-/** A machine-independent identity of an archive: size plus a hash of its first and last bytes. */
-async function archiveIdentity(path: string): Promise<string> {
-  const fh = await open(path, 'r');
+/** A tileset archive a render reads: from the build folder, or from a run's store by ranged reads (shards). */
+export interface TilesetArchiveRef {
+  store: Store;
+  /** Path inside the store. */
+  path: string;
+  /** Its size (the manifest's `bytes`). */
+  bytes: number;
+}
+
+/** A machine-independent identity of an archive: size plus a hash of its first and last bytes (two ranged reads). */
+async function archiveIdentity(a: TilesetArchiveRef): Promise<string> {
+  const src = await a.store.openRange(a.path);
   try {
-    const { size } = await fh.stat();
-    const n = Math.min(size, ARCHIVE_SAMPLE_BYTES);
-    const head = Buffer.alloc(n);
-    const tail = Buffer.alloc(n);
-    await fh.read(head, 0, n, 0);
-    await fh.read(tail, 0, n, size - n);
-    return createHash('sha256').update(String(size)).update(head).update(tail).digest('hex');
+    const n = Math.min(a.bytes, ARCHIVE_SAMPLE_BYTES);
+    const [head, tail] = await Promise.all([src.getBytes(0, n), src.getBytes(a.bytes - n, n)]);
+    return createHash('sha256').update(String(a.bytes)).update(head).update(tail).digest('hex');
   } finally {
-    await fh.close();
+    await src.close();
   }
 }
 
@@ -79,7 +85,7 @@ export async function renderFingerprint(parts: {
   style: unknown;
   spriteDir: string;
   fontsDir?: string;
-  tilesetArchives: string[];
+  tilesetArchives: TilesetArchiveRef[];
   settings: Record<string, unknown>;
 }): Promise<string> {
   return (await renderFingerprints(parts)).fingerprint;

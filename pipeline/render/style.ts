@@ -74,7 +74,7 @@ function resolveSource(
 }
 
 /** Resolve a sprite reference relative to the style file; returns the base path without extension. */
-function spriteBase(file: string, sprite: unknown): string | undefined {
+export function spriteBase(file: string, sprite: unknown): string | undefined {
   if (sprite === undefined) return undefined;
   let url: unknown = sprite;
   if (Array.isArray(sprite)) {

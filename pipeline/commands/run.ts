@@ -1,0 +1,63 @@
+/**
+ * The distributed build's commands: `plan`, `shard`, `publish` (docs/distributed.md). Failures exit
+ * 75 (transient: retry) or 78 (permanent: do not retry), which engines act on.
+ */
+import type { Argv, CommandModule } from 'yargs';
+
+const plan: CommandModule = {
+  command: 'plan',
+  describe: 'Start a distributed build: run the vector and elevation stages once and write RUN/run.json for n shards',
+  builder: (y: Argv) =>
+    y
+      .option('config', { alias: 'c', type: 'string', demandOption: true, describe: 'Build config JSON' })
+      .option('run', { type: 'string', demandOption: true, describe: 'Run location: a shared folder (NFS, Lustre, EFS) every node reaches' })
+      .option('shards', { type: 'number', demandOption: true, describe: 'Number of shards n (the engine runs an array of n tasks)' })
+      .option('scratch', { type: 'string', describe: 'Local work folder (default: a temp folder)' }),
+  handler: async (a) => {
+    const { withRunExitCodes } = await import('../run/exit.ts');
+    await withRunExitCodes(async () => {
+      const { loadConfig } = await import('../config/index.ts');
+      const { plan: run } = await import('../run/plan.ts');
+      await run(await loadConfig(a.config as string), { run: a.run as string, shards: a.shards as number, scratch: a.scratch as string | undefined });
+    });
+  },
+};
+
+const shard: CommandModule = {
+  command: 'shard',
+  describe: 'Render one shard of a planned run (index from --index or the engine: JOB_COMPLETION_INDEX, AWS_BATCH_JOB_ARRAY_INDEX, CLOUD_RUN_TASK_INDEX, BATCH_TASK_INDEX, SLURM_ARRAY_TASK_ID, TILEBAKE_SHARD_INDEX)',
+  builder: (y: Argv) =>
+    y
+      .option('run', { type: 'string', demandOption: true, describe: 'Run location (as given to plan)' })
+      .option('index', { type: 'number', describe: 'Shard index 0..n-1 (instead of an engine variable)' })
+      .option('scratch', { type: 'string', describe: 'Node-local work folder (default: <tmp>/tilebake-shard-<run>-<index>); a re-run resumes from it' })
+      .option('workers', { type: 'number', describe: 'Render pool size (default: one browser per two cores)' }),
+  handler: async (a) => {
+    const { withRunExitCodes } = await import('../run/exit.ts');
+    await withRunExitCodes(async () => {
+      const { shard: run } = await import('../run/shard.ts');
+      await run({ run: a.run as string, index: a.index as number | undefined, scratch: a.scratch as string | undefined, workers: a.workers as number | undefined });
+    });
+  },
+};
+
+const publish: CommandModule = {
+  command: 'publish',
+  describe: 'Merge the shards of a run and publish them as a new version of OUT (refused until all shards are done)',
+  builder: (y: Argv) =>
+    y
+      .option('run', { type: 'string', demandOption: true, describe: 'Run location (as given to plan)' })
+      .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'Output folder the version is published to (what `serve --out` reads)' })
+      .option('archive', { type: 'string', describe: 'Merge only this archive (<style>/<scale>x.<format>) into RUN/merged/, for a parallel fan-in' })
+      .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in a folder OUT' }),
+  handler: async (a) => {
+    const { withRunExitCodes } = await import('../run/exit.ts');
+    await withRunExitCodes(async () => {
+      const { publish: run } = await import('../run/publish.ts');
+      await run({ run: a.run as string, out: a.out as string, archive: a.archive as string | undefined, keep: a.keep as number });
+    });
+  },
+};
+
+/** Registered in pipeline/cli.ts. */
+export const runCommands: CommandModule[] = [plan, shard, publish];

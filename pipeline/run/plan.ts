@@ -1,0 +1,107 @@
+/**
+ * `tilebake plan --config F --run RUN --shards N`: run the vector and elevation stages once (the
+ * build's own stages), prepare the styles, and store under RUN what the shards and publish need;
+ * `run.json` is written last (see run-file.ts for the layout).
+ */
+import { copyFile, cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { newBuildId } from '../../lib/build-version.ts';
+
+import { uploadTree } from '../../lib/store-tree.ts';
+import { openWritableStore, type WritableStore } from '../../lib/object-store.ts';
+import { runStages } from '../build.ts';
+import type { BuildConfig } from '../config/index.ts';
+import { logLine } from '../progress.ts';
+import { renderPlan } from '../render.ts';
+import { SPRITE_FILES, spriteBase } from '../render/style.ts';
+import { hashInputs } from '../reuse.ts';
+import { permanent } from './exit.ts';
+import { BASE_DIR, INPUTS_DIR, newRunFile, readRunFile, RUN_FILE, sha256File, type RunFile, type RunInput } from './run-file.ts';
+import { TILEBAKE_VERSION } from './version.ts';
+
+export interface PlanOptions {
+  run: string;
+  shards: number;
+  /** Local work folder (default: a temp folder, removed afterwards). */
+  scratch?: string;
+}
+
+/** Files the config reads: the config itself, tileset sources, DEMs, styles. */
+function configInputs(config: BuildConfig): string[] {
+  return [config.file, ...Object.values(config.tilesets).map((t) => t.source), ...(config.elevation?.sources ?? []).map((s) => s.path), ...Object.values(config.styles).map((s) => s.style)];
+}
+
+/**
+ * Write what a shard needs to render into `dir`: the config with its styles and fonts moved beside it
+ * (`styles/<id>/style.json` with its sprite as `sprite*`, `fonts/`). The prepared styles, hence the
+ * render fingerprints, are the same as from the original files.
+ */
+async function writeInputs(config: BuildConfig, dir: string): Promise<void> {
+  const raw = JSON.parse(await readFile(config.file, 'utf8')) as { out?: string; fonts?: string; styles: Record<string, { style: string }> };
+  for (const s of Object.values(config.styles)) {
+    const styleDir = join(dir, 'styles', s.id);
+    await mkdir(styleDir, { recursive: true });
+    const style = JSON.parse(await readFile(s.style, 'utf8')) as { sprite?: unknown };
+    const base = spriteBase(s.style, style.sprite);
+    if (base) {
+      for (const suffix of SPRITE_FILES) {
+        if (await stat(base + suffix).then(() => true, () => false)) await copyFile(base + suffix, join(styleDir, `sprite${suffix}`));
+      }
+      style.sprite = Array.isArray(style.sprite) ? [{ ...(style.sprite[0] as object), url: './sprite' }] : './sprite';
+    }
+    await writeFile(join(styleDir, 'style.json'), JSON.stringify(style));
+    raw.styles[s.id].style = `styles/${s.id}/style.json`;
+  }
+  if (config.fonts) {
+    await cp(config.fonts, join(dir, 'fonts'), { recursive: true });
+    raw.fonts = 'fonts';
+  }
+  raw.out = '.';
+  await writeFile(join(dir, 'config.json'), `${JSON.stringify(raw, null, 2)}\n`);
+}
+
+/** Plan a run; returns its run.json. Planning an already planned RUN with the same config and n does nothing. */
+export async function plan(config: BuildConfig, opts: PlanOptions): Promise<RunFile> {
+  if (!Number.isInteger(opts.shards) || opts.shards < 1) throw permanent(`--shards: expected a whole number >= 1 (got ${opts.shards})`);
+  const store: WritableStore = openWritableStore(opts.run);
+  const configHash = await sha256File(config.file);
+  if (await store.readFile(RUN_FILE)) {
+    const existing = await readRunFile(store);
+    if (existing.configHash === configHash && existing.n === opts.shards) {
+      logLine(`plan: ${opts.run} already holds run ${existing.run} of this config with n = ${existing.n}: nothing to do`);
+      return existing;
+    }
+    throw permanent(`${opts.run}: already holds run ${existing.run} (n = ${existing.n}) of ${existing.configHash === configHash ? 'this config' : 'another config'}; plan into a new --run location`);
+  }
+  const scratch = opts.scratch ?? (await mkdtemp(join(tmpdir(), 'tilebake-plan-')));
+  try {
+    const baseDir = join(scratch, BASE_DIR);
+    const inputsDir = join(scratch, INPUTS_DIR);
+    await rm(baseDir, { recursive: true, force: true });
+    await rm(inputsDir, { recursive: true, force: true });
+    await mkdir(baseDir, { recursive: true });
+    await runStages(config, { outDir: baseDir, workDir: join(scratch, 'work') }, (s) => s.name !== 'render');
+    const render = await renderPlan(config, baseDir);
+    await writeInputs(config, inputsDir);
+    const inputs: RunInput[] = [];
+    for (const p of configInputs(config)) inputs.push({ path: p, sha256: await hashInputs([p]) });
+    const run = newRunFile({
+      run: newBuildId(),
+      n: opts.shards,
+      configHash,
+      archives: render.fingerprints,
+      styles: render.styles,
+      fonts: config.fonts !== undefined,
+      inputs,
+      tilebake: TILEBAKE_VERSION,
+    });
+    await uploadTree(store, baseDir, `${BASE_DIR}/`);
+    await uploadTree(store, inputsDir, `${INPUTS_DIR}/`);
+    await store.putBytes(RUN_FILE, `${JSON.stringify(run, null, 2)}\n`);
+    logLine(`plan: run ${run.run} in ${opts.run}: ${Object.keys(run.archives).length} raster archives in ${run.n} shards (next: \`tilebake shard --run ${opts.run}\` for each index 0..${run.n - 1})`);
+    return run;
+  } finally {
+    if (!opts.scratch) await rm(scratch, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,15 @@
+/** The vector stage as a record: tilesets packed (or built from OSM) into PMTiles archives. */
+import type { Stage } from '../stage.ts';
+import { tilesetArchives } from '../stage.ts';
+
+export const vectorStage: Stage = {
+  name: 'vector',
+  hasWork: (config) => Object.keys(config.tilesets).length > 0,
+  reads: () => [],
+  writes: (m) => tilesetArchives(m, 'vector'),
+  async run(config, sc) {
+    const { runVectorStage } = await import('../vector.ts');
+    await runVectorStage(config, sc.outDir, { previous: sc.previous, workDir: sc.workDir });
+  },
+  tiles: (config, m) => Object.keys(config.tilesets).reduce((n, id) => n + (m.tilesets[id]?.tiles ?? 0), 0),
+};
