@@ -2,6 +2,7 @@ import { copyFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { produceAtomic, writeFileAtomic } from './atomic.ts';
 import { UserError } from './errors.ts';
+import { S3Store } from './s3-store.ts';
 import { LocalStore, type Store, type StoreOptions } from './storage.ts';
 
 /** One object (file) of a writable store, as `list` reports it. */
@@ -99,9 +100,7 @@ export class FolderStore extends LocalStore implements WritableStore {
  * storage; endpoint from --s3-endpoint or AWS_ENDPOINT_URL, credentials from the standard AWS chain).
  */
 export function openWritableStore(location: string, opts: StoreOptions = {}): WritableStore {
-  if (/^s3:\/\//i.test(location)) {
-    throw new UserError(`${location}: s3:// locations are not supported by this version of tilebake`, { exitCode: 2 });
-  }
+  if (/^s3:\/\//i.test(location)) return new S3Store(location, opts);
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location)) {
     throw new UserError(`${location}: expected a folder or s3://bucket/prefix`, { exitCode: 2 });
   }

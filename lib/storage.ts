@@ -1,6 +1,7 @@
 import { open, readFile, stat, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { UserError } from './errors.ts';
+import { S3Store } from './s3-store.ts';
 import { DEFAULT_READ_POLICY, guardedRead, HttpStatusError, StoreBadAnswerError, type ReadListener, type ReadPolicy } from './store-read.ts';
 
 /**
@@ -45,6 +46,8 @@ export interface StoreOptions {
   policy?: ReadPolicy;
   /** Called once per read (health tracking; the hook for metrics). */
   onRead?: ReadListener;
+  /** Endpoint of an S3-compatible store for s3:// locations (--s3-endpoint; default AWS_ENDPOINT_URL, else AWS S3). */
+  s3Endpoint?: string;
 }
 
 /** Positional reads on a local file: never loads the whole file. */
@@ -296,7 +299,8 @@ export class SubStore implements Store {
   }
 }
 
-/** A store for `--out`: an http(s):// base URL or a local folder. */
+/** A store for `--out`: an http(s):// base URL, s3://bucket/prefix (read with credentials) or a local folder. */
 export function openStore(location: string, opts: StoreOptions = {}): Store {
+  if (/^s3:\/\//i.test(location)) return new S3Store(location, opts);
   return /^https?:\/\//i.test(location) ? new HttpStore(location, opts) : new LocalStore(location, opts);
 }

@@ -12,6 +12,12 @@ function parseBBox(s: string | undefined): [number, number, number, number] | un
   return [n[0], n[1], n[2], n[3]];
 }
 
+/** --s3-endpoint of every command that takes an s3:// location. */
+const S3_ENDPOINT_OPTION = {
+  type: 'string',
+  describe: 'Endpoint of an S3-compatible store for s3:// locations (path-style; default: AWS_ENDPOINT_URL, else AWS S3). Credentials: the standard AWS chain',
+} as const;
+
 /** The yargs program; exported for tests of the command-line contract. */
 export function program(argv: string[]): Argv {
   return yargs(argv)
@@ -107,10 +113,11 @@ export function program(argv: string[]): Argv {
     .command(runCommands)
     .command(
       'serve',
-      'Serve a build folder (local path or http(s):// base URL of object storage)',
+      'Serve a build folder (local path, http(s):// base URL or s3://bucket/prefix of object storage)',
       (y) =>
         y
-          .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'Build folder or http(s):// base URL' })
+          .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'Build folder, http(s):// base URL, or s3://bucket/prefix (read with AWS credentials)' })
+          .option('s3-endpoint', S3_ENDPOINT_OPTION)
           .option('port', { type: 'number', default: 8080, describe: 'Port for everything' })
           .option('host', { type: 'string', default: '0.0.0.0', describe: 'Address to listen on' })
           .option('routing-port', { type: 'number', describe: 'Also serve /height on this port' })
@@ -130,6 +137,7 @@ export function program(argv: string[]): Argv {
         const { serve } = await import('../static-server/serve.ts');
         await serve({
           out: a.out,
+          s3Endpoint: a['s3-endpoint'],
           port: a.port,
           host: a.host,
           routingPort: a['routing-port'],

@@ -7,8 +7,10 @@ import type { StoreHealth } from './store-health.ts';
 
 /** Options of `tilebake serve` (see pipeline/cli.ts for the flags). */
 export interface ServeOptions {
-  /** Build folder or http(s):// base URL. */
+  /** Build folder, http(s):// base URL or s3://bucket/prefix. */
   out: string;
+  /** Endpoint of an S3-compatible store for an s3:// `out` (default AWS_ENDPOINT_URL, else AWS S3). */
+  s3Endpoint?: string;
   port: number;
   host: string;
   /** Optional second listener serving /height only (the interface's routing host). */

@@ -81,9 +81,10 @@ export function readPolicyOf(options: Pick<ServeOptions, 'storeTimeoutMs' | 'sto
 
 /** The store for the options, with its read policy; `health` and the metrics hear about every read. */
 function storeFor(options: ServeOptions, health?: () => StoreHealth): Store {
-  const metrics = health && serverMetrics().storeListener(/^https?:\/\//i.test(options.out) ? 'http' : 'local');
+  const metrics = health && serverMetrics().storeListener(/^https?:\/\//i.test(options.out) ? 'http' : /^s3:\/\//i.test(options.out) ? 's3' : 'local');
   return openStore(options.out, {
     policy: readPolicyOf(options),
+    s3Endpoint: options.s3Endpoint,
     onRead:
       health &&
       ((o) => {
