@@ -46,10 +46,12 @@ async function oceanOutside(area: BBox, box: BBox): Promise<Geometry | undefined
       const g = f.getGeometry();
       // The rectangle first: GEOS clips the world's ocean to a rectangle quickly, then the rest is small.
       const c = g && (await clipTo(g, rect, 'polygon'));
-      const d = c && (await ofKind(c.difference(hole), 'polygon'));
+      const d = c && (await ofKind(await c.differenceAsync(hole), 'polygon'));
       if (d) parts.push(d);
     }
-    return parts.reduce<Geometry | undefined>((acc, g) => (acc ? acc.union(g) : g), undefined);
+    let all: Geometry | undefined;
+    for (const p of parts) all = all ? await all.unionAsync(p) : p;
+    return all;
   } finally {
     ds.close();
   }
@@ -57,21 +59,26 @@ async function oceanOutside(area: BBox, box: BBox): Promise<Geometry | undefined
 
 /**
  * Write the ocean shapefiles for the extract's sea `polygons` over `box` into `workDir`; resolves
- * with the tilemaker layers: `ocean_z<z>` for z6…13 (for the shapefile runs, shape-runs.ts) and
- * `ocean` at z14 (for the extract's run, whose box is the tile box).
+ * with the tilemaker layers: for `'box'` the layer `ocean` at z14 (for the extract's run, whose box is
+ * the tile box), for `'around'` the layers `ocean_z<z>` for z6…13 (for the shapefile runs, shape-runs.ts).
  */
-export async function oceanLayers(polygons: WaterPolygon[], box: BBox, workDir: string): Promise<Record<string, ShapeLayer>> {
+export async function oceanLayers(polygons: WaterPolygon[], box: BBox, workDir: string, which: 'box' | 'around'): Promise<Record<string, ShapeLayer>> {
   const sea = await seaGeometry(polygons);
-  const outside = await oceanOutside(clipArea(box, NE_MAXZOOM), box);
-  const all = sea && outside ? sea.union(outside) : (sea ?? outside);
   const layers: Record<string, ShapeLayer> = {};
-  for (let z = NE_MAXZOOM; z <= MAX_ZOOM; z++) {
-    const g = z === MAX_ZOOM ? sea : all && (await clipTo(all, await boxPolygon(clipArea(box, z)), 'polygon'));
-    if (!g) continue;
-    const name = z === MAX_ZOOM ? 'ocean' : `ocean_z${z}`;
+  const write = async (name: string, z: number, g: Geometry) => {
     const source = join(workDir, `${name}.shp`);
     await writeShapefile(source, 'polygon', OCEAN_COLUMNS, [{ geometry: g, attributes: { class: 'ocean' } }]);
     layers[name] = { minzoom: z, maxzoom: z, source, write_to: 'water', source_columns: ['class'], ...SHAPE_SIMPLIFY };
+  };
+  if (which === 'box') {
+    if (sea) await write('ocean', MAX_ZOOM, sea);
+    return layers;
+  }
+  const outside = await oceanOutside(clipArea(box, NE_MAXZOOM), box);
+  const all = sea && outside ? await sea.unionAsync(outside) : (sea ?? outside);
+  for (let z = NE_MAXZOOM; z < MAX_ZOOM && all; z++) {
+    const g = await clipTo(all, await boxPolygon(clipArea(box, z)), 'polygon');
+    if (g) await write(`ocean_z${z}`, z, g);
   }
   return layers;
 }

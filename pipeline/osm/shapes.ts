@@ -53,12 +53,13 @@ export async function ofKind(g: Geometry | null | undefined, kind: ShapeKind): P
 
 /** `g` clipped to `area` (a polygon), keeping only parts of `kind`; an invalid polygon GEOS refuses is repaired first. */
 export async function clipTo(g: Geometry, area: Geometry, kind: ShapeKind): Promise<Geometry | undefined> {
+  // The Async variants run in libuv's pool: the extract's tilemaker run is started meanwhile.
   let clipped: Geometry;
   try {
-    clipped = g.intersection(area);
+    clipped = await g.intersectionAsync(area);
   } catch (e) {
     if (kind !== 'polygon') throw e;
-    clipped = g.makeValid().intersection(area);
+    clipped = await (await g.makeValidAsync()).intersectionAsync(area);
   }
   return ofKind(clipped, kind);
 }

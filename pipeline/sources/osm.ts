@@ -130,31 +130,38 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
     } catch (e) {
       throw osmiumError(e, path);
     }
-    const ocean = await oceanLayers(sea.polygons, box, workDir);
     phases.push({ name: 'sea', seconds: seconds(t1) });
-    logLine(`${opts.label}: sea from ${sea.coastlineWays} coastline ways: ${sea.polygons.length} water polygons, joined with Natural Earth's ocean, in ${elapsed(t1)}`);
+    logLine(`${opts.label}: sea from ${sea.coastlineWays} coastline ways: ${sea.polygons.length} water polygons in ${elapsed(t1)}`);
 
-    const t2 = performance.now();
-    let low: Map<string, Uint8Array>;
-    try {
-      const layers = { ...(await naturalEarthLayers(box, workDir)), ...ocean };
-      delete layers.ocean; // z14's ocean is the extract's sea, in the extract's run
-      low = await runShapeLayers({ tilemaker, osmium, box, layers, workDir, pidFile, label: opts.label });
-    } catch (e) {
-      throw new UserError(`${path}: Natural Earth and ocean layers: ${(e as Error).message}`, { cause: e });
-    }
-    phases.push({ name: 'natural earth', seconds: seconds(t2) });
-    logLine(`${opts.label}: Natural Earth z0-${NE_MAXZOOM} and the ocean beyond the extract: ${low.size} tiles in ${elapsed(t2)}`);
-
-    const t3 = performance.now();
+    // The extract's run and the Natural Earth/ocean runs are independent: they overlap.
+    const lowZooms = async () => {
+      const t = performance.now();
+      try {
+        const layers = { ...(await naturalEarthLayers(box, workDir)), ...(await oceanLayers(sea.polygons, box, workDir, 'around')) };
+        const tiles = await runShapeLayers({ tilemaker, osmium, box, layers, workDir, pidFile, label: opts.label });
+        phases.push({ name: 'natural earth', seconds: seconds(t) });
+        logLine(`${opts.label}: Natural Earth z0-${NE_MAXZOOM} and the ocean beyond the extract: ${tiles.size} tiles in ${elapsed(t)}`);
+        return tiles;
+      } catch (e) {
+        throw new UserError(`${path}: Natural Earth and ocean layers: ${(e as Error).message}`, { cause: e });
+      }
+    };
     const mbtiles = join(workDir, 'tiles.mbtiles');
-    try {
-      await runTilemaker(tilemaker, { input, output: mbtiles, box, shapeLayers: ocean.ocean ? { ocean: ocean.ocean } : {}, workDir, pidFile, label: opts.label });
-    } catch (e) {
-      throw new UserError(`${path}: ${(e as Error).message}`, { cause: e });
-    }
-    phases.push({ name: 'tilemaker', seconds: seconds(t3) });
-    logLine(`${opts.label}: tilemaker done in ${elapsed(t3)}`);
+    const extract = async () => {
+      const t = performance.now();
+      try {
+        const shapeLayers = await oceanLayers(sea.polygons, box, workDir, 'box');
+        await runTilemaker(tilemaker, { input, output: mbtiles, box, shapeLayers, workDir, pidFile, label: opts.label });
+      } catch (e) {
+        throw new UserError(`${path}: ${(e as Error).message}`, { cause: e });
+      }
+      phases.push({ name: 'tilemaker', seconds: seconds(t) });
+      logLine(`${opts.label}: tilemaker done in ${elapsed(t)}`);
+    };
+    const [extractRun, lowRun] = await Promise.allSettled([extract(), lowZooms()]);
+    if (extractRun.status === 'rejected') throw extractRun.reason;
+    if (lowRun.status === 'rejected') throw lowRun.reason;
+    const low = lowRun.value;
 
     let source: TileSource;
     try {
