@@ -5,8 +5,10 @@ import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { VectorTile } from '@mapbox/vector-tile';
 import { PbfReader } from 'pbf';
+import { currentVersionDir } from '../lib/build-version.ts';
+import { build } from '../pipeline/build.ts';
 import { SAMPLE } from './render-helpers.ts';
-import { readTile } from './render-helpers.ts';
+import { readTile, tempDir, writeConfig } from './render-helpers.ts';
 
 export const MONACO_PBF = join(SAMPLE, 'monaco-latest.osm.pbf');
 /** The extract's header bbox. */
@@ -16,6 +18,14 @@ export const CLI = resolve(import.meta.dirname, '..', 'bin', 'tilebake.js');
 /** A raw build config with one tileset built from `source` (and `tileset` fields merged in). */
 export function osmConfig(out: string, source: string, tileset: Record<string, unknown> = {}, rest: Record<string, unknown> = {}): Record<string, unknown> {
   return { out, tilesets: { openmaptiles: { source, attribution: '© OpenStreetMap contributors', ...tileset } }, ...rest };
+}
+
+/** Build the vector stage of Monaco's extract into a new temp folder: that folder and the archive. */
+export async function buildMonacoVector(prefix: string): Promise<{ out: string; archive: string }> {
+  const out = await tempDir(prefix);
+  const { config } = await writeConfig(out, 'config.json', osmConfig(out, MONACO_PBF));
+  await build(config, { out, only: 'vector' });
+  return { out, archive: join((await currentVersionDir(out))!.dir, 'data', 'openmaptiles.pmtiles') };
 }
 
 /** A stored tile of an archive, decoded. */

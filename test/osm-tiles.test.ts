@@ -15,11 +15,10 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { openArchiveFile, tileIdToZxy } from '../lib/pmtiles/index.ts';
 import { lonLatToTile, tileCountInBBox } from '../lib/tile-math.ts';
-import { build } from '../pipeline/build.ts';
 import { pointInRing, type Point } from '../pipeline/osm/coastline.ts';
 import { runRenderStage } from '../pipeline/render.ts';
-import { MONACO_PBF, osmConfig, vectorTile, wayCoords } from './osm-helpers.ts';
-import { archiveTiles, readTile, rgb, SAMPLE, tempDir, writeConfig } from './render-helpers.ts';
+import { buildMonacoVector, MONACO_PBF, osmConfig, vectorTile, wayCoords } from './osm-helpers.ts';
+import { archiveTiles, readTile, rgb, SAMPLE, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const LONG = 300_000;
@@ -83,10 +82,7 @@ function waterCoverage(t: VectorTile, cls: string): number {
 
 describe.sequential('Monaco from OpenStreetMap', () => {
   beforeAll(async () => {
-    out = await tempDir('osm-tiles');
-    const { config } = await writeConfig(out, 'config.json', osmConfig(out, MONACO_PBF));
-    await build(config, { out, only: 'vector' });
-    archive = join((await currentVersionDir(out))!.dir, 'data', 'openmaptiles.pmtiles');
+    ({ out, archive } = await buildMonacoVector('osm-tiles'));
   }, LONG);
 
   test('the build leaves the archive and the manifest entry, and no work folder', async () => {

@@ -237,17 +237,19 @@ describe('OSM PBF header, tile box, tilemaker config and failures', () => {
     expect(parseOsmiumBBox('()\n')).toBeUndefined();
   });
 
-  it('the run config carries the box (inset) and the sea layer only when there is a sea', async () => {
-    const withSea = await runConfig({ box: BOX, seaShapefile: '/w/sea.shp' });
+  it('the run config carries the box (inset), the shapefile layers and the zooms of the run', async () => {
+    const ocean = { minzoom: 14, maxzoom: 14, source: '/w/ocean.shp', write_to: 'water' };
+    const withSea = await runConfig({ box: BOX, shapeLayers: { ocean } });
     const layers = withSea.layers as Record<string, Record<string, unknown>>;
-    expect(layers.ocean.source).toBe('/w/sea.shp');
-    expect(layers.ocean.write_to).toBe('water');
+    expect(layers.ocean).toEqual(ocean);
     const bb = (withSea.settings as { bounding_box: number[] }).bounding_box;
     expect(bb[0]).toBeGreaterThan(0);
     expect(bb[0]).toBeLessThan(1e-6);
     expect(bb[2]).toBeLessThan(10);
-    const noSea = await runConfig({ box: BOX });
+    expect(withSea.settings).toMatchObject({ maxzoom: 14, basezoom: 14 });
+    const noSea = await runConfig({ box: BOX, zooms: [4, 6] });
     expect(Object.keys(noSea.layers as object)).not.toContain('ocean');
+    expect(noSea.settings).toMatchObject({ minzoom: 4, maxzoom: 6, basezoom: 6 });
   });
 
   it('quotes the most telling line of a failed tilemaker run', () => {

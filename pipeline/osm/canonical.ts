@@ -102,10 +102,26 @@ export function canonicalLayers(layers: RawLayer[], x: number, y: number, grids:
 /** gzip level of the written tiles (fixed, so equal tiles give equal bytes). */
 const GZIP_LEVEL = 6;
 
-/** Re-encode one stored tile (gzip or plain) canonically; the result is gzipped. */
-export function canonicalTile(data: Uint8Array, x: number, y: number): Uint8Array {
-  const plain = data[0] === 0x1f && data[1] === 0x8b ? gunzipSync(data) : data;
-  return gzipSync(encodeTile(canonicalLayers(decodeTile(plain), x, y)), { level: GZIP_LEVEL });
+const unzipped = (data: Uint8Array) => (data[0] === 0x1f && data[1] === 0x8b ? gunzipSync(data) : data);
+
+/** The layers of several tiles of one place as one tile: features of layers with the same name together. */
+export function mergeLayers(tiles: RawLayer[][]): RawLayer[] {
+  const byName = new Map<string, RawLayer>();
+  for (const layers of tiles) {
+    for (const l of layers) {
+      const have = byName.get(l.name);
+      if (!have) byName.set(l.name, { ...l, features: [...l.features] });
+      else if (have.extent === l.extent) have.features.push(...l.features);
+      else throw new Error(`layer ${l.name}: tiles with extents ${have.extent} and ${l.extent} cannot be merged`);
+    }
+  }
+  return [...byName.values()];
+}
+
+/** Re-encode one stored tile (gzip or plain, with more tiles of the same place merged in) canonically; the result is gzipped. */
+export function canonicalTile(data: Uint8Array, x: number, y: number, ...more: Uint8Array[]): Uint8Array {
+  const layers = mergeLayers([data, ...more].map((d) => decodeTile(unzipped(d))));
+  return gzipSync(encodeTile(canonicalLayers(layers, x, y)), { level: GZIP_LEVEL });
 }
 
 /** Remove `_…` fields from TileJSON `vector_layers` (and list `rank` where it is computed here). */

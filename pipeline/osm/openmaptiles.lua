@@ -563,7 +563,8 @@ local function Boundaries(way, relations)
     if r.admin and (not adminLevel or r.admin < adminLevel) then adminLevel = r.admin end
   end
   if not adminLevel or adminLevel < 2 or adminLevel > 10 then return end
-  local mz = adminLevel <= 2 and 0 or (adminLevel <= 4 and 3 or (adminLevel <= 6 and 7 or (adminLevel <= 8 and 10 or 12)))
+  -- Country and state borders come from Natural Earth up to z6 (natural-earth.ts).
+  local mz = adminLevel <= 6 and 7 or (adminLevel <= 8 and 10 or 12)
   way:Layer("boundary", false)
   way:MinZoom(mz)
   way:AttributeNumeric("admin_level", adminLevel)
@@ -590,7 +591,7 @@ local function Water(way, isClosed)
   if way:Find("covered") == "yes" or way:Find("location") == "underground" then return true end
   local area = way:Area()
   way:Layer("water", true)
-  way:MinZoom(minZoomForArea(area, 2, 4))
+  way:MinZoom(minZoomForArea(area, 2, 6))
   way:Attribute("class", class)
   SetIntermittent(way)
   if way:Find("tunnel") == "culvert" or way:Find("tunnel") == "yes" then way:Attribute("brunnel", "tunnel") end
@@ -798,7 +799,19 @@ function way_function(way)
   WritePoi(way, true)
 end
 
--- The sea polygons tilebake builds from the coastline (the "ocean" layer's shapefile).
+-- Shapefile layers (pipeline/osm/natural-earth.ts, ocean.ts): the ocean ("ocean", "ocean_z<z>") and
+-- Natural Earth ("ne_<layer>_z<z>"), written with their OpenMapTiles attributes in short columns.
 function attribute_function(attr, layer)
-  return { class = "ocean" }
+  local target = string.match(layer, "^ne_(%a+)_z%d+$")
+  if target == "boundary" then
+    return { admin_level = attr.admin, disputed = attr.disputed, maritime = attr.maritime }
+  elseif target == "place" then
+    local name = attr.name
+    local out = { class = attr.class, name = name, name_en = name, name_de = name, name_int = name, ["name:latin"] = name, rank = attr.rank }
+    if attr.capital and attr.capital > 0 then out.capital = attr.capital end
+    return out
+  elseif target == "landcover" then
+    return { class = attr.class, subclass = attr.subclass }
+  end
+  return { class = attr.class }
 end

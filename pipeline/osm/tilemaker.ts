@@ -1,11 +1,12 @@
 /**
  * Running tilemaker 2.2 with this project's OpenMapTiles profile (openmaptiles.json + openmaptiles.lua):
- * the per-run config (tile box, sea shapefile), progress from its output, and its errors.
+ * the per-run config (box, shapefile layers, zooms), progress from its output, and its errors.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { BBox } from '../../lib/tile-math.ts';
 import { createProgress, logLine, type Progress } from '../progress.ts';
+import type { ShapeLayer } from './natural-earth.ts';
 import { runTool, ToolError } from './tools.ts';
 
 /** The profile tilemaker runs with. */
@@ -22,24 +23,29 @@ const EDGE_INSET = 1e-7;
 export interface TilemakerJob {
   input: string;
   output: string;
-  /** The tiles' box (whole z14 tiles); tiles outside it are not written. */
+  /** tilemaker's bounding box: tiles outside it are not written, shapefile layers are clipped to it. */
   box: BBox;
-  /** Sea polygons for the `water` layer, if the extract has any. */
-  seaShapefile?: string;
+  /** Shapefile layers besides the profile's (the ocean, Natural Earth). */
+  shapeLayers?: Record<string, ShapeLayer>;
+  /** The zooms of the run (the deepest is its base zoom), when not the profile's. */
+  zooms?: [number, number];
   workDir: string;
   pidFile: string;
   /** Progress label prefix. */
   label: string;
 }
 
-/** The tilemaker config of one run: the profile with the box and the sea shapefile filled in. */
-export async function runConfig(job: Pick<TilemakerJob, 'box' | 'seaShapefile'>): Promise<Record<string, unknown>> {
+/** The tilemaker config of one run: the profile with the box, the shapefile layers and the zooms filled in. */
+export async function runConfig(job: Pick<TilemakerJob, 'box' | 'shapeLayers' | 'zooms'>): Promise<Record<string, unknown>> {
   const config = JSON.parse(await readFile(PROFILE_CONFIG, 'utf8')) as {
-    layers: Record<string, Record<string, unknown>>;
+    layers: Record<string, unknown>;
     settings: Record<string, unknown>;
   };
-  if (job.seaShapefile) config.layers.ocean.source = job.seaShapefile;
-  else delete config.layers.ocean;
+  Object.assign(config.layers, job.shapeLayers);
+  if (job.zooms) {
+    config.settings.minzoom = job.zooms[0];
+    config.settings.maxzoom = config.settings.basezoom = job.zooms[1];
+  }
   const [w, s, e, n] = job.box;
   config.settings.bounding_box = [w + EDGE_INSET, s + EDGE_INSET, e - EDGE_INSET, n - EDGE_INSET];
   return config;
@@ -98,7 +104,7 @@ const seconds = (since: number) => ((performance.now() - since) / MS_PER_S).toFi
 
 /** Run tilemaker; resolves with the number of tiles it wrote, rejects with a one-line reason. */
 export async function runTilemaker(tilemaker: string, job: TilemakerJob): Promise<number> {
-  const configFile = join(job.workDir, 'tilemaker.json');
+  const configFile = join(job.workDir, `${basename(job.output)}.json`);
   await writeFile(configFile, JSON.stringify(await runConfig(job), null, 2));
   const progress = new TilemakerProgress(job.label);
   logLine(`${job.label}: tilemaker reading ${job.input}`);

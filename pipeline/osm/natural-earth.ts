@@ -1,0 +1,171 @@
+/**
+ * Natural Earth at low zooms, as OpenMapTiles has it: oceans, lakes, glaciers and ice shelves, urban
+ * areas, country and state boundaries and populated places for z0–6, and the 10 m ocean outside the
+ * extract at every zoom (ocean.ts). The tables live in data/naturalearth/ (FlatGeobuf, see its README).
+ *
+ * tilemaker 2.2 clips shapefiles to its bounding box and indexes them at its base zoom, so the world
+ * cannot be one of its layers: for each zoom z only the tiles at z that cover the extract are built,
+ * so each table is clipped here to those tiles (`zoomArea`) and written as one shapefile per OMT layer
+ * and zoom, which a separate tilemaker run with base zoom 6 turns into tiles (tilemaker.ts, osm.ts).
+ */
+import { join, resolve } from 'node:path';
+import { tileBounds, tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
+import { loadGdal } from '../elevation/gdal.ts';
+import { boxPolygon, clipTo, writeShapefile, type Geometry, type Shape, type ShapeAttributes, type ShapeKind } from './shapes.ts';
+
+/** Where the Natural Earth tables are. */
+export const NATURAL_EARTH_DIR = resolve(import.meta.dirname, '..', '..', 'data', 'naturalearth');
+/** The highest zoom whose layers (other than the extract's own places) come from Natural Earth. */
+export const NE_MAXZOOM = 6;
+
+/** Degrees a clip area is shrunk by so that tilemaker does not count the tiles beyond its edges. */
+const AREA_INSET = 1e-7;
+
+/** The OpenMapTiles layers Natural Earth fills, with the shapefile columns each is written with. */
+export const NE_COLUMNS = {
+  water: { class: 'string' },
+  landcover: { class: 'string', subclass: 'string' },
+  landuse: { class: 'string' },
+  boundary: { admin: 'integer', disputed: 'integer', maritime: 'integer' },
+  place: { class: 'string', name: 'string', rank: 'integer', capital: 'integer' },
+} as const satisfies Record<string, Record<string, 'string' | 'integer'>>;
+export type NeLayer = keyof typeof NE_COLUMNS;
+
+/** One Natural Earth table and what it gives: its features' attributes at zoom z, or undefined to leave one out. */
+export interface NeTable {
+  file: string;
+  layer: NeLayer;
+  kind: ShapeKind;
+  minzoom: number;
+  maxzoom: number;
+  attributes: (p: Record<string, unknown>, z: number) => ShapeAttributes | undefined;
+  /** Only features outside the extract's tile box (the extract has its own inside). */
+  outsideOnly?: boolean;
+}
+
+const ocean = () => ({ class: 'ocean' });
+const lake = () => ({ class: 'lake' });
+const glacier = () => ({ class: 'ice', subclass: 'glacier' });
+const num = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
+/** Country borders: OpenMapTiles' `disputed` is NE's "Disputed (please verify)" feature class. */
+const admin0 = (p: Record<string, unknown>) => ({ admin: 2, disputed: String(p.featurecla ?? '').startsWith('Disputed') ? 1 : 0, maritime: 0 });
+const admin1 = () => ({ admin: 4, disputed: 0, maritime: 0 });
+/** Populated places from the zoom NE gives them (`min_zoom`), capitals as OpenMapTiles' `capital`. */
+function city(p: Record<string, unknown>, z: number): ShapeAttributes | undefined {
+  if (num(p.min_zoom, 99) > z || typeof p.name !== 'string' || !p.name) return undefined;
+  const cla = String(p.featurecla ?? '');
+  const capital = cla.startsWith('Admin-0 capital') ? 2 : cla.startsWith('Admin-1 capital') ? 4 : 0;
+  return { class: 'city', name: p.name, rank: Math.min(10, Math.max(1, num(p.scalerank, 9) + 1)), capital };
+}
+
+/** What comes from Natural Earth at which zoom (OpenMapTiles' water, landcover, landuse, boundary layers). */
+export const NE_TABLES: NeTable[] = [
+  { file: 'ne_110m_ocean', layer: 'water', kind: 'polygon', minzoom: 0, maxzoom: 1, attributes: ocean },
+  { file: 'ne_110m_lakes', layer: 'water', kind: 'polygon', minzoom: 0, maxzoom: 1, attributes: lake },
+  { file: 'ne_50m_ocean', layer: 'water', kind: 'polygon', minzoom: 2, maxzoom: 4, attributes: ocean },
+  { file: 'ne_50m_lakes', layer: 'water', kind: 'polygon', minzoom: 2, maxzoom: 3, attributes: lake },
+  { file: 'ne_10m_lakes', layer: 'water', kind: 'polygon', minzoom: 4, maxzoom: 5, attributes: lake },
+  { file: 'ne_10m_ocean', layer: 'water', kind: 'polygon', minzoom: 5, maxzoom: 5, attributes: ocean },
+  { file: 'ne_110m_glaciated_areas', layer: 'landcover', kind: 'polygon', minzoom: 0, maxzoom: 1, attributes: glacier },
+  { file: 'ne_50m_glaciated_areas', layer: 'landcover', kind: 'polygon', minzoom: 2, maxzoom: 4, attributes: glacier },
+  { file: 'ne_10m_glaciated_areas', layer: 'landcover', kind: 'polygon', minzoom: 5, maxzoom: 6, attributes: glacier },
+  { file: 'ne_10m_antarctic_ice_shelves_polys', layer: 'landcover', kind: 'polygon', minzoom: 2, maxzoom: 6, attributes: () => ({ class: 'ice', subclass: 'ice_shelf' }) },
+  { file: 'ne_50m_urban_areas', layer: 'landuse', kind: 'polygon', minzoom: 4, maxzoom: 5, attributes: (p, z) => (z === 4 && num(p.scalerank, 99) > 2 ? undefined : { class: 'residential' }) },
+  { file: 'ne_110m_admin_0_boundary_lines_land', layer: 'boundary', kind: 'line', minzoom: 0, maxzoom: 0, attributes: admin0 },
+  { file: 'ne_50m_admin_0_boundary_lines_land', layer: 'boundary', kind: 'line', minzoom: 1, maxzoom: 3, attributes: admin0 },
+  { file: 'ne_10m_admin_0_boundary_lines_land', layer: 'boundary', kind: 'line', minzoom: 4, maxzoom: 6, attributes: admin0 },
+  { file: 'ne_50m_admin_1_states_provinces_lines', layer: 'boundary', kind: 'line', minzoom: 1, maxzoom: 6, attributes: admin1 },
+  { file: 'ne_50m_populated_places_simple', layer: 'place', kind: 'point', minzoom: 0, maxzoom: 6, attributes: city, outsideOnly: true },
+];
+
+/** The box (lon/lat) of the tiles at zoom z that cover `box` (a tile merely touching its edge does not). */
+export function zoomArea(box: BBox, z: number): BBox {
+  const r = tileRangeForBBox(box, z);
+  const nw = tileBounds(z, r.minX, r.minY);
+  const se = tileBounds(z, r.maxX, r.maxY);
+  return [nw[0], se[1], se[2], nw[3]];
+}
+
+/** The clip area of zoom z: `zoomArea` shrunk by AREA_INSET. */
+export function clipArea(box: BBox, z: number): BBox {
+  const [w, s, e, n] = zoomArea(box, z);
+  return [w + AREA_INSET, s + AREA_INSET, e - AREA_INSET, n - AREA_INSET];
+}
+
+/** A tilemaker layer read from a shapefile, written into an OMT layer at one zoom. */
+export interface ShapeLayer {
+  minzoom: number;
+  maxzoom: number;
+  source: string;
+  write_to: string;
+  source_columns?: string[];
+  simplify_below?: number;
+  simplify_level?: number;
+  simplify_ratio?: number;
+}
+
+/** Simplification of shapefile polygons and lines, as the profile's own layers. */
+export const SHAPE_SIMPLIFY = { simplify_below: 13, simplify_level: 0.0001, simplify_ratio: 2 };
+
+/** Features of one table whose bounding boxes meet `area`, as [properties, geometry]. */
+async function* readTable(file: string, area: BBox): AsyncGenerator<[Record<string, unknown>, Geometry]> {
+  const gdal = await loadGdal();
+  const ds = gdal.open(join(NATURAL_EARTH_DIR, `${file}.fgb`));
+  try {
+    const layer = ds.layers.get(0);
+    layer.setSpatialFilter(area[0], area[1], area[2], area[3]);
+    for (let f = layer.features.next(); f; f = layer.features.next()) {
+      const g = f.getGeometry();
+      if (g) yield [f.fields.toObject() as Record<string, unknown>, g];
+    }
+  } finally {
+    ds.close();
+  }
+}
+
+const inside = (x: number, y: number, b: BBox) => x >= b[0] && x <= b[2] && y >= b[1] && y <= b[3];
+
+/** The shapes of one OMT layer at zoom z over `area`. */
+async function layerShapes(layer: NeLayer, z: number, area: BBox, box: BBox): Promise<{ kind: ShapeKind; shapes: Shape[] }> {
+  const clip = await boxPolygon(area);
+  const shapes: Shape[] = [];
+  let kind: ShapeKind = 'polygon';
+  for (const t of NE_TABLES) {
+    if (t.layer !== layer || z < t.minzoom || z > t.maxzoom) continue;
+    kind = t.kind;
+    for await (const [p, g] of readTable(t.file, area)) {
+      const attributes = t.attributes(p, z);
+      if (!attributes) continue;
+      if (t.kind === 'point') {
+        const pt = g as import('gdal-async').Point;
+        if (!inside(pt.x, pt.y, area) || (t.outsideOnly && inside(pt.x, pt.y, box))) continue;
+        shapes.push({ geometry: g, attributes });
+        continue;
+      }
+      const clipped = await clipTo(g, clip, t.kind);
+      if (clipped) shapes.push({ geometry: clipped, attributes });
+    }
+  }
+  return { kind, shapes };
+}
+
+/**
+ * Write the Natural Earth shapefiles for the tiles at z0–NE_MAXZOOM covering `box` into `workDir`;
+ * resolves with the tilemaker layers reading them (`ne_<layer>_z<z>`).
+ */
+export async function naturalEarthLayers(box: BBox, workDir: string): Promise<Record<string, ShapeLayer>> {
+  const layers: Record<string, ShapeLayer> = {};
+  for (let z = 0; z <= NE_MAXZOOM; z++) {
+    const area = clipArea(box, z);
+    for (const layer of Object.keys(NE_COLUMNS) as NeLayer[]) {
+      const { kind, shapes } = await layerShapes(layer, z, area, box);
+      if (shapes.length === 0) continue;
+      const name = `ne_${layer}_z${z}`;
+      const source = join(workDir, `${name}.shp`);
+      const columns = NE_COLUMNS[layer];
+      await writeShapefile(source, kind, columns, shapes);
+      layers[name] = { minzoom: z, maxzoom: z, source, write_to: layer, source_columns: Object.keys(columns), ...(kind === 'point' ? {} : SHAPE_SIMPLIFY) };
+    }
+  }
+  return layers;
+}

@@ -1,0 +1,67 @@
+/**
+ * tilemaker runs for the shapefile layers of one zoom each (Natural Earth, the ocean beyond the
+ * extract): tilemaker 2.2 clips shapefiles to its box and indexes them at its base zoom, so a layer
+ * for zoom z covering the tiles of zoom z around the extract is cheap in a run whose base zoom is a
+ * little above z and whose box is those tiles, and ruinous in the extract's run (base zoom 14).
+ * Zooms are grouped GROUP at a time; the runs read an empty OSM file.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { BBox } from '../../lib/tile-math.ts';
+import { decodeTile } from '../../lib/mvt.ts';
+import { openMbtiles } from '../sources/mbtiles.ts';
+import type { ShapeLayer } from './natural-earth.ts';
+import { zoomArea } from './natural-earth.ts';
+import { runTilemaker } from './tilemaker.ts';
+import { runTool } from './tools.ts';
+import { gunzipSync } from 'node:zlib';
+
+/** Zooms per run: a layer of zoom z is indexed on 4^(base − z) tiles per tile of z. */
+const GROUP = 3;
+
+/** What the runs need. */
+export interface ShapeRunsJob {
+  tilemaker: string;
+  osmium: string;
+  /** The extract's tile box. */
+  box: BBox;
+  layers: Record<string, ShapeLayer>;
+  workDir: string;
+  pidFile: string;
+  label: string;
+}
+
+/** Run tilemaker over the layers; resolves with the tiles that have features, by `z/x/y`. */
+export async function runShapeLayers(job: ShapeRunsJob): Promise<Map<string, Uint8Array>> {
+  const tiles = new Map<string, Uint8Array>();
+  const entries = Object.entries(job.layers);
+  if (entries.length === 0) return tiles;
+  const emptyOpl = join(job.workDir, 'empty.opl');
+  const emptyPbf = join(job.workDir, 'empty.osm.pbf');
+  await writeFile(emptyOpl, '');
+  await runTool(job.osmium, ['cat', '--no-progress', '-F', 'opl', '-f', 'pbf', '-O', '-o', emptyPbf, emptyOpl], { pidFile: job.pidFile });
+  const maxZoom = Math.max(...entries.map(([, l]) => l.maxzoom));
+  for (let first = 0; first <= maxZoom; first += GROUP) {
+    const last = Math.min(first + GROUP - 1, maxZoom);
+    const layers = Object.fromEntries(entries.filter(([, l]) => l.minzoom >= first && l.maxzoom <= last));
+    if (Object.keys(layers).length === 0) continue;
+    const output = join(job.workDir, `shapes-z${first}-${last}.mbtiles`);
+    const box = zoomArea(job.box, first);
+    await runTilemaker(job.tilemaker, { input: emptyPbf, output, box, shapeLayers: layers, zooms: [first, last], workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} z${first}-${last}` });
+    let source;
+    try {
+      source = await openMbtiles(output);
+    } catch {
+      continue; // nothing fell into a tile
+    }
+    try {
+      for await (const t of source.tiles()) {
+        // Tiles of a run's box that only the layers of other zooms reached are empty.
+        if (decodeTile(t.data[0] === 0x1f ? gunzipSync(t.data) : t.data).some((l) => l.features.length > 0)) tiles.set(`${t.z}/${t.x}/${t.y}`, t.data);
+      }
+    } finally {
+      await source.close();
+    }
+  }
+  return tiles;
+}
