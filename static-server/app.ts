@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { pino, type Logger } from 'pino';
+import { rewriteAliasUrl } from './aliases.ts';
 import { AuthResult, checkAuthorization, rejectUnauthorized } from './auth.ts';
 import { HttpError, type RouteModule, type ServerContext } from './context.ts';
 import { clientErrorHandler, errorBody, MAX_HEADER_BYTES, sendError } from './errors.ts';
@@ -103,6 +104,8 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     loggerInstance: ctx.log as FastifyBaseLogger,
     logController: new DebugRequestLogs(DEBUG_LEVELS.has(options.logLevel)),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // The hosted API's URL forms answered by tilebake's routes (static-server/aliases.ts).
+    rewriteUrl: (req) => rewriteAliasUrl(req.url ?? '/'),
     http: { maxHeaderSize: MAX_HEADER_BYTES },
     clientErrorHandler: clientErrorHandler(cors),
     // Malformed URLs and over-long path segments: the same JSON error body as everything else.
