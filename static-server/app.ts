@@ -13,6 +13,7 @@ import { routeKind, serverMetrics } from './metrics.ts';
 import { registerRenderPageRoutes } from './routes/render-page.ts';
 import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
+import { registerWmtsRoutes } from './routes/wmts.ts';
 import { HttpStatus } from './http-status.ts';
 
 /**
@@ -82,7 +83,7 @@ class DebugRequestLogs extends LogController {
  * the render server the tiles, styles, sprites and glyphs clients get plus the render page.
  */
 const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
-  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute],
+  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute, registerWmtsRoutes],
   routing: [registerHeightRoutes],
   render: [registerRenderPageRoutes, registerMaplibreRoutes, registerVectorRoutes, registerStyleRoutes],
 };
