@@ -11,6 +11,7 @@ import { registerMetricsRoute } from './routes/metrics.ts';
 import { isPublicPreviewPath, registerPreviewRoutes } from './routes/preview.ts';
 import { routeKind, serverMetrics } from './metrics.ts';
 import { registerRenderPageRoutes } from './routes/render-page.ts';
+import { registerStaticMapRoutes } from './routes/static-map.ts';
 import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
 import { registerWmtsRoutes } from './routes/wmts.ts';
@@ -83,7 +84,7 @@ class DebugRequestLogs extends LogController {
  * the render server the tiles, styles, sprites and glyphs clients get plus the render page.
  */
 const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
-  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute, registerWmtsRoutes],
+  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute, registerWmtsRoutes, registerStaticMapRoutes],
   routing: [registerHeightRoutes],
   render: [registerRenderPageRoutes, registerMaplibreRoutes, registerVectorRoutes, registerStyleRoutes],
 };
