@@ -214,6 +214,7 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     bounds: bbox,
     center: [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))],
     archives: {},
+    ...(s.maxzoom_served !== undefined ? { maxzoom_served: s.maxzoom_served } : {}),
   };
   return { s, prep, entry, tilesetArchives: prep.tilesets.map((id) => join(outDir, manifest.tilesets[id].archive)) };
 }

@@ -58,7 +58,8 @@ describe('/tiles/{style}/{z}/{x}/{y}{@2x}.{png|jpg}', () => {
     const cases: [string, Record<string, string>, number][] = [
       [`/${STYLE_ID}/8/133/93.png`, {}, 401],
       [`/${STYLE_ID}/8/133/-1.png`, AUTH, 400],
-      [`/${STYLE_ID}/9/266/186.png`, AUTH, 404],
+      [`/${STYLE_ID}/21/266/186.png`, AUTH, 404],
+      [`/${STYLE_ID}/9/266/186.png`, AUTH, 200],
       [`/nope/1/0/0.png`, AUTH, 404],
       [`/${STYLE_ID}/1/0/0@2x.jpg`, AUTH, 404],
       [`/${STYLE_ID}/1/0/0.webp`, AUTH, 404],

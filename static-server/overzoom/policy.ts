@@ -11,3 +11,6 @@ export const DEFAULT_MAXZOOM_SERVED = 20;
 export function servedMaxzoom(entry: Pick<StyleEntry, 'maxzoom' | 'maxzoom_served'>): number {
   return Math.max(entry.maxzoom, entry.maxzoom_served ?? DEFAULT_MAXZOOM_SERVED);
 }
+
+/** Header naming the zoom of the baked tiles an upscaled tile or a static image was made from. */
+export const SOURCE_ZOOM_HEADER = 'x-tilebake-source-zoom';

@@ -7,16 +7,13 @@ import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
 import { archivesOf } from '../archives.ts';
 import { HttpError, type RouteModule, type ServerContext } from '../context.ts';
 import { HttpStatus } from '../http-status.ts';
-import { servedMaxzoom } from '../overzoom/policy.ts';
+import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
+import { styleRasterSource } from '../overzoom/upscale.ts';
 import { cameraFor } from '../static-map/camera.ts';
-import { composeBase, encodeImage, type RasterSource } from '../static-map/compose.ts';
+import { composeBase, encodeImage } from '../static-map/compose.ts';
 import { overlaySvg } from '../static-map/overlay.ts';
 import { parseStaticMapRequest, staticMapLimitsFromEnv, type StaticMapLimits } from '../static-map/params.ts';
-import { TILE_SIZE_1X } from '../styles/raster-tilejson.ts';
 import { sendTile, TILE_CONTENT_TYPES, tileBody } from '../tile-response.ts';
-
-/** Header naming the zoom of the baked tiles an image was made from. */
-export const SOURCE_ZOOM_HEADER = 'x-tilebake-source-zoom';
 
 /** The archive an image at `scale` is made from: that scale (PNG before JPEG), else the other scale. */
 function archiveFor(entry: StyleEntry, scale: 1 | 2): StyleArchive | undefined {
@@ -40,13 +37,7 @@ export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
         const what = request.view.kind === 'center' ? `zoom ${cam.zoom}` : `the fitted zoom ${cam.zoom.toFixed(2)}`;
         throw new HttpError(HttpStatus.BadRequest, `${what} is outside the zoom range of style "${id}": ${entry.minzoom}-${maxzoom}`, { minzoom: entry.minzoom, maxzoom });
       }
-      const source: RasterSource = {
-        tileSize: TILE_SIZE_1X * archive.scale,
-        minzoom: entry.minzoom,
-        maxzoom: entry.maxzoom,
-        tile: async (z, x, y) => (await archives.tile(archive.archive, z, x, y))?.bytes ?? null,
-      };
-      const base = await composeBase(cam, source);
+      const base = await composeBase(cam, styleRasterSource(archives, entry, archive));
       const image = await encodeImage(base, overlaySvg(cam, request.paths, request.markers), request.format);
       reply.header(SOURCE_ZOOM_HEADER, String(base.sourceZoom));
       return sendTile(req, reply, tileBody(image), { contentType: TILE_CONTENT_TYPES[request.format], gzip: false, cacheControl: ctx.cache.data });
