@@ -132,11 +132,13 @@ export async function composeBase(cam: Camera, src: RasterSource): Promise<RawIm
 
 /** JPEG quality of static images. */
 const JPEG_QUALITY = 90;
+/** zlib level of static images: encoding dominates an image's cost, and level 3 is ~2.5x faster than 6 for a few % more bytes. */
+const PNG_COMPRESSION = 3;
 
 /** Encode the base with the overlay SVG on top. */
 export function encodeImage(base: RawImage, overlay: Buffer | undefined, format: 'png' | 'jpg'): Promise<Buffer> {
   let img = sharp(base.data, { raw: { width: base.width, height: base.height, channels: RGBA } });
   if (overlay) img = img.composite([{ input: overlay, left: 0, top: 0 }]);
   if (format === 'jpg') return img.flatten({ background: '#ffffff' }).jpeg({ quality: JPEG_QUALITY }).toBuffer();
-  return (base.alpha ? img : img.removeAlpha()).png().toBuffer();
+  return (base.alpha ? img : img.removeAlpha()).png({ compressionLevel: PNG_COMPRESSION }).toBuffer();
 }
