@@ -8,16 +8,20 @@ import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
 import type { Archives } from '../archives.ts';
 import type { Camera } from '../static-map/camera.ts';
 import { composeBase, encodeImage, type RasterSource } from '../static-map/compose.ts';
+import type { DecodedTiles } from '../static-map/decoded-tiles.ts';
 import { TILE_SIZE_1X } from '../styles/raster-tilejson.ts';
 import { tileBody, type TileBody } from '../tile-response.ts';
 
 /** The baked tiles of one archive of a style, as static maps and upscaled tiles read them. */
-export function styleRasterSource(archives: Archives, entry: StyleEntry, archive: StyleArchive): RasterSource {
+export function styleRasterSource(archives: Archives, decoded: DecodedTiles, entry: StyleEntry, archive: StyleArchive): RasterSource {
   return {
     tileSize: TILE_SIZE_1X * archive.scale,
     minzoom: entry.minzoom,
     maxzoom: entry.maxzoom,
-    tile: async (z, x, y) => (await archives.tile(archive.archive, z, x, y))?.bytes ?? null,
+    tile: async (z, x, y) => {
+      const body = await archives.tile(archive.archive, z, x, y);
+      return body && decoded.get(`${archive.archive}/${z}/${x}/${y}`, body.bytes);
+    },
   };
 }
 
@@ -28,7 +32,10 @@ const KEY_PREFIX = 'upscaled:';
 export class Upscaler {
   private readonly pending = new Map<string, Promise<TileBody | null>>();
 
-  constructor(private readonly archives: Archives) {}
+  constructor(
+    private readonly archives: Archives,
+    private readonly decoded: DecodedTiles,
+  ) {}
 
   /** Tile z/x/y (z above the baked maxzoom) of `archive`, or null where the build has no ancestor tile. */
   tile(entry: StyleEntry, archive: StyleArchive, z: number, x: number, y: number): Promise<TileBody | null> {
@@ -56,7 +63,7 @@ export class Upscaler {
     const size = TILE_SIZE_1X * archive.scale;
     const n = 2 ** z;
     const cam: Camera = { cx: (x + 0.5) / n, cy: (y + 0.5) / n, zoom: z, bearing: 0, width: size, height: size, scale: archive.scale };
-    const base = await composeBase(cam, styleRasterSource(this.archives, entry, archive));
+    const base = await composeBase(cam, styleRasterSource(this.archives, this.decoded, entry, archive));
     return tileBody(await encodeImage(base, undefined, archive.format));
   }
 }

@@ -12,6 +12,7 @@ import { rewriteNeutralUrls, type StyleUrls } from '../styles/style-json.ts';
 import { serverMetrics } from '../metrics.ts';
 import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { Upscaler } from '../overzoom/upscale.ts';
+import { decodedTilesOf } from '../static-map/decoded-tiles.ts';
 import { appendVary, sendTile, TILE_CONTENT_TYPES, tileBody, type TileBody } from '../tile-response.ts';
 import { HttpStatus } from '../http-status.ts';
 
@@ -48,7 +49,7 @@ interface TileParams {
  */
 export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx: ServerContext) => {
   const archives = archivesOf(ctx);
-  const upscaler = new Upscaler(archives);
+  const upscaler = new Upscaler(archives, decodedTilesOf(ctx));
   const styles = new Map(Object.entries(ctx.manifest.styles));
   const cacheBytes = Math.max(MIN_STYLE_FILES_CACHE_BYTES, cacheBudgetBytes(ctx, 'styleFiles'));
   const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => ENTRY_OVERHEAD_BYTES + (v ? v.bytes.byteLength : 0));

@@ -6,6 +6,7 @@
  */
 import sharp from 'sharp';
 import { worldPixels, type Camera } from './camera.ts';
+import type { DecodedTile } from './decoded-tiles.ts';
 
 /** Baked raster tiles of one archive. */
 export interface RasterSource {
@@ -13,8 +14,8 @@ export interface RasterSource {
   tileSize: number;
   minzoom: number;
   maxzoom: number;
-  /** Encoded tile bytes, or null where the build has no tile. */
-  tile(z: number, x: number, y: number): Promise<Uint8Array | null>;
+  /** The decoded tile, or null where the build has no tile. */
+  tile(z: number, x: number, y: number): Promise<DecodedTile | null>;
 }
 
 /** Raw RGBA pixels. */
@@ -84,16 +85,14 @@ async function region(cam: Camera, src: RasterSource, w: number, h: number): Pro
       const wrapped = ((tx % n) + n) % n;
       jobs.push(
         (async () => {
-          const bytes = await src.tile(tz, wrapped, ty);
-          if (!bytes) {
+          const tile = await src.tile(tz, wrapped, ty);
+          if (!tile) {
             alpha = true;
             return;
           }
-          const img = sharp(bytes);
-          const { data: px, info } = await img.ensureAlpha().raw().toBuffer({ resolveWithObject: true });
-          if (info.width !== T || info.height !== T) throw new Error(`raster tile ${tz}/${wrapped}/${ty} is ${info.width}x${info.height} px, expected ${T}`);
-          if ((await sharp(bytes).metadata()).hasAlpha) alpha = true;
-          blit(data, rw, rh, px, T, tx * T - x0, ty * T - y0);
+          if (tile.size !== T) throw new Error(`raster tile ${tz}/${wrapped}/${ty} is ${tile.size} px, expected ${T}`);
+          if (tile.alpha) alpha = true;
+          blit(data, rw, rh, tile.data, T, tx * T - x0, ty * T - y0);
         })(),
       );
     }
