@@ -16,6 +16,8 @@ const TOKEN = randomBytes(18).toString('base64url');
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const MAX_SIZE = 1500;
 const MAX_POINTS = 60;
+/** Static images waiting while one is composed (TILEBAKE_STATIC_CONCURRENCY=1). */
+const QUEUE = 2;
 
 let fixture: StyleOutput;
 let tiles: Map<string, Buffer>;
@@ -26,12 +28,16 @@ beforeAll(async () => {
   tiles = await addGridStyle(fixture.out);
   process.env.TILEBAKE_STATIC_MAX_SIZE = String(MAX_SIZE);
   process.env.TILEBAKE_STATIC_MAX_POINTS = String(MAX_POINTS);
+  process.env.TILEBAKE_STATIC_CONCURRENCY = '1';
+  process.env.TILEBAKE_STATIC_QUEUE = String(QUEUE);
   server = await startServer(serveOptions(fixture.out), { tokenHashes: [hashToken(TOKEN)] });
 }, 120_000);
 
 afterAll(async () => {
   delete process.env.TILEBAKE_STATIC_MAX_SIZE;
   delete process.env.TILEBAKE_STATIC_MAX_POINTS;
+  delete process.env.TILEBAKE_STATIC_CONCURRENCY;
+  delete process.env.TILEBAKE_STATIC_QUEUE;
   await server?.close();
   if (fixture) await rm(fixture.out, { recursive: true, force: true });
 });
@@ -242,6 +248,27 @@ describe('bad parameters: 400 with a JSON body', () => {
     const again = await get(`${centre}/10x10.png`, { ...AUTH, 'if-none-match': String(first.headers.etag) });
     expect(again.status).toBe(304);
   });
+});
+
+describe('load', () => {
+  it('beyond one image composing and two waiting, requests get 503 with Retry-After at once; the rest are served', async () => {
+    const n = 24;
+    const t0 = Date.now();
+    const answers = await Promise.all(Array.from({ length: n }, (_, i) => get(`${i * 7},${i},2.${i + 10}/1000x800@2x.png`)));
+    const ok = answers.filter((r) => r.status === 200);
+    const busy = answers.filter((r) => r.status === 503);
+    expect(ok.length + busy.length).toBe(n);
+    expect(ok.length).toBeGreaterThanOrEqual(1 + QUEUE);
+    expect(busy.length).toBeGreaterThan(0);
+    for (const r of busy) {
+      expect(r.headers['retry-after']).toBe('1');
+      expect(r.json()).toMatchObject({ status: 503 });
+      expect(r.json().error).toMatch(/too many static images in progress/);
+    }
+    expect(Date.now() - t0).toBeLessThan(60_000);
+    // Afterwards the server composes again.
+    expect((await get('0,0,2/100x100.png')).status).toBe(200);
+  }, 90_000);
 });
 
 /** Google's encoded polyline, precision 5. */

@@ -12,6 +12,7 @@ import { styleRasterSource } from '../overzoom/upscale.ts';
 import { cameraFor } from '../static-map/camera.ts';
 import { composeBase, encodeImage } from '../static-map/compose.ts';
 import { decodedTilesOf } from '../static-map/decoded-tiles.ts';
+import { WorkLimiter } from '../static-map/limiter.ts';
 import { overlaySvg } from '../static-map/overlay.ts';
 import { parseStaticMapRequest, staticMapLimitsFromEnv, type StaticMapLimits } from '../static-map/params.ts';
 import { sendTile, TILE_CONTENT_TYPES, tileBody } from '../tile-response.ts';
@@ -26,6 +27,7 @@ export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
   return async (app: FastifyInstance, ctx: ServerContext) => {
     const archives = archivesOf(ctx);
     const decoded = decodedTilesOf(ctx);
+    const limiter = new WorkLimiter(limits.concurrency, limits.queue, 'static images');
     app.get<{ Params: { style: string; view: string; size: string } }>('/styles/:style/static/:view/:size', async (req, reply) => {
       const { style: id, view, size } = req.params;
       const entry = ctx.manifest.styles[id];
@@ -39,8 +41,10 @@ export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
         const what = request.view.kind === 'center' ? `zoom ${cam.zoom}` : `the fitted zoom ${cam.zoom.toFixed(2)}`;
         throw new HttpError(HttpStatus.BadRequest, `${what} is outside the zoom range of style "${id}": ${entry.minzoom}-${maxzoom}`, { minzoom: entry.minzoom, maxzoom });
       }
-      const base = await composeBase(cam, styleRasterSource(archives, decoded, entry, archive));
-      const image = await encodeImage(base, overlaySvg(cam, request.paths, request.markers), request.format);
+      const { base, image } = await limiter.run(async () => {
+        const base = await composeBase(cam, styleRasterSource(archives, decoded, entry, archive));
+        return { base, image: await encodeImage(base, overlaySvg(cam, request.paths, request.markers), request.format) };
+      });
       reply.header(SOURCE_ZOOM_HEADER, String(base.sourceZoom));
       return sendTile(req, reply, tileBody(image), { contentType: TILE_CONTENT_TYPES[request.format], gzip: false, cacheControl: ctx.cache.data });
     });

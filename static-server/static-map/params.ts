@@ -15,7 +15,7 @@ import { HttpError } from '../context.ts';
 import { HttpStatus } from '../http-status.ts';
 import { parseColour, type Colour } from './colour.ts';
 
-/** Limits of one image (TILEBAKE_STATIC_MAX_SIZE, TILEBAKE_STATIC_MAX_POINTS override the first two). */
+/** Limits of static images (TILEBAKE_STATIC_* environment variables override some). */
 export interface StaticMapLimits {
   /** Largest width and height in logical pixels (before @2x). */
   maxSize: number;
@@ -23,9 +23,12 @@ export interface StaticMapLimits {
   maxPoints: number;
   maxPaths: number;
   maxMarkers: number;
+  /** Images composed at once (TILEBAKE_STATIC_CONCURRENCY) and waiting (TILEBAKE_STATIC_QUEUE); more get 503. */
+  concurrency: number;
+  queue: number;
 }
 
-export const DEFAULT_STATIC_MAP_LIMITS: StaticMapLimits = Object.freeze({ maxSize: 2048, maxPoints: 5000, maxPaths: 50, maxMarkers: 100 });
+export const DEFAULT_STATIC_MAP_LIMITS: StaticMapLimits = Object.freeze({ maxSize: 2048, maxPoints: 5000, maxPaths: 50, maxMarkers: 100, concurrency: 4, queue: 64 });
 
 /** Limits from the environment, else the defaults. */
 export function staticMapLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): StaticMapLimits {
@@ -36,7 +39,14 @@ export function staticMapLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): St
     if (!Number.isInteger(n) || n < 1) throw new Error(`${name}: expected a positive integer (got ${JSON.stringify(v)})`);
     return n;
   };
-  return { ...DEFAULT_STATIC_MAP_LIMITS, maxSize: int('TILEBAKE_STATIC_MAX_SIZE', DEFAULT_STATIC_MAP_LIMITS.maxSize), maxPoints: int('TILEBAKE_STATIC_MAX_POINTS', DEFAULT_STATIC_MAP_LIMITS.maxPoints) };
+  const d = DEFAULT_STATIC_MAP_LIMITS;
+  return {
+    ...d,
+    maxSize: int('TILEBAKE_STATIC_MAX_SIZE', d.maxSize),
+    maxPoints: int('TILEBAKE_STATIC_MAX_POINTS', d.maxPoints),
+    concurrency: int('TILEBAKE_STATIC_CONCURRENCY', d.concurrency),
+    queue: int('TILEBAKE_STATIC_QUEUE', d.queue),
+  };
 }
 
 export type StaticView =
