@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tileBounds, worldToLonLat } from '../lib/tile-math.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
+import { parseColour } from '../static-server/static-map/colour.ts';
+import { DEFAULT_STATIC_MAP_LIMITS, staticMapLimitsFromEnv } from '../static-server/static-map/params.ts';
 import { request, serveOptions, type RawResponse } from './fixtures/server/helpers.ts';
 import { buildStyleOutput, type StyleOutput } from './fixtures/styles/output.ts';
 import { addGridStyle, GRID_MAXZOOM, GRID_STYLE } from './fixtures/styles/world-grid.ts';
@@ -247,6 +249,22 @@ describe('bad parameters: 400 with a JSON body', () => {
     const first = await get(`${centre}/10x10.png`);
     const again = await get(`${centre}/10x10.png`, { ...AUTH, 'if-none-match': String(first.headers.etag) });
     expect(again.status).toBe(304);
+  });
+});
+
+describe('units', () => {
+  it('colours parse into #rrggbb and an opacity, nothing else passes', () => {
+    expect(parseColour('f00')).toEqual({ hex: '#ff0000', opacity: 1 });
+    expect(parseColour('#00ff0080')).toEqual({ hex: '#00ff00', opacity: 128 / 255 });
+    expect(parseColour('rgba(1,2,3,0.5)')).toEqual({ hex: '#010203', opacity: 0.5 });
+    expect(parseColour('Blue')).toEqual({ hex: '#0000ff', opacity: 1 });
+    for (const bad of ['rgb(256,0,0)', 'rgb(1,2,3,0.5)', '#12345', 'red"/><script>', 'url(#x)', '']) expect(parseColour(bad), bad).toBeUndefined();
+  });
+
+  it('limits come from the environment, and a bad value names the variable', () => {
+    expect(staticMapLimitsFromEnv({})).toEqual(DEFAULT_STATIC_MAP_LIMITS);
+    expect(staticMapLimitsFromEnv({ TILEBAKE_STATIC_MAX_SIZE: '4096', TILEBAKE_STATIC_QUEUE: '8' })).toMatchObject({ maxSize: 4096, queue: 8, concurrency: 4 });
+    expect(() => staticMapLimitsFromEnv({ TILEBAKE_STATIC_MAX_SIZE: 'abc' })).toThrow(/TILEBAKE_STATIC_MAX_SIZE: expected a positive integer/);
   });
 });
 

@@ -10,6 +10,7 @@
  *   (repeatable): `{lon},{lat}[|color:{colour}][|label:{text}]`; `padding` for `auto` and boxes.
  */
 import { decodePolyline, TooManyPointsError, type LatLon } from '../../lib/elevation/geo.ts';
+import { UserError } from '../../lib/errors.ts';
 import { MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
 import { HttpError } from '../context.ts';
 import { HttpStatus } from '../http-status.ts';
@@ -36,7 +37,7 @@ export function staticMapLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): St
     const v = env[name];
     if (v === undefined || v === '') return fallback;
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${name}: expected a positive integer (got ${JSON.stringify(v)})`);
+    if (!Number.isInteger(n) || n < 1) throw new UserError(`environment variable ${name}: expected a positive integer (got ${JSON.stringify(v)})`);
     return n;
   };
   const d = DEFAULT_STATIC_MAP_LIMITS;
