@@ -43,7 +43,7 @@ const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
 /** Request headers browsers may send cross-origin. */
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, If-None-Match';
 /** Response headers browsers may read cross-origin. */
-const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate';
+const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate, X-Tilebake-Source-Zoom';
 /** How long browsers may cache a preflight answer, in seconds. */
 const CORS_MAX_AGE_S = 86400;
 /** Longest path segment routed (longer ones get a JSON 414). */

@@ -252,6 +252,14 @@ describe('bad parameters: 400 with a JSON body', () => {
   });
 });
 
+describe('metrics', () => {
+  it('counts static images under their own route kind', async () => {
+    expect((await get('0,0,1/20x20.png')).status).toBe(200);
+    const text = (await request(`${server.url}/metrics`, { headers: AUTH })).body.toString();
+    expect(text).toMatch(/tilebake_http_requests_total\{kind="static-map",status="200"\} [1-9]/);
+  });
+});
+
 describe('units', () => {
   it('colours parse into #rrggbb and an opacity, nothing else passes', () => {
     expect(parseColour('f00')).toEqual({ hex: '#ff0000', opacity: 1 });
