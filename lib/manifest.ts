@@ -71,6 +71,8 @@ export interface StyleEntry {
   center: [number, number, number];
   /** Key `${scale}x.${format}`, e.g. `1x.png`, `2x.jpg`. */
   archives: Record<string, StyleArchive>;
+  /** Deepest raster zoom served, above `maxzoom` by upscaling baked tiles (default 20; static-server/overzoom). */
+  maxzoom_served?: number;
 }
 
 export interface ElevationEntry {

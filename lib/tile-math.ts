@@ -43,6 +43,16 @@ function fracY(lat: number, z: number): number {
   return ((1 - Math.log(Math.tan(phi) + 1 / Math.cos(phi)) / Math.PI) / 2) * 2 ** z;
 }
 
+/** Web Mercator world coordinates of `lon`/`lat`: x and y in 0 … 1 from the north-west corner (latitude clamped). */
+export function lonLatToWorld(lon: number, lat: number): { x: number; y: number } {
+  return { x: fracX(lon, 0), y: fracY(lat, 0) };
+}
+
+/** `lon`/`lat` of world coordinates (the inverse of `lonLatToWorld`). */
+export function worldToLonLat(x: number, y: number): { lon: number; lat: number } {
+  return { lon: x * 360 - 180, lat: (Math.atan(Math.sinh(Math.PI * (1 - 2 * y))) * 180) / Math.PI };
+}
+
 /** The tile containing `lon`/`lat` at zoom `z`; coordinates outside the Mercator square are clamped onto it. */
 export function lonLatToTile(lon: number, lat: number, z: number): { x: number; y: number } {
   const n = 2 ** z;

@@ -232,6 +232,7 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     bounds: bbox,
     center: [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))],
     archives: {},
+    ...(s.maxzoom_served !== undefined ? { maxzoom_served: s.maxzoom_served } : {}),
   };
   const archives = prep.tilesets.map((id) => ({ store: dataStore, path: manifest.tilesets[id].archive, bytes: manifest.tilesets[id].bytes }));
   return { s, prep, entry, tilesetArchives: archives };

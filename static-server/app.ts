@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { pino, type Logger } from 'pino';
+import { rewriteAliasUrl } from './aliases.ts';
 import { AuthResult, checkAuthorization, rejectUnauthorized } from './auth.ts';
 import { HttpError, type RouteModule, type ServerContext } from './context.ts';
 import { clientErrorHandler, errorBody, MAX_HEADER_BYTES, sendError } from './errors.ts';
@@ -10,8 +11,10 @@ import { registerMetricsRoute } from './routes/metrics.ts';
 import { isPublicPreviewPath, registerPreviewRoutes } from './routes/preview.ts';
 import { routeKind, serverMetrics } from './metrics.ts';
 import { registerRenderPageRoutes } from './routes/render-page.ts';
+import { registerStaticMapRoutes } from './routes/static-map.ts';
 import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
+import { registerWmtsRoutes } from './routes/wmts.ts';
 import { HttpStatus } from './http-status.ts';
 
 /**
@@ -40,7 +43,7 @@ const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
 /** Request headers browsers may send cross-origin. */
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, If-None-Match';
 /** Response headers browsers may read cross-origin. */
-const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate';
+const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate, X-Tilebake-Source-Zoom';
 /** How long browsers may cache a preflight answer, in seconds. */
 const CORS_MAX_AGE_S = 86400;
 /** Longest path segment routed (longer ones get a JSON 414). */
@@ -81,7 +84,7 @@ class DebugRequestLogs extends LogController {
  * the render server the tiles, styles, sprites and glyphs clients get plus the render page.
  */
 const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
-  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute],
+  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute, registerWmtsRoutes, registerStaticMapRoutes],
   routing: [registerHeightRoutes],
   render: [registerRenderPageRoutes, registerMaplibreRoutes, registerVectorRoutes, registerStyleRoutes],
 };
@@ -103,6 +106,8 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     loggerInstance: ctx.log as FastifyBaseLogger,
     logController: new DebugRequestLogs(DEBUG_LEVELS.has(options.logLevel)),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // The hosted API's URL forms answered by tilebake's routes (static-server/aliases.ts).
+    rewriteUrl: (req) => rewriteAliasUrl(req.url ?? '/'),
     http: { maxHeaderSize: MAX_HEADER_BYTES },
     clientErrorHandler: clientErrorHandler(cors),
     // Malformed URLs and over-long path segments: the same JSON error body as everything else.

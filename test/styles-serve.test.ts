@@ -128,10 +128,11 @@ describe('raster tiles', () => {
     }
   });
 
-  it('answers 404 naming the zoom range for a zoom outside it', async () => {
-    const z = FIXTURE_MAXZOOM + 1;
-    const body = expectJsonError(await get(`/styles/${STYLE_ID}/${z}/0/0.png`), 404);
-    expect(body.error).toContain(`0-${FIXTURE_MAXZOOM}`);
+  it('answers 404 naming the served zoom range for a zoom outside it (above the baked zooms: upscaled up to 20)', async () => {
+    const body = expectJsonError(await get(`/styles/${STYLE_ID}/21/0/0.png`), 404);
+    expect(body.error).toContain('0-20');
+    // Above the baked maxzoom but outside the build's tiles: no tile, as below it.
+    expect((await get(`/styles/${STYLE_ID}/${FIXTURE_MAXZOOM + 1}/0/0.png`)).status).toBe(204);
   });
 
   it('answers 404 naming what was built for a format or scale not built', async () => {

@@ -140,6 +140,9 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
     if (s.minzoom > s.maxzoom) {
       throw new UserError(`${file}: invalid config\n  ${jsonPath(['styles', id, 'minzoom'])}: expected minzoom <= maxzoom (${s.minzoom} > ${s.maxzoom})`, { exitCode: 2 });
     }
+    if (s.maxzoom_served !== undefined && s.maxzoom_served < s.maxzoom) {
+      throw new UserError(`${file}: invalid config\n  ${jsonPath(['styles', id, 'maxzoom_served'])}: expected maxzoom_served >= maxzoom (${s.maxzoom_served} < ${s.maxzoom})`, { exitCode: 2 });
+    }
     const tileset = s.tileset ?? (Object.keys(tilesets).length === 1 ? Object.keys(tilesets)[0] : undefined);
     if (!tileset || !tilesets[tileset]) {
       throw new UserError(`${file}: invalid config\n  ${jsonPath(['styles', id, 'tileset'])}: expected one of the configured tileset ids (${Object.keys(tilesets).join(', ') || 'none configured'})`, { exitCode: 2 });

@@ -13,6 +13,8 @@ export const styleSchema = z.strictObject({
   tileset: z.string().min(1).optional(),
   minzoom: z.number().int().min(0).max(24).default(0),
   maxzoom: z.number().int().min(0).max(24).default(14),
+  /** Deepest raster zoom `serve` answers, above `maxzoom` by upscaling baked tiles (default 20; static-server/overzoom). */
+  maxzoom_served: z.number().int().min(0).max(24).optional(),
   /** Area to render; default: the tileset's bounds. */
   bbox: bboxSchema.optional(),
   scales: z.array(z.union([z.literal(1), z.literal(2)], { error: 'expected 1 or 2' })).min(1).default([1, 2]),

@@ -80,7 +80,9 @@ export interface ServerFilesOptions {
  * and `fonts/{stack}/{start}-{end}.pbf` for every range of every stack the styles use.
  */
 export async function* serverFiles(build: BuildToExport, opts: ServerFilesOptions): AsyncGenerator<ServerFile> {
-  const ctx = contextOver(build.store, build.manifest, {
+  // A static export holds the baked tiles only: its TileJSON must not offer the zooms serve upscales.
+  const styles = Object.fromEntries(Object.entries(build.manifest.styles).map(([id, e]) => [id, { ...e, maxzoom_served: e.maxzoom }]));
+  const ctx = contextOver(build.store, { ...build.manifest, styles }, {
     out: build.store.location,
     port: 0,
     host: '127.0.0.1',

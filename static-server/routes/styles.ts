@@ -10,6 +10,9 @@ import { FontService } from '../styles/fonts.ts';
 import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
 import { rewriteNeutralUrls, type StyleUrls } from '../styles/style-json.ts';
 import { serverMetrics } from '../metrics.ts';
+import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
+import { Upscaler } from '../overzoom/upscale.ts';
+import { decodedTilesOf } from '../static-map/decoded-tiles.ts';
 import { appendVary, sendTile, TILE_CONTENT_TYPES, tileBody, type TileBody } from '../tile-response.ts';
 import { HttpStatus } from '../http-status.ts';
 
@@ -46,6 +49,7 @@ interface TileParams {
  */
 export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx: ServerContext) => {
   const archives = archivesOf(ctx);
+  const upscaler = new Upscaler(archives, decodedTilesOf(ctx));
   const styles = new Map(Object.entries(ctx.manifest.styles));
   const cacheBytes = Math.max(MIN_STYLE_FILES_CACHE_BYTES, cacheBudgetBytes(ctx, 'styleFiles'));
   const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => ENTRY_OVERHEAD_BYTES + (v ? v.bytes.byteLength : 0));
@@ -118,8 +122,10 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     if (!archive) {
       throw new HttpError(HttpStatus.NotFound, `style "${id}" has no ${key} tiles; built: ${built.join(', ') || 'none'}`, { built });
     }
-    checkZoom(z, entry.minzoom, entry.maxzoom, `style "${id}"`);
-    const tile = await archives.tile(archive.archive, z, x, y);
+    checkZoom(z, entry.minzoom, servedMaxzoom(entry), `style "${id}"`);
+    const upscaled = z > entry.maxzoom;
+    const tile = upscaled ? await upscaler.tile(entry, archive, z, x, y) : await archives.tile(archive.archive, z, x, y);
+    if (upscaled) reply.header(SOURCE_ZOOM_HEADER, String(entry.maxzoom));
     if (tile === null) {
       reply.header('cache-control', cacheControl);
       return reply.code(HttpStatus.NoContent).send();

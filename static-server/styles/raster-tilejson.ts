@@ -1,4 +1,5 @@
 import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
+import { servedMaxzoom } from '../overzoom/policy.ts';
 
 /** TileJSON version of `/styles/{style}.json`. */
 export const RASTER_TILEJSON_VERSION = '3.0.0';
@@ -39,12 +40,15 @@ export function rasterTileJson(id: string, entry: StyleEntry, baseUrl: string): 
     description:
       `Raster tiles of style "${id}": /styles/${id}/{z}/{x}/{y}.{format} are ${TILE_SIZE_1X} px tiles, ` +
       `/styles/${id}/{z}/{x}/{y}@2x.{format} are ${TILE_SIZE_1X * 2} px high-DPI tiles (tiles_2x). ` +
-      `Built (scale.format): ${built.join(', ') || 'none'}.`,
+      `Built (scale.format): ${built.join(', ') || 'none'}.` +
+      (servedMaxzoom(entry) > entry.maxzoom ? ` Baked to zoom ${entry.maxzoom}; zooms ${entry.maxzoom + 1}-${servedMaxzoom(entry)} are upscaled from it.` : ''),
     ...(entry.attribution ? { attribution: entry.attribution } : {}),
     scheme: 'xyz',
     tiles: main ? [`${root}${main.scale === 2 ? '@2x' : ''}.${main.format}`] : [],
     minzoom: entry.minzoom,
     maxzoom: entry.maxzoom,
+    // Extension: the deepest zoom this server answers; tiles above `maxzoom` are upscaled from it.
+    maxzoom_served: servedMaxzoom(entry),
     bounds: entry.bounds,
     center: entry.center,
     tileSize: main?.scale === 2 ? TILE_SIZE_1X * 2 : TILE_SIZE_1X,

@@ -1,0 +1,69 @@
+/**
+ * Raster tiles above a style's baked maxzoom (`upscale` mode): the tile is the view of its own
+ * extent composed from the deepest baked zoom (static-server/static-map/compose.ts: the ancestor's
+ * quadrant with a pixel of its neighbours, resampled), encoded like the baked tiles and kept in the
+ * server's tile cache. Where the build has no ancestor tile the answer is "no tile", as below maxzoom.
+ */
+import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
+import type { Archives } from '../archives.ts';
+import type { Camera } from '../static-map/camera.ts';
+import { composeBase, encodeImage, type RasterSource } from '../static-map/compose.ts';
+import type { DecodedTiles } from '../static-map/decoded-tiles.ts';
+import { TILE_SIZE_1X } from '../styles/raster-tilejson.ts';
+import { tileBody, type TileBody } from '../tile-response.ts';
+
+/** The baked tiles of one archive of a style, as static maps and upscaled tiles read them. */
+export function styleRasterSource(archives: Archives, decoded: DecodedTiles, entry: StyleEntry, archive: StyleArchive): RasterSource {
+  return {
+    tileSize: TILE_SIZE_1X * archive.scale,
+    minzoom: entry.minzoom,
+    maxzoom: entry.maxzoom,
+    tile: async (z, x, y) => {
+      const body = await archives.tile(archive.archive, z, x, y);
+      return body && decoded.get(`${archive.archive}/${z}/${x}/${y}`, body.bytes);
+    },
+  };
+}
+
+/** Cache key prefix of upscaled tiles in the server's tile cache. */
+const KEY_PREFIX = 'upscaled:';
+
+/** Upscaled tiles, cached with the baked ones; concurrent requests for one tile share one computation. */
+export class Upscaler {
+  private readonly pending = new Map<string, Promise<TileBody | null>>();
+
+  constructor(
+    private readonly archives: Archives,
+    private readonly decoded: DecodedTiles,
+  ) {}
+
+  /** Tile z/x/y (z above the baked maxzoom) of `archive`, or null where the build has no ancestor tile. */
+  tile(entry: StyleEntry, archive: StyleArchive, z: number, x: number, y: number): Promise<TileBody | null> {
+    const key = `${KEY_PREFIX}${archive.archive}/${z}/${x}/${y}`;
+    const hit = this.archives.cache.get(key);
+    if (hit !== undefined) return Promise.resolve(hit);
+    let p = this.pending.get(key);
+    if (!p) {
+      p = this.make(entry, archive, z, x, y).then(
+        (body) => {
+          this.archives.cache.set(key, body);
+          return body;
+        },
+      );
+      p.finally(() => this.pending.delete(key)).catch(() => undefined);
+      this.pending.set(key, p);
+    }
+    return p;
+  }
+
+  private async make(entry: StyleEntry, archive: StyleArchive, z: number, x: number, y: number): Promise<TileBody | null> {
+    const dz = z - entry.maxzoom;
+    const ancestor = await this.archives.tile(archive.archive, entry.maxzoom, Math.floor(x / 2 ** dz), Math.floor(y / 2 ** dz));
+    if (!ancestor) return null;
+    const size = TILE_SIZE_1X * archive.scale;
+    const n = 2 ** z;
+    const cam: Camera = { cx: (x + 0.5) / n, cy: (y + 0.5) / n, zoom: z, bearing: 0, width: size, height: size, scale: archive.scale };
+    const base = await composeBase(cam, styleRasterSource(this.archives, this.decoded, entry, archive));
+    return tileBody(await encodeImage(base, undefined, archive.format));
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Static map images: `GET /styles/{style}/static/{view}/{width}x{height}[@2x].{png|jpg}` composed
+ * from the style's baked raster tiles (static-server/static-map/), up to the style's served maxzoom.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
+import { archivesOf } from '../archives.ts';
+import { HttpError, type RouteModule, type ServerContext } from '../context.ts';
+import { HttpStatus } from '../http-status.ts';
+import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
+import { styleRasterSource } from '../overzoom/upscale.ts';
+import { cameraFor } from '../static-map/camera.ts';
+import { composeBase, encodeImage } from '../static-map/compose.ts';
+import { decodedTilesOf } from '../static-map/decoded-tiles.ts';
+import { WorkLimiter } from '../static-map/limiter.ts';
+import { overlaySvg } from '../static-map/overlay.ts';
+import { parseStaticMapRequest, staticMapLimitsFromEnv, type StaticMapLimits } from '../static-map/params.ts';
+import { sendTile, TILE_CONTENT_TYPES, tileBody } from '../tile-response.ts';
+
+/** The archive an image at `scale` is made from: that scale (PNG before JPEG), else the other scale. */
+function archiveFor(entry: StyleEntry, scale: 1 | 2): StyleArchive | undefined {
+  const rank = (a: StyleArchive) => (a.scale === scale ? 0 : 2) + (a.format === 'png' ? 0 : 1);
+  return Object.values(entry.archives).sort((a, b) => rank(a) - rank(b))[0];
+}
+
+export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
+  return async (app: FastifyInstance, ctx: ServerContext) => {
+    const archives = archivesOf(ctx);
+    const decoded = decodedTilesOf(ctx);
+    const limiter = new WorkLimiter(limits.concurrency, limits.queue, 'static images');
+    app.get<{ Params: { style: string; view: string; size: string } }>('/styles/:style/static/:view/:size', async (req, reply) => {
+      const { style: id, view, size } = req.params;
+      const entry = ctx.manifest.styles[id];
+      if (!entry) throw new HttpError(HttpStatus.NotFound, `unknown style "${id}"`, { styles: Object.keys(ctx.manifest.styles) });
+      const request = parseStaticMapRequest(view, size, req.query as Record<string, unknown>, limits);
+      const archive = archiveFor(entry, request.scale);
+      if (!archive) throw new HttpError(HttpStatus.NotFound, `style "${id}" has no raster tiles to compose images from`);
+      const cam = cameraFor(request, entry.maxzoom);
+      const maxzoom = servedMaxzoom(entry);
+      if (cam.zoom < entry.minzoom || cam.zoom > maxzoom) {
+        const what = request.view.kind === 'center' ? `zoom ${cam.zoom}` : `the fitted zoom ${cam.zoom.toFixed(2)}`;
+        throw new HttpError(HttpStatus.BadRequest, `${what} is outside the zoom range of style "${id}": ${entry.minzoom}-${maxzoom}`, { minzoom: entry.minzoom, maxzoom });
+      }
+      const { base, image } = await limiter.run(async () => {
+        const base = await composeBase(cam, styleRasterSource(archives, decoded, entry, archive));
+        return { base, image: await encodeImage(base, overlaySvg(cam, request.paths, request.markers), request.format) };
+      });
+      reply.header(SOURCE_ZOOM_HEADER, String(base.sourceZoom));
+      return sendTile(req, reply, tileBody(image), { contentType: TILE_CONTENT_TYPES[request.format], gzip: false, cacheControl: ctx.cache.data });
+    });
+  };
+}
+
+/** The static map route module (limits from TILEBAKE_STATIC_* environment variables, else defaults). */
+export const registerStaticMapRoutes: RouteModule = (app, ctx) => createStaticMapRoutes(staticMapLimitsFromEnv())(app, ctx);
