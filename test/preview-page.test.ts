@@ -7,12 +7,9 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildElevation } from '../pipeline/elevation.ts';
-import { hashToken } from '../static-server/auth.ts';
-import { startServer, type RunningServer } from '../static-server/serve.ts';
+import type { RunningServer } from '../static-server/serve.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../workers/chromium-process.ts';
-import { buildFullOutput, SAMPLE_HGT, type FullOutput } from './fixtures/server/full-output.ts';
-import { serveOptions } from './fixtures/server/helpers.ts';
+import { serveFullOutputWithTerrain, type FullOutput } from './fixtures/server/full-output.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
 /** A line across Monaco, from the harbour up to the hills. */
@@ -33,10 +30,8 @@ let server: RunningServer;
 let browser: Browser;
 
 beforeAll(async () => {
-  fx = await buildFullOutput();
-  // Terrain tiles for the terrain toggle (this file's own copy of the fixture; z8-11 keeps it quick).
-  await buildElevation(fx.out, [{ path: SAMPLE_HGT }], { precision: 0.1, terrain: { id: 'terrain', encoding: 'terrarium', format: 'png', minzoom: 8, maxzoom: 11 } });
-  server = await startServer(serveOptions(fx.out, { logLevel: 'silent' }), { tokenHashes: [hashToken(TOKEN)] });
+  // Terrain tiles for the terrain toggle (this file's own copy of the fixture).
+  ({ fx, server } = await serveFullOutputWithTerrain(TOKEN));
   browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
   if (SHOTS) await mkdir(SHOTS, { recursive: true });
 });
