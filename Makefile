@@ -21,8 +21,9 @@ typecheck: setup
 
 test: setup typecheck
 	@mkdir -p build
-	node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile=build/test-results.json
-	@node -e "const r = require('./build/test-results.json'); console.log(r.numPassedTests + ' passed, ' + r.numFailedTests + ' failed' + (r.numPendingTests ? ', ' + r.numPendingTests + ' skipped' : ''))"
+	@start=$$(date +%s); status=0; \
+	node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile=build/test-results.json || status=$$?; \
+	node scripts/test-summary.mjs build/test-results.json $$(( $$(date +%s) - start )); exit $$status
 
 bench: setup
 	bash bench/run-all.sh

@@ -5,6 +5,9 @@ import type { Store } from '../lib/storage.ts';
 import type { RenderSession } from './render-session.ts';
 import type { StoreHealth } from './store-health.ts';
 
+/** HttpError lives in its own module so that modules context.ts refers to (render-session.ts) can throw it without an import cycle. */
+export { HttpError } from './http-error.ts';
+
 /** Options of `tilebake serve` (see pipeline/cli.ts for the flags). */
 export interface ServeOptions {
   /** Build folder, http(s):// base URL or s3://bucket/prefix. */
@@ -89,22 +92,6 @@ export function cachePolicy(options: Pick<ServeOptions, 'auth' | 'cacheControl' 
 
 /** A route module: registers its routes on the app (tile host, or the routing listener). */
 export type RouteModule = (app: FastifyInstance, ctx: ServerContext) => Promise<void>;
-
-/**
- * Thrown by route handlers; the app's error handler turns it into
- * `{"error": message, "status": status, ...extra}` with `headers`.
- */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly extra: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-    this.name = 'HttpError';
-  }
-}
 
 /** What shares `--cache-mb` within one worker. */
 export type CachePart = 'tiles' | 'elevation' | 'styleFiles';

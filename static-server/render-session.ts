@@ -1,5 +1,5 @@
 import type { UploadReceipt } from '../lib/upload-receipt.ts';
-import { HttpError } from './context.ts';
+import { HttpError } from './http-error.ts';
 import { HttpStatus } from './http-status.ts';
 
 export type { UploadReceipt } from '../lib/upload-receipt.ts';

@@ -73,6 +73,13 @@ export function encodeBlock(heights: Float32Array | Float64Array, rows: number, 
   return { base: qmin, width, compression: BlockCompression.Zlib, payload: deflateSync(planes, { level: ZLIB_LEVEL }) };
 }
 
+/** A decoded block: heights row-major, NaN = nodata. An empty block has `data.length === 0`. */
+export interface DecodedBlock {
+  rows: number;
+  cols: number;
+  data: Float32Array;
+}
+
 /** Decompress and dequantise a block into heights (NaN = nodata). */
 export function decodeBlock(payload: Uint8Array, base: number, width: CodeWidth, rows: number, cols: number, precision: number): Float32Array {
   const n = rows * cols;

@@ -5,7 +5,7 @@
  * columns inside one block. `ElevationIndex.sampleGrid` loads the blocks and calls these per layer.
  */
 import { bilinear, locateAxis } from './bilinear.ts';
-import type { DecodedBlock } from './reader.ts';
+import type { DecodedBlock } from './codec.ts';
 
 /**
  * One axis of a grid located in a layer: per grid line, the block (index into `blocks`) and in-block

@@ -1,17 +1,12 @@
 import type { RangeSource } from '../storage.ts';
 import { bilinear, locate } from './bilinear.ts';
-import { decodeBlock } from './codec.ts';
+import { decodeBlock, type DecodedBlock } from './codec.ts';
 import { CodeWidth, DIR_ENTRY_BYTES, PREAMBLE_BYTES, blockDims, decodeMeta, decodePreamble, readDirEntry, type DirEntry, type IndexMeta, type LayerMeta } from './format.ts';
 import type { LatLon } from './geo.ts';
 import { ByteLru } from '../lru.ts';
 import { axisPlan, fillFromLayer } from './grid-sample.ts';
 
-/** A decoded block: heights row-major, NaN = nodata. An empty block has `data.length === 0`. */
-export interface DecodedBlock {
-  rows: number;
-  cols: number;
-  data: Float32Array;
-}
+export type { DecodedBlock } from './codec.ts';
 
 const EMPTY: DecodedBlock = { rows: 0, cols: 0, data: new Float32Array(0) };
 /** Fixed per-entry overhead counted against the cache bound. */

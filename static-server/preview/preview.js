@@ -14,6 +14,13 @@ const HILLSHADE = 'tilebake-hillshade';
 const PROFILE = 'tilebake-profile';
 const TERRAIN_EXAGGERATION = 1.5;
 const TERRAIN_PITCH = 60;
+/**
+ * WebGL renderers that rasterise on the CPU. MapLibre's 3D terrain draws every visible tile into a
+ * 1024 px texture and the surface into depth buffers each frame: under SwiftShader (headless Chromium,
+ * machines without a GPU) one such frame was measured at 2-20 s, during which the page does not react
+ * (docs/preview.md). There the terrain toggle shows the hillshade only; `#terrain3d=1` forces 3D.
+ */
+const SOFTWARE_GL = /swiftshader|llvmpipe|softpipe|software|basic render driver/i;
 /** Screens the style sheet lays out as a phone (preview.css). */
 const PHONE_QUERY = '(max-width: 640px)';
 
@@ -24,6 +31,8 @@ const state = {
   /** What the map shows: { kind: 'style', id, mode: 'raster' | 'vector', format } or { kind: 'inspect', id }. */
   view: null,
   terrain: false,
+  /** Whether the terrain toggle also turns on 3D terrain (not on a software-rendered WebGL, see SOFTWARE_GL). */
+  terrain3d: true,
   drawing: false,
   /** The profile line, [lon, lat] points. */
   points: [],
@@ -148,10 +157,10 @@ function addOverlays() {
     const dem = { type: 'raster-dem', url: `${ORIGIN}/data/${encodeURIComponent(terrain.id)}.json`, tileSize: 256, encoding: terrain.encoding ?? 'terrarium' };
     // Separate sources for the hillshade and the 3D surface (MapLibre draws each better so).
     if (!map.getSource(DEM)) map.addSource(DEM, dem);
-    if (!map.getSource(DEM_3D)) map.addSource(DEM_3D, dem);
+    if (state.terrain3d && !map.getSource(DEM_3D)) map.addSource(DEM_3D, dem);
     const firstSymbol = map.getStyle().layers.find((l) => l.type === 'symbol')?.id;
     if (!map.getLayer(HILLSHADE)) map.addLayer({ id: HILLSHADE, type: 'hillshade', source: DEM, paint: { 'hillshade-exaggeration': 0.4 } }, firstSymbol);
-    map.setTerrain({ source: DEM_3D, exaggeration: TERRAIN_EXAGGERATION });
+    if (state.terrain3d) map.setTerrain({ source: DEM_3D, exaggeration: TERRAIN_EXAGGERATION });
   }
   if (!map.getSource(PROFILE)) map.addSource(PROFILE, { type: 'geojson', data: profileGeoJson() });
   if (!map.getLayer(`${PROFILE}-line`)) {
@@ -165,13 +174,24 @@ function setTerrain(on) {
   const map = state.map;
   if (on) {
     addOverlays();
-    map.easeTo({ pitch: TERRAIN_PITCH });
+    if (state.terrain3d) map.easeTo({ pitch: TERRAIN_PITCH });
   } else {
-    map.setTerrain(null);
+    const was3d = !!map.getTerrain();
+    if (was3d) map.setTerrain(null);
     if (map.getLayer(HILLSHADE)) map.removeLayer(HILLSHADE);
     for (const s of [DEM, DEM_3D]) if (map.getSource(s)) map.removeSource(s);
-    map.easeTo({ pitch: 0 });
+    if (was3d) map.easeTo({ pitch: 0 });
   }
+}
+
+/** Whether the browser's WebGL rasterises on the CPU (SOFTWARE_GL), from the renderer's unmasked name. */
+function softwareWebGl() {
+  const gl = document.createElement('canvas').getContext('webgl2') ?? document.createElement('canvas').getContext('webgl');
+  if (!gl) return true;
+  const info = gl.getExtension('WEBGL_debug_renderer_info');
+  const renderer = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+  gl.getExtension('WEBGL_lose_context')?.loseContext();
+  return SOFTWARE_GL.test(renderer);
 }
 
 function profileGeoJson() {
@@ -357,6 +377,13 @@ async function start() {
   refreshProfile();
 }
 
+/** The terrain toggle's label: hillshade only, and why, on a software-rendered WebGL. */
+function setUpTerrainToggle() {
+  state.terrain3d = fragment.get('terrain3d') === '1' || !softwareWebGl();
+  $('terrain-label').textContent = state.terrain3d ? 'Terrain: hillshade and 3D' : 'Terrain: hillshade';
+  $('terrain-note').hidden = state.terrain3d;
+}
+
 function lineBounds(points) {
   const lons = points.map((p) => p[0]);
   const lats = points.map((p) => p[1]);
@@ -374,5 +401,7 @@ $('clear').addEventListener('click', () => {
   if (state.map) refreshProfile();
 });
 $('terrain').addEventListener('change', (e) => setTerrain(e.target.checked));
+
+setUpTerrainToggle();
 
 void start();

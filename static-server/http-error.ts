@@ -1,0 +1,15 @@
+/**
+ * Thrown by route handlers; the app's error handler turns it into
+ * `{"error": message, "status": status, ...extra}` with `headers`.
+ */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
