@@ -129,6 +129,9 @@ export function program(argv: string[]): Argv {
           .option('public-url', { type: 'string', describe: 'Base URL clients use (for TileJSON and style URLs)' })
           .option('tokens-file', { type: 'string', describe: 'Bearer tokens, one per line (`sha256:<hex>` for a hash)' })
           .option('auth', { type: 'boolean', default: true, describe: 'Require bearer tokens (--no-auth to disable)' })
+          .option('keys', { type: 'string', describe: 'Keys file: secret and origin keys, scopes, rate limits, quotas (docs/keys.md); reloaded on change and SIGHUP' })
+          .option('limits', { type: 'string', describe: 'redis://… to share rate limits and quotas between servers (default: this server\'s own)' })
+          .option('state-dir', { type: 'string', describe: 'Folder of usage and quota counts (default: <out>/.state)' })
           .option('workers', { type: 'number', describe: 'HTTP worker processes (default: number of cores)' })
           .option('cache-control', { type: 'string', describe: 'Cache-Control of tiles (default: "private, max-age=86400" with auth, "public, …" with --no-auth)' })
           .option('cors', { type: 'string', default: '*', describe: 'Access-Control-Allow-Origin (empty to disable)' })
@@ -147,6 +150,9 @@ export function program(argv: string[]): Argv {
           metricsPort: a['metrics-port'],
           publicUrl: a['public-url'],
           tokensFile: a['tokens-file'],
+          keysFile: a.keys,
+          limits: a.limits,
+          stateDir: a['state-dir'],
           auth: a.auth,
           workers: a.workers,
           cacheControl: a['cache-control'],

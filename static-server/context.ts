@@ -18,6 +18,12 @@ export interface ServeOptions {
   /** Base URL clients use, for absolute URLs in TileJSON and style JSON. Default: from the request. */
   publicUrl?: string;
   tokensFile?: string;
+  /** The keys file (static-server/keys/keys-file.ts): secret and origin keys, scopes, rates, quotas. */
+  keysFile?: string;
+  /** `redis://…` to share rate limits and quotas between servers (default: this server's own). */
+  limits?: string;
+  /** Folder of the server's state (usage and quota counts); see keys/runtime.ts stateDirOf. */
+  stateDir?: string;
   /** false only with an explicit --no-auth. */
   auth: boolean;
   /** HTTP worker processes (default: number of cores). */
