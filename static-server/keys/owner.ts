@@ -57,7 +57,6 @@ export async function serveLimitsToWorkers(opts: OwnerOptions, log: Logger): Pro
   const owner = await startLimitsOwner(opts, log, (s) => {
     for (const w of Object.values(cluster.workers ?? {})) tell(w, s);
   });
-  cluster.on('online', (w) => tell(w, owner.limiter.status()));
   cluster.on('message', (worker, m: { type?: string; id?: number; key?: LimitedKey; height?: boolean; n?: number; rows?: UsageRow[] }) => {
     if (m?.type === Msg.Take) {
       void owner.limiter.take(m.key!, m.height === true).then((decision) => {
@@ -67,6 +66,8 @@ export async function serveLimitsToWorkers(opts: OwnerOptions, log: Logger): Pro
       owner.limiter.points(m.key!, m.n!);
     } else if (m?.type === Msg.Usage) {
       owner.usage.add(m.rows!);
+    } else if (m?.type === Msg.Status) {
+      tell(worker, owner.limiter.status());
     }
   });
   return owner;
@@ -89,6 +90,8 @@ export class IpcLimiter implements Limiter {
 
   constructor() {
     process.on('message', this.onMessage);
+    // Ask for the current status; changes are sent as they happen.
+    process.send?.({ type: Msg.Status });
   }
 
   take(key: LimitedKey, height: boolean): Promise<LimitDecision> {

@@ -11,6 +11,8 @@ import type { UsageRow } from './usage-store.ts';
 
 /** How often batched usage rows are handed on. */
 const FLUSH_MS = 1000;
+/** Status of a request refused by a rate limit or quota. */
+const REFUSED = 429;
 
 /** /height points of requests (set by the height route, read when the answer is done). */
 const requestPoints = new WeakMap<object, number>();
@@ -53,6 +55,8 @@ export class UsageRecorder {
     const c = keyCounters();
     c.requests.inc({ key: key.name, kind, status: reply.statusCode });
     if (points > 0) c.points.inc({ key: key.name }, points);
+    // Refused by a limit: counted above, but not as usage (local quotas count from these rows).
+    if (reply.statusCode === REFUSED) return;
     const day = new Date().toISOString().slice(0, 10);
     const slot = `${day}\n${key.name}`;
     let row = this.pending.get(slot);
