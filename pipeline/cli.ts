@@ -139,6 +139,7 @@ export function program(argv: string[]): Argv {
           .option('cache-mb', { type: 'number', default: 256, describe: 'Memory for cached tiles and elevation blocks, per worker (MB)' })
           .option('store-timeout-ms', { type: 'number', default: DEFAULT_READ_POLICY.timeoutMs, describe: 'Deadline of one read from the build folder or object storage, retries included (ms)' })
           .option('store-retries', { type: 'number', default: DEFAULT_READ_POLICY.retries, describe: 'Retries of a read after a transient failure (connection error, HTTP 5xx)' })
+          .option('versioned-urls', { type: 'boolean', default: true, describe: 'Put the build version in the URLs of TileJSON and style.json (/v/{build}/…, cached for a year; --no-versioned-urls for plain URLs)' })
           .option('version-poll-ms', { type: 'number', default: 2000, describe: 'How often to check for a newly published build version (0: never; a local folder is also watched, SIGHUP checks at once)' })
           .option('log-level', { type: 'string', default: 'info', describe: 'pino log level' }),
       async (a) => {
@@ -162,6 +163,7 @@ export function program(argv: string[]): Argv {
           cors: a.cors,
           cacheMb: a['cache-mb'],
           versionPollMs: a['version-poll-ms'],
+          versionedUrls: a['versioned-urls'],
           logLevel: a['log-level'],
         });
       },

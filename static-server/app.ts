@@ -16,6 +16,7 @@ import { checkKey, type KeyGate } from './keys/gate.ts';
 import { KeyRing } from './keys/key-ring.ts';
 import { keysOfTokens } from './keys/keys-file.ts';
 import type { KeysRuntime } from './keys/runtime.ts';
+import { registerVersionedCaching } from './versioned.ts';
 
 /**
  * Which listener an app is for: `tiles` (--port) serves everything (and the preview page at `/`,
@@ -51,7 +52,7 @@ const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
 /** Request headers browsers may send cross-origin. */
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, If-None-Match';
 /** Response headers browsers may read cross-origin. */
-const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate';
+const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 /** How long browsers may cache a preflight answer, in seconds. */
 const CORS_MAX_AGE_S = 86400;
 /** Longest path segment routed (longer ones get a JSON 414). */
@@ -160,6 +161,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     else next(refused);
   });
   if (opts.role !== 'render') {
+    registerVersionedCaching(app, ctx);
     // Requests by route kind and status, latency and bytes (static-server/metrics.ts).
     const metrics = serverMetrics();
     app.addHook('onResponse', (req, reply, done) => {

@@ -4,6 +4,7 @@ import type { Manifest } from '../lib/manifest.ts';
 import type { Store } from '../lib/storage.ts';
 import type { RenderSession } from './render-session.ts';
 import type { StoreHealth } from './store-health.ts';
+import { IMMUTABLE_MAX_AGE_S } from './versioned.ts';
 
 /** Options of `tilebake serve` (see pipeline/cli.ts for the flags). */
 export interface ServeOptions {
@@ -41,6 +42,8 @@ export interface ServeOptions {
   cors: string;
   /** Memory budget for cached tiles and decoded elevation blocks, per worker, in MB. */
   cacheMb: number;
+  /** Put the build version in the URLs of TileJSON, style.json and the preview page (static-server/versioned.ts). */
+  versionedUrls?: boolean;
   /** How often to check for a newly published build version, ms (default 2000; 0: never). */
   versionPollMs?: number;
   logLevel: string;
@@ -69,6 +72,8 @@ export interface CachePolicy {
   data: string;
   /** TileJSON and style.json: they change with a rebuild, so they are kept for minutes. */
   metadata: string;
+  /** Everything under `/v/{build}/`: it never changes. */
+  versioned: string;
   /** `Host` when those documents carry URLs built from the request's Host (no --public-url). */
   metadataVary?: string;
 }
@@ -83,12 +88,15 @@ const DATA_MAX_AGE_S = 86400;
  * says otherwise: a shared cache (CDN, proxy) must not store an answer given for a token and hand it
  * to clients without one. With --no-auth nothing is secret, so `public` is the default.
  */
-export function cachePolicy(options: Pick<ServeOptions, 'auth' | 'cacheControl' | 'publicUrl'>): CachePolicy {
+export function cachePolicy(options: Pick<ServeOptions, 'auth' | 'cacheControl' | 'publicUrl' | 'versionedUrls'>): CachePolicy {
   const visibility = options.auth ? 'private' : 'public';
   const data = options.cacheControl ?? `${visibility}, max-age=${DATA_MAX_AGE_S}`;
   const configuredPublic = /(^|[\s,])public($|[\s,])/i.test(data);
-  const metadata = /no-store|no-cache/i.test(data) ? data : `${configuredPublic ? 'public' : visibility}, max-age=${METADATA_MAX_AGE_S}`;
-  return { data, metadata, ...(options.publicUrl ? {} : { metadataVary: 'Host' }) };
+  const shared = configuredPublic ? 'public' : visibility;
+  // With versioned URLs the documents name the current build: revalidated every time, so a reload sees a rebuild at once.
+  const metadata = /no-store|no-cache/i.test(data) ? data : `${shared}, ${options.versionedUrls ? 'no-cache' : `max-age=${METADATA_MAX_AGE_S}`}`;
+  const versioned = /no-store/i.test(data) ? data : `${shared}, max-age=${IMMUTABLE_MAX_AGE_S}, immutable`;
+  return { data, metadata, versioned, ...(options.publicUrl ? {} : { metadataVary: 'Host' }) };
 }
 
 /** A route module: registers its routes on the app (tile host, or the routing listener). */
