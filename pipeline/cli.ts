@@ -2,6 +2,7 @@ import yargs, { type Argv } from 'yargs';
 import { isUserError, UserError } from '../lib/errors.ts';
 import { DEFAULT_READ_POLICY, isStoreError } from '../lib/store-read.ts';
 import { runCommands } from './commands/run.ts';
+import { usageCommand } from './commands/usage.ts';
 
 /** Parse `w,s,e,n` for --bbox. */
 function parseBBox(s: string | undefined): [number, number, number, number] | undefined {
@@ -125,12 +126,16 @@ export function program(argv: string[]): Argv {
           .option('public-url', { type: 'string', describe: 'Base URL clients use (for TileJSON and style URLs)' })
           .option('tokens-file', { type: 'string', describe: 'Bearer tokens, one per line (`sha256:<hex>` for a hash)' })
           .option('auth', { type: 'boolean', default: true, describe: 'Require bearer tokens (--no-auth to disable)' })
+          .option('keys', { type: 'string', describe: 'Keys file: secret and origin keys, scopes, rate limits, quotas (docs/keys.md); reloaded on change and SIGHUP' })
+          .option('limits', { type: 'string', describe: 'redis://… to share rate limits and quotas between servers (default: this server\'s own)' })
+          .option('state-dir', { type: 'string', describe: 'Folder of usage and quota counts (default: <out>/.state)' })
           .option('workers', { type: 'number', describe: 'HTTP worker processes (default: number of cores)' })
           .option('cache-control', { type: 'string', describe: 'Cache-Control of tiles (default: "private, max-age=86400" with auth, "public, …" with --no-auth)' })
           .option('cors', { type: 'string', default: '*', describe: 'Access-Control-Allow-Origin (empty to disable)' })
           .option('cache-mb', { type: 'number', default: 256, describe: 'Memory for cached tiles and elevation blocks, per worker (MB)' })
           .option('store-timeout-ms', { type: 'number', default: DEFAULT_READ_POLICY.timeoutMs, describe: 'Deadline of one read from the build folder or object storage, retries included (ms)' })
           .option('store-retries', { type: 'number', default: DEFAULT_READ_POLICY.retries, describe: 'Retries of a read after a transient failure (connection error, HTTP 5xx)' })
+          .option('versioned-urls', { type: 'boolean', default: true, describe: 'Put the build version in the URLs of TileJSON and style.json (/v/{build}/…, cached for a year; --no-versioned-urls for plain URLs)' })
           .option('version-poll-ms', { type: 'number', default: 2000, describe: 'How often to check for a newly published build version (0: never; a local folder is also watched, SIGHUP checks at once)' })
           .option('log-level', { type: 'string', default: 'info', describe: 'pino log level' }),
       async (a) => {
@@ -144,6 +149,9 @@ export function program(argv: string[]): Argv {
           metricsPort: a['metrics-port'],
           publicUrl: a['public-url'],
           tokensFile: a['tokens-file'],
+          keysFile: a.keys,
+          limits: a.limits,
+          stateDir: a['state-dir'],
           auth: a.auth,
           workers: a.workers,
           cacheControl: a['cache-control'],
@@ -152,6 +160,7 @@ export function program(argv: string[]): Argv {
           cors: a.cors,
           cacheMb: a['cache-mb'],
           versionPollMs: a['version-poll-ms'],
+          versionedUrls: a['versioned-urls'],
           logLevel: a['log-level'],
         });
       },
@@ -189,6 +198,7 @@ export function program(argv: string[]): Argv {
         });
       },
     )
+    .command(usageCommand)
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .help()

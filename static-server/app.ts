@@ -1,7 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { rewriteAliasUrl } from './aliases.ts';
-import { AuthResult, checkAuthorization, rejectUnauthorized } from './auth.ts';
 import { HttpError, type RouteModule, type ServerContext } from './context.ts';
 import { clientErrorHandler, errorBody, MAX_HEADER_BYTES, sendError } from './errors.ts';
 import { useCheckedJsonParser } from './json-body.ts';
@@ -16,6 +15,11 @@ import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
 import { registerWmtsRoutes } from './routes/wmts.ts';
 import { HttpStatus } from './http-status.ts';
+import { checkKey, type KeyGate } from './keys/gate.ts';
+import { KeyRing } from './keys/key-ring.ts';
+import { keysOfTokens } from './keys/keys-file.ts';
+import type { KeysRuntime } from './keys/runtime.ts';
+import { registerVersionedCaching } from './versioned.ts';
 
 /**
  * Which listener an app is for: `tiles` (--port) serves everything (and the preview page at `/`,
@@ -29,6 +33,14 @@ export interface AppOptions {
   role: AppRole;
   /** SHA-256 hashes of the accepted tokens; null serves without auth (--no-auth). */
   tokenHashes: readonly Buffer[] | null;
+  /** The server's keys (keys/runtime.ts); when given, used instead of `tokenHashes`. */
+  keys?: KeysRuntime | null;
+}
+
+/** The key gate of an app: the server's keys, else secret keys made of `tokenHashes`, else none (--no-auth). */
+function gateOf(opts: AppOptions): KeyGate | null {
+  if (opts.keys !== undefined) return opts.keys?.gate ?? null;
+  return opts.tokenHashes === null ? null : { ring: new KeyRing(keysOfTokens(opts.tokenHashes.map((hash) => ({ hash })))) };
 }
 
 /** Paths reachable without a token: /health, and the preview page's files (routes/preview.ts). */
@@ -43,7 +55,7 @@ const ALL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH'] as const;
 /** Request headers browsers may send cross-origin. */
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, If-None-Match';
 /** Response headers browsers may read cross-origin. */
-const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate, X-Tilebake-Source-Zoom';
+const CORS_EXPOSE_HEADERS = 'ETag, Content-Encoding, WWW-Authenticate, X-Tilebake-Source-Zoom, Retry-After, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 /** How long browsers may cache a preflight answer, in seconds. */
 const CORS_MAX_AGE_S = 86400;
 /** Longest path segment routed (longer ones get a JSON 414). */
@@ -125,7 +137,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     // Answered by the onRequest hook below, in the JSON error shape.
     return503OnClosing: false,
   });
-  const hashes = opts.tokenHashes;
+  const gate = gateOf(opts);
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
@@ -147,24 +159,20 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     }
     const open =
       req.method === 'OPTIONS' || ((req.method === 'GET' || req.method === 'HEAD') && (isHealth(req.url) || (opts.role === 'tiles' && isPublicPreviewPath(req.url))));
-    const result = open || hashes === null ? AuthResult.Ok : checkAuthorization(req.headers.authorization, hashes);
-    if (result !== AuthResult.Ok) {
-      try {
-        rejectUnauthorized(result);
-      } catch (e) {
-        done(e as Error);
-      }
-      return;
-    }
     // Unknown routes are answered here, before any request body is parsed (a bad body must not turn 404 into 400).
-    if (req.is404) done(notFound(req));
-    else done();
+    const next = (e?: Error) => done(e ?? (req.is404 ? notFound(req) : undefined));
+    const refused = open || gate === null ? undefined : checkKey(gate, req, reply, routeKind(req, ctx.manifest));
+    if (refused instanceof Promise) refused.then(next, next);
+    else next(refused);
   });
   if (opts.role !== 'render') {
+    registerVersionedCaching(app, ctx);
     // Requests by route kind and status, latency and bytes (static-server/metrics.ts).
     const metrics = serverMetrics();
     app.addHook('onResponse', (req, reply, done) => {
-      metrics.request(routeKind(req, ctx.manifest), reply);
+      const kind = routeKind(req, ctx.manifest);
+      metrics.request(kind, reply);
+      opts.keys?.record(req, reply, kind);
       done();
     });
   }
@@ -187,7 +195,8 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
   app.get(HEALTH_PATH, async (_req, reply) => {
     reply.header('cache-control', 'no-store');
     const state = ctx.health.state();
-    if (state.ok) return { status: 'ok', store: 'ok' };
+    const limits = opts.keys?.status();
+    if (state.ok) return { status: 'ok', store: 'ok', ...(limits ? { limits } : {}) };
     reply.code(HttpStatus.Unavailable);
     return errorBody(HttpStatus.Unavailable, `the build's storage is failing (${state.failure ?? 'unknown'})`, { store: 'failing' });
   });

@@ -115,9 +115,10 @@ export function checkAuthorization(header: string | undefined, hashes: readonly 
 }
 
 /** Throw the 401 HttpError for a failed check (never mentions the presented token). */
-export function rejectUnauthorized(result: AuthResult.Missing | AuthResult.Invalid): never {
+export function rejectUnauthorized(result: AuthResult.Missing | AuthResult.Invalid, origin?: string): never {
   if (result === AuthResult.Missing) {
-    throw new HttpError(UNAUTHORIZED, 'missing bearer token: send `Authorization: Bearer <token>`', {}, {
+    const why = origin === undefined ? '' : ` (no key allows origin ${JSON.stringify(origin.slice(0, 200))})`;
+    throw new HttpError(UNAUTHORIZED, `missing bearer token: send \`Authorization: Bearer <token>\`${why}`, {}, {
       'www-authenticate': `Bearer realm="${AUTH_REALM}"`,
     });
   }

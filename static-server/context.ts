@@ -4,6 +4,7 @@ import type { Manifest } from '../lib/manifest.ts';
 import type { Store } from '../lib/storage.ts';
 import type { RenderSession } from './render-session.ts';
 import type { StoreHealth } from './store-health.ts';
+import { IMMUTABLE_MAX_AGE_S } from './versioned.ts';
 
 /** HttpError lives in its own module so that modules context.ts refers to (render-session.ts) can throw it without an import cycle. */
 export { HttpError } from './http-error.ts';
@@ -23,6 +24,12 @@ export interface ServeOptions {
   /** Base URL clients use, for absolute URLs in TileJSON and style JSON. Default: from the request. */
   publicUrl?: string;
   tokensFile?: string;
+  /** The keys file (static-server/keys/keys-file.ts): secret and origin keys, scopes, rates, quotas. */
+  keysFile?: string;
+  /** `redis://…` to share rate limits and quotas between servers (default: this server's own). */
+  limits?: string;
+  /** Folder of the server's state (usage and quota counts); see keys/runtime.ts stateDirOf. */
+  stateDir?: string;
   /** false only with an explicit --no-auth. */
   auth: boolean;
   /** HTTP worker processes (default: number of cores). */
@@ -40,6 +47,8 @@ export interface ServeOptions {
   cors: string;
   /** Memory budget for cached tiles and decoded elevation blocks, per worker, in MB. */
   cacheMb: number;
+  /** Put the build version in the URLs of TileJSON, style.json and the preview page (static-server/versioned.ts). */
+  versionedUrls?: boolean;
   /** How often to check for a newly published build version, ms (default 2000; 0: never). */
   versionPollMs?: number;
   logLevel: string;
@@ -68,6 +77,8 @@ export interface CachePolicy {
   data: string;
   /** TileJSON and style.json: they change with a rebuild, so they are kept for minutes. */
   metadata: string;
+  /** Everything under `/v/{build}/`: it never changes. */
+  versioned: string;
   /** `Host` when those documents carry URLs built from the request's Host (no --public-url). */
   metadataVary?: string;
 }
@@ -82,12 +93,15 @@ const DATA_MAX_AGE_S = 86400;
  * says otherwise: a shared cache (CDN, proxy) must not store an answer given for a token and hand it
  * to clients without one. With --no-auth nothing is secret, so `public` is the default.
  */
-export function cachePolicy(options: Pick<ServeOptions, 'auth' | 'cacheControl' | 'publicUrl'>): CachePolicy {
+export function cachePolicy(options: Pick<ServeOptions, 'auth' | 'cacheControl' | 'publicUrl' | 'versionedUrls'>): CachePolicy {
   const visibility = options.auth ? 'private' : 'public';
   const data = options.cacheControl ?? `${visibility}, max-age=${DATA_MAX_AGE_S}`;
   const configuredPublic = /(^|[\s,])public($|[\s,])/i.test(data);
-  const metadata = /no-store|no-cache/i.test(data) ? data : `${configuredPublic ? 'public' : visibility}, max-age=${METADATA_MAX_AGE_S}`;
-  return { data, metadata, ...(options.publicUrl ? {} : { metadataVary: 'Host' }) };
+  const shared = configuredPublic ? 'public' : visibility;
+  // With versioned URLs the documents name the current build: revalidated every time, so a reload sees a rebuild at once.
+  const metadata = /no-store|no-cache/i.test(data) ? data : `${shared}, ${options.versionedUrls ? 'no-cache' : `max-age=${METADATA_MAX_AGE_S}`}`;
+  const versioned = /no-store/i.test(data) ? data : `${shared}, max-age=${IMMUTABLE_MAX_AGE_S}, immutable`;
+  return { data, metadata, versioned, ...(options.publicUrl ? {} : { metadataVary: 'Host' }) };
 }
 
 /** A route module: registers its routes on the app (tile host, or the routing listener). */

@@ -9,18 +9,23 @@ import { watch, type FSWatcher } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { pollCurrentVersion, writeLease, type CurrentVersion } from '../lib/build-version.ts';
+import { pollCurrentVersion, versionPath, writeLease, type CurrentVersion } from '../lib/build-version.ts';
 import { LocalStore, type Store } from '../lib/storage.ts';
 import type { AppRole } from './app.ts';
 import { archivesOf } from './archives.ts';
 import type { ServerContext } from './context.ts';
 import { errorBody } from './errors.ts';
+import { serverMetrics } from './metrics.ts';
+import { takeVersionPrefix } from './versioned.ts';
 
 /** Default interval of the pointer poll, ms. */
 export const DEFAULT_VERSION_POLL_MS = 2000;
 /** Delay between a watch event and the check (a rename shows as several events). */
 const WATCH_DEBOUNCE_MS = 50;
 const UNAVAILABLE = 503;
+const NOT_FOUND = 404;
+/** Older versions kept open for `/v/{build}/` requests (the least recently opened is closed first). */
+const OLDER_VERSIONS_OPEN = 2;
 
 /** One opened build version: its context and an app per listener role. */
 export interface OpenedVersion {
@@ -53,6 +58,8 @@ async function closeVersion(v: OpenedVersion): Promise<void> {
 export class VersionFollower {
   private current: Served;
   private readonly retired = new Set<Served>();
+  /** Older versions opened for versioned URLs, by id (undefined: not on disk). */
+  private readonly older = new Map<string, Promise<Served | undefined>>();
   private closing = false;
   private checking: Promise<boolean> | undefined;
   private again = false;
@@ -115,30 +122,72 @@ export class VersionFollower {
     return this.current.ctx;
   }
 
-  /** The request handler of one listener: the current version's app for `role`. */
+  /** A JSON error answered before any app sees the request. */
+  private refuse(res: ServerResponse, status: number, message: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): void {
+    res.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      ...headers,
+      ...(this.cors !== '' ? { 'access-control-allow-origin': this.cors } : {}),
+    });
+    res.end(JSON.stringify(errorBody(status, message, extra)));
+  }
+
+  /**
+   * The request handler of one listener: the current version's app for `role`; for `/v/{build}/…`
+   * the app of that version (static-server/versioned.ts), opened on demand while it is on disk.
+   */
   handler(role: AppRole): (req: IncomingMessage, res: ServerResponse) => void {
     return (req, res) => {
       if (this.closing) {
         // Requests still arriving on kept-alive connections while the server drains.
-        const body = JSON.stringify(errorBody(UNAVAILABLE, 'server is shutting down'));
-        res.writeHead(UNAVAILABLE, {
-          'content-type': 'application/json; charset=utf-8',
-          'cache-control': 'no-store',
-          connection: 'close',
-          ...(this.cors !== '' ? { 'access-control-allow-origin': this.cors } : {}),
-        });
-        res.end(body);
+        this.refuse(res, UNAVAILABLE, 'server is shutting down', {}, { connection: 'close' });
         return;
       }
-      const v = this.current;
-      const app = v.apps.get(role)!;
-      v.inflight++;
-      res.once('close', () => {
-        v.inflight--;
-        if (v.inflight === 0) for (const w of v.waiters.splice(0)) w();
+      const id = takeVersionPrefix(req);
+      if (id === undefined || id === this.current.version.id) return this.dispatch(this.current, role, req, res);
+      const current = this.current.version.id;
+      void this.olderVersion(id).then((v) => {
+        if (v) return this.dispatch(v, role, req, res);
+        const hint = current === undefined ? '' : `; the current version is ${current}`;
+        this.refuse(res, NOT_FOUND, `build version ${id} is not on this server (pruned, or never built)${hint}`, current === undefined ? {} : { current });
       });
-      app.routing(req, res);
     };
+  }
+
+  /** Route a request to a version's app, counting it in flight until its answer is done. */
+  private dispatch(v: Served, role: AppRole, req: IncomingMessage, res: ServerResponse): void {
+    v.inflight++;
+    res.once('close', () => {
+      v.inflight--;
+      if (v.inflight === 0) for (const w of v.waiters.splice(0)) w();
+    });
+    v.apps.get(role)!.routing(req, res);
+  }
+
+  /** An older version still on disk, opened once (at most OLDER_VERSIONS_OPEN stay open); undefined when it is not there. */
+  private olderVersion(id: string): Promise<Served | undefined> {
+    let p = this.older.get(id);
+    if (p) return p;
+    p = this.open({ id, path: versionPath(id) }).then(
+      (opened): Served => {
+        // Opening a version names it in tilebake_build_info: the current one is still the one served.
+        serverMetrics().serving(this.current.ctx.manifest, this.current.version.id);
+        return { ...opened, inflight: 0, waiters: [] };
+      },
+      () => {
+        this.older.delete(id);
+        return undefined;
+      },
+    );
+    this.older.set(id, p);
+    if (this.older.size > OLDER_VERSIONS_OPEN) {
+      const [oldestId, oldest] = this.older.entries().next().value!;
+      this.older.delete(oldestId);
+      void oldest.then((v) => v && drained(v).then(() => closeVersion(v)));
+    }
+    void p.then(() => this.lease());
+    return p;
   }
 
   /**
@@ -204,7 +253,7 @@ export class VersionFollower {
   /** Update this process's lease (local folders) to the versions it holds open. */
   private async lease(extra?: CurrentVersion): Promise<void> {
     if (!(this.root instanceof LocalStore)) return;
-    const ids = [this.current.version.id, ...[...this.retired].map((v) => v.version.id), extra?.id];
+    const ids = [this.current.version.id, ...[...this.retired].map((v) => v.version.id), ...this.older.keys(), extra?.id];
     await writeLease(this.root.location, this.closing ? [] : ids).catch((e: unknown) => this.log.warn({ error: (e as Error).message }, 'cannot write the lease file'));
   }
 
@@ -217,7 +266,9 @@ export class VersionFollower {
     await this.checking?.catch(() => undefined);
     const v = this.current;
     v.closed = drained(v).then(() => closeVersion(v));
-    await Promise.allSettled([v.closed, ...[...this.retired].map((r) => r.closed)]);
+    const older = [...this.older.values()].map((o) => o.then((x) => x && drained(x).then(() => closeVersion(x))));
+    this.older.clear();
+    await Promise.allSettled([v.closed, ...[...this.retired].map((r) => r.closed), ...older]);
     await this.lease();
   }
 }

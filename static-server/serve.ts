@@ -10,7 +10,8 @@ import { openStore, type Store } from '../lib/storage.ts';
 import { DEFAULT_READ_POLICY, type ReadPolicy } from '../lib/store-read.ts';
 import { buildApp, createLogger, type AppRole } from './app.ts';
 import { archivesOf } from './archives.ts';
-import { loadTokenHashes, TOKENS_ENV } from './auth.ts';
+import { loadAllKeys, ownerOptionsOf, startKeys, type KeysRuntime } from './keys/runtime.ts';
+import { serveLimitsToWorkers } from './keys/owner.ts';
 import { cachePolicy, type ServeOptions, type ServerContext } from './context.ts';
 import { clientErrorHandler, MAX_HEADER_BYTES } from './errors.ts';
 import { FailureLog } from './failure-log.ts';
@@ -18,6 +19,7 @@ import { DEFAULT_VERSION_POLL_MS, VersionFollower, type OpenedVersion } from './
 import { enableClusterMetrics, startMetricsListener, type MetricsListener } from './metrics-cluster.ts';
 import { serverMetrics } from './metrics.ts';
 import { StoreHealth } from './store-health.ts';
+import { versionedBase } from './versioned.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
 export const SHUTDOWN_GRACE_MS = 30_000;
@@ -47,6 +49,8 @@ export interface RunningServer {
   readonly version: CurrentVersion;
   /** Check for a newly published version now and switch to it (what SIGHUP does); true when it switched. */
   checkVersion(): Promise<boolean>;
+  /** Read the keys file again (what SIGHUP does too). */
+  reloadKeys(): Promise<void>;
   /** Stop accepting, let in-flight requests finish, close the archives. */
   close(): Promise<void>;
 }
@@ -56,11 +60,6 @@ export interface StartOptions {
   /** Token hashes already loaded; default: from TILEBAKE_TOKENS and --tokens-file. */
   tokenHashes?: readonly Buffer[] | null;
   logStream?: NodeJS.WritableStream;
-}
-
-/** The token hashes for the options: null with --no-auth, else loaded (throws when none). */
-async function tokensFor(options: ServeOptions): Promise<readonly Buffer[] | null> {
-  return options.auth ? loadTokenHashes(process.env[TOKENS_ENV], options.tokensFile) : null;
 }
 
 /** `http://host:port` of a listening server. */
@@ -108,6 +107,10 @@ export async function createServerContext(options: ServeOptions, logStream?: Nod
   const served = version ?? (await resolveCurrentVersion(root));
   store = versionStore(root, served);
   const ctx = contextOver(store, await loadManifest(store), options, { log, health });
+  if (options.versionedUrls && served.id !== undefined) {
+    const base = ctx.baseUrl;
+    ctx.baseUrl = (req) => versionedBase(base(req), served.id!);
+  }
   serverMetrics().serving(ctx.manifest, served.id);
   return ctx;
 }
@@ -139,11 +142,11 @@ function healthOf(store: () => Store, log: Logger): StoreHealth {
 const MANIFEST_FILE = 'manifest.json';
 
 /** Open one build version: its context and an app per listener role. */
-async function openVersion(options: ServeOptions, start: StartOptions, tokenHashes: readonly Buffer[] | null, roles: AppRole[], version: CurrentVersion): Promise<OpenedVersion> {
+async function openVersion(options: ServeOptions, start: StartOptions, keys: KeysRuntime | null, roles: AppRole[], version: CurrentVersion): Promise<OpenedVersion> {
   const ctx = await createServerContext(options, start.logStream, version);
   const apps = new Map<AppRole, FastifyInstance>();
   try {
-    for (const role of roles) apps.set(role, await buildApp(ctx, { role, tokenHashes }));
+    for (const role of roles) apps.set(role, await buildApp(ctx, { role, tokenHashes: null, keys }));
   } catch (e) {
     await Promise.allSettled([...apps.values()].map((a) => a.close()));
     await archivesOf(ctx).close();
@@ -183,11 +186,14 @@ function closeServer(server: Server): Promise<void> {
  * Used in-process and by each cluster worker.
  */
 export async function startServer(options: ServeOptions, start: StartOptions = {}): Promise<RunningServer> {
-  const tokenHashes = start.tokenHashes !== undefined ? start.tokenHashes : await tokensFor(options);
+  const keys = await startKeys(options, createLogger(options.logLevel, start.logStream), start.tokenHashes);
   const roles: AppRole[] = options.routingPort !== undefined ? ['tiles', 'routing'] : ['tiles'];
   const root = storeFor(options);
-  const open = (v: CurrentVersion) => openVersion(options, start, tokenHashes, roles, v);
-  const first = await open(await resolveCurrentVersion(root));
+  const open = (v: CurrentVersion) => openVersion(options, start, keys, roles, v);
+  const first = await open(await resolveCurrentVersion(root)).catch(async (e: unknown) => {
+    await keys?.close();
+    throw e;
+  });
   const follower = await VersionFollower.start({ root, first, open, log: first.ctx.log, cors: options.cors, pollMs: options.versionPollMs ?? DEFAULT_VERSION_POLL_MS });
   const servers: Server[] = [];
   let metricsListener: MetricsListener | undefined;
@@ -197,6 +203,7 @@ export async function startServer(options: ServeOptions, start: StartOptions = {
     await follower.close();
     for (const s of servers) s.closeIdleConnections();
     await closed;
+    await keys?.close();
   };
   try {
     servers.push(await listen(follower.handler('tiles'), options.port, options));
@@ -219,6 +226,7 @@ export async function startServer(options: ServeOptions, start: StartOptions = {
       return follower.version;
     },
     checkVersion: () => follower.check(),
+    reloadKeys: async () => keys?.reload(),
     close: closeAll,
   };
 }
@@ -244,20 +252,27 @@ function closeOnSignals(server: RunningServer, log: Logger): void {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGHUP', () => void server.checkVersion());
+  const reload = () => {
+    void server.checkVersion();
+    void server.reloadKeys();
+  };
+  process.on('SIGHUP', reload);
   process.on('message', (m) => {
     if (m === Msg.Shutdown) shutdown('primary');
-    if (m === Msg.CheckVersion) void server.checkVersion();
+    if (m === Msg.CheckVersion) reload();
   });
 }
 
 /** Fork `count` workers sharing the ports; restart crashed ones; on SIGTERM stop them all, then exit. */
 async function runPrimary(options: ServeOptions, count: number, log: Logger): Promise<void> {
   // Fail early, once, with a clear message, instead of in every worker.
-  await tokensFor(options);
+  if (options.auth) await loadAllKeys(options);
   const root = storeFor(options);
   await loadManifest(versionStore(root, await resolveCurrentVersion(root)));
   enableClusterMetrics();
+  // One limiter and usage store for all workers (keys/owner.ts).
+  const ownerOpts = ownerOptionsOf(options);
+  if (ownerOpts) await serveLimitsToWorkers(ownerOpts, log);
   const metricsUrl = options.metricsPort !== undefined ? (await startMetricsListener(options.metricsPort, options.host)).url : undefined;
 
   let shuttingDown = false;

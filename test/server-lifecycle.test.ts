@@ -157,7 +157,8 @@ describe('terrain tilesets', () => {
       expect(wrong.status).toBe(404);
       expect(wrong.json().error).toContain('.png');
       const tj = (await request(`${s.url}/data/terrain.json`, { headers: AUTH })).json();
-      expect(tj.tiles).toEqual([`${s.url}/data/terrain/{z}/{x}/{y}.png`]);
+      // Versioned URLs are the CLI's default (static-server/versioned.ts).
+      expect(tj.tiles).toEqual([`${s.url}/v/${(await currentVersionDir(out))!.id}/data/terrain/{z}/{x}/{y}.png`]);
       expect(tj.encoding).toBe('terrarium');
       expect(tj.vector_layers).toBeUndefined();
       expect(tj.tilejson).toBe('3.0.0');

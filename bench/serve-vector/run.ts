@@ -4,6 +4,14 @@
  * script cycling through every tile in shuffled order (keep-alive, 64 connections, gzip accepted).
  *
  *   node --import tsx bench/serve-vector/run.ts [--duration 20] [--warmup 5] [--rounds 2] [--mbtiles F]
+ *     [--servers tilebake,tilebake-keys-local,…] [--quick]
+ *
+ * With keys on (docs/keys.md): `tilebake-keys-local` serves with a keys file holding an origin key and
+ * the rate-limited secret key wrk uses (its rate is high enough that nothing is refused, so every
+ * request takes from the bucket: the cost measured is the limiter's), decided by the cluster primary;
+ * `tilebake-keys-redis` does the same with `--limits redis://…` (a redis-server started here).
+ * Targets against today's auth (`tilebake`): ≤ 10 % slower with local limits, ≤ 25 % with Redis.
+ * `--quick`: 1 round of 1 s warm-up + 3 s, tilebake rows only (proves the harness works).
  *
  * Prints req/s, p50/p99 latency and the ratios; writes bench/serve-vector/RESULTS.md.
  */
@@ -24,8 +32,12 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '2' },
     connections: { type: 'string', default: '64' },
     mbtiles: { type: 'string', default: join(root, 'data/liechtenstein/liechtenstein_omt.mbtiles') },
+    servers: { type: 'string' },
+    quick: { type: 'boolean', default: false },
   },
 });
+if (args.quick) Object.assign(args, { duration: '3', warmup: '1', rounds: '1', servers: args.servers ?? 'tilebake,tilebake-keys-local,tilebake-keys-redis' });
+const REDIS_PORT = 18773;
 const work = join(root, 'bench/results/serve-vector');
 const TOKEN = 'bench-token-not-secret';
 const TILESET = 'bench';
@@ -101,7 +113,8 @@ function wrk(s: Server, list: string, seconds: number): string {
 async function main(): Promise<void> {
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
-  const peers = ensurePeers();
+  const selected = args.servers?.split(',').map((s) => s.trim());
+  const peers = selected && !selected.includes('tileserver-gl-light') ? { tileserverGl: '' } : ensurePeers();
   const mbtiles = resolve(args.mbtiles);
   const tiles = readTiles(mbtiles);
 
@@ -146,17 +159,38 @@ async function main(): Promise<void> {
   const list = join(work, 'tiles.txt');
   writeFileSync(list, `${shuffle(tiles.map((t) => `${t.z}/${t.x}/${t.y}.pbf`)).join('\n')}\n`);
 
-  const servers: Server[] = [
+  // Keys on: an origin key, and the secret key wrk sends, rate-limited (never refusing at these rates).
+  const keysFile = join(work, 'keys.json');
+  writeFileSync(
+    keysFile,
+    JSON.stringify({
+      keys: [
+        { name: 'website', origins: ['https://maps.example.com', 'https://*.example.org'], rate: { perSecond: 50, burst: 100 } },
+        { name: 'bench', secret: TOKEN, rate: { perSecond: 10_000_000, burst: 10_000_000 } },
+      ],
+    }),
+  );
+  const tilebake = (name: string, port: number, extra: string[], env: Record<string, string> = {}): Server => ({
+    name,
+    port,
+    prefix: `/data/${TILESET}/`,
+    token: TOKEN,
+    start: () =>
+      spawn(process.execPath, [join(root, 'bin/tilebake.js'), 'serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', ...extra], {
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      }),
+  });
+  let redis: ChildProcess | undefined;
+  const all: Server[] = [
+    tilebake('tilebake', 18770, [], { TILEBAKE_TOKENS: TOKEN }),
+    tilebake('tilebake-keys-local', 18774, ['--keys', keysFile, '--state-dir', join(work, 'state-local')]),
     {
-      name: 'tilebake',
-      port: 18770,
-      prefix: `/data/${TILESET}/`,
-      token: TOKEN,
-      start: () =>
-        spawn(process.execPath, [join(root, 'bin/tilebake.js'), 'serve', '--out', out, '--port', '18770', '--host', '127.0.0.1', '--log-level', 'warn'], {
-          env: { ...process.env, TILEBAKE_TOKENS: TOKEN },
-          stdio: ['ignore', 'ignore', 'inherit'],
-        }),
+      ...tilebake('tilebake-keys-redis', 18775, ['--keys', keysFile, '--state-dir', join(work, 'state-redis'), '--limits', `redis://127.0.0.1:${REDIS_PORT}`]),
+      start() {
+        redis ??= spawn('/usr/bin/redis-server', ['--port', String(REDIS_PORT), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], { stdio: 'ignore' });
+        return tilebake('tilebake-keys-redis', 18775, ['--keys', keysFile, '--state-dir', join(work, 'state-redis'), '--limits', `redis://127.0.0.1:${REDIS_PORT}`]).start();
+      },
     },
     {
       name: 'tileserver-gl-light',
@@ -171,6 +205,7 @@ async function main(): Promise<void> {
       start: () => spawn('/usr/sbin/nginx', ['-p', nginxPrefix, '-c', nginxConf, '-g', 'daemon off;'], { stdio: 'ignore' }),
     },
   ];
+  const servers = selected ? all.filter((s) => selected.includes(s.name)) : all;
 
   const runs: Run[] = [];
   const duration = Number(args.duration);
@@ -197,7 +232,9 @@ async function main(): Promise<void> {
     const rs = runs.filter((r) => r.server === name);
     return rs.reduce((s, r) => s + r[k], 0) / rs.length;
   };
-  const tb = mean('tilebake', 'rps');
+  if (redis) await stop(redis);
+  const has = (name: string) => servers.some((s) => s.name === name);
+  const tb = has('tilebake') ? mean('tilebake', 'rps') : NaN;
   const rows = servers.map((s) => `| ${s.name} | ${mean(s.name, 'rps').toFixed(0)} | ${mean(s.name, 'p50').toFixed(2)} | ${mean(s.name, 'p99').toFixed(2)} | ${(tb / mean(s.name, 'rps')).toFixed(2)}× |`);
   const cpu = execFileSync('sh', ['-c', "nproc; grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], { encoding: 'utf8' }).trim().split('\n');
   const md = `# bench/serve-vector results
@@ -209,9 +246,25 @@ ${args.rounds} rounds in A B C order; mean of the rounds. wrk runs on the same 2
 | server | req/s | p50 ms | p99 ms | tilebake ÷ this |
 |---|---:|---:|---:|---:|
 ${rows.join('\n')}
-`;
-  writeFileSync(join(root, 'bench/serve-vector/RESULTS.md'), md);
+${keysTable(servers.map((s) => s.name), mean)}`;
+  // A quick run only proves the harness: it does not replace the recorded results.
+  if (!args.quick) writeFileSync(join(root, 'bench/serve-vector/RESULTS.md'), md);
   console.log(`\n${md}`);
+}
+
+/** Keys on vs today's auth: req/s and p99 ratios against the targets (when both were measured). */
+function keysTable(names: string[], mean: (name: string, k: 'rps' | 'p50' | 'p99') => number): string {
+  if (!names.includes('tilebake')) return '';
+  const targets: Record<string, number> = { 'tilebake-keys-local': 0.1, 'tilebake-keys-redis': 0.25 };
+  const rows = names
+    .filter((n) => n in targets)
+    .map((n) => {
+      const slower = 1 - mean(n, 'rps') / mean('tilebake', 'rps');
+      const verdict = slower <= targets[n] ? 'within' : 'over';
+      return `| ${n} | ${(slower * 100).toFixed(1)} % | ${(mean(n, 'p99') / mean('tilebake', 'p99')).toFixed(2)}× | ≤ ${targets[n] * 100} % (${verdict}) |`;
+    });
+  if (rows.length === 0) return '';
+  return `\nKeys on (origin key + rate-limited secret key; limits decided by the cluster primary, or in Redis) vs today's bearer tokens:\n\n| server | req/s slower | p99 ÷ today's | target |\n|---|---:|---:|---|\n${rows.join('\n')}\n`;
 }
 
 await main();

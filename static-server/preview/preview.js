@@ -71,9 +71,15 @@ function unauthorized() {
   askForToken('The server did not accept this token (401). Enter a valid one.', true);
 }
 
-/** A fetch to this server with the token. */
+/** Where the server's documents and tiles are: the catalog's base URL (it names the build), else this origin. */
+function baseUrl() {
+  return state.catalog?.baseUrl ?? ORIGIN;
+}
+
+/** A fetch to this server with the token (none with an origin key: the browser's Origin/Referer is the key). */
 async function authFetch(path, init = {}) {
-  const res = await fetch(path, { ...init, headers: { ...init.headers, authorization: `Bearer ${state.token}` } });
+  const headers = state.token ? { ...init.headers, authorization: `Bearer ${state.token}` } : init.headers;
+  const res = await fetch(path, { ...init, headers });
   if (res.status === HTTP_UNAUTHORIZED) {
     unauthorized();
     throw new Error('unauthorized');
@@ -101,7 +107,7 @@ function rasterStyle(style, format) {
     sources: {
       raster: {
         type: 'raster',
-        tiles: [`${ORIGIN}/styles/${encodeURIComponent(style.id)}/{z}/{x}/{y}${scale === 2 ? '@2x' : ''}.${format}`],
+        tiles: [`${baseUrl()}/styles/${encodeURIComponent(style.id)}/{z}/{x}/{y}${scale === 2 ? '@2x' : ''}.${format}`],
         tileSize: 256,
         minzoom: style.minzoom,
         maxzoom: style.maxzoom,
@@ -132,7 +138,7 @@ function inspectStyle(tileset) {
       { id: `${l.id}-point`, type: 'circle', ...common, filter: ['==', ['geometry-type'], 'Point'], paint: { 'circle-color': colour, 'circle-radius': 3 } },
     );
   }
-  return { version: 8, sources: { inspect: { type: 'vector', url: `${ORIGIN}/data/${encodeURIComponent(tileset.id)}.json` } }, layers };
+  return { version: 8, sources: { inspect: { type: 'vector', url: `${baseUrl()}/data/${encodeURIComponent(tileset.id)}.json` } }, layers };
 }
 
 /** The style document (or URL) of the current view. */
@@ -140,7 +146,7 @@ function styleOfView() {
   const v = state.view;
   if (v.kind === 'inspect') return inspectStyle(state.catalog.tilesets.find((t) => t.id === v.id));
   const style = state.catalog.styles.find((s) => s.id === v.id);
-  return v.mode === 'raster' ? rasterStyle(style, v.format) : `${ORIGIN}/styles/${encodeURIComponent(style.id)}/style.json`;
+  return v.mode === 'raster' ? rasterStyle(style, v.format) : `${baseUrl()}/styles/${encodeURIComponent(style.id)}/style.json`;
 }
 
 function show(view) {
@@ -154,7 +160,7 @@ function addOverlays() {
   const map = state.map;
   const terrain = state.catalog.tilesets.find((t) => t.kind === 'terrain');
   if (state.terrain && terrain) {
-    const dem = { type: 'raster-dem', url: `${ORIGIN}/data/${encodeURIComponent(terrain.id)}.json`, tileSize: 256, encoding: terrain.encoding ?? 'terrarium' };
+    const dem = { type: 'raster-dem', url: `${baseUrl()}/data/${encodeURIComponent(terrain.id)}.json`, tileSize: 256, encoding: terrain.encoding ?? 'terrarium' };
     // Separate sources for the hillshade and the 3D surface (MapLibre draws each better so).
     if (!map.getSource(DEM)) map.addSource(DEM, dem);
     if (state.terrain3d && !map.getSource(DEM_3D)) map.addSource(DEM_3D, dem);
@@ -324,12 +330,17 @@ function fragmentProfile() {
 
 let started = false;
 async function start() {
-  if (!state.token) return askForToken('This server needs an access token.');
   let res;
-  try {
-    res = await authFetch('/catalog.json');
-  } catch {
-    return;
+  if (!state.token) {
+    // An origin key allows this page's origin: no token needed.
+    res = await fetch('/catalog.json');
+    if (res.status === HTTP_UNAUTHORIZED) return askForToken('This server needs an access token.');
+  } else {
+    try {
+      res = await authFetch('/catalog.json');
+    } catch {
+      return;
+    }
   }
   if (!res.ok) return setStatus(`Cannot read the catalog: HTTP ${res.status}`);
   const catalog = await res.json();
@@ -352,7 +363,7 @@ async function start() {
     // Each view's sources carry their own attribution (the raster style's from the catalog, the others' from
     // their TileJSON), so the control shows what the map shows, once.
     attributionControl: { compact: true },
-    transformRequest: (url) => (url.startsWith(`${ORIGIN}/`) ? { url, headers: { Authorization: `Bearer ${state.token}` } } : { url }),
+    transformRequest: (url) => (state.token && url.startsWith(`${ORIGIN}/`) ? { url, headers: { Authorization: `Bearer ${state.token}` } } : { url }),
   });
   state.map = map;
   window.tilebakePreview = { map, state };

@@ -9,6 +9,7 @@ import { HttpError, cacheBudgetBytes, type RouteModule, type ServerContext } fro
 import { sendError } from '../errors.ts';
 import { checkJsonDepth } from '../json-body.ts';
 import { serverMetrics } from '../metrics.ts';
+import { notePoints } from '../keys/usage.ts';
 import { asStoreError, OpenedFile } from '../opened-file.ts';
 
 const BYTES_PER_MB = 1024 * 1024;
@@ -61,6 +62,7 @@ export function createHeightRoutes(limits: HeightLimits): RouteModule {
       });
       reply.header('cache-control', ctx.cache.data);
       metrics.heights(heights.length);
+      notePoints(reply.request, heights.length);
       reply.type('application/json; charset=utf-8').send(JSON.stringify(buildHeightResponse(req, heights, outside)));
     };
     const errorHandler = (err: FastifyError, req: Parameters<typeof sendError>[2], reply: FastifyReply) => sendError(ctx, heightError(err), req, reply);

@@ -30,9 +30,10 @@ export async function registerPreviewRoutes(app: FastifyInstance, ctx: ServerCon
   const folder = new StaticFolder(PREVIEW_DIR);
   app.get('/', (req, reply) => folder.send(req, reply, PAGE_FILE, 'the preview page', PAGE_CACHE_CONTROL));
   app.get<{ Params: { file: string } }>(`${PREVIEW_PREFIX}:file`, (req, reply) => folder.send(req, reply, req.params.file, 'the preview page', PAGE_CACHE_CONTROL));
-  app.get('/catalog.json', async (_req, reply) => {
+  app.get('/catalog.json', async (req, reply) => {
     reply.header('cache-control', ctx.cache.metadata);
-    return catalogOf(ctx);
+    // The page builds its raster URLs on `baseUrl`, which names the build with versioned URLs.
+    return { ...catalogOf(ctx), baseUrl: ctx.baseUrl(req) };
   });
 }
 

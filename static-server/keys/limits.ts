@@ -1,0 +1,168 @@
+/**
+ * Rate limits (token bucket) and quotas (requests or /height points per UTC day or month) per key.
+ * One process decides for a whole server (the cluster primary, or the only process), so every worker
+ * sees one budget; `--limits redis://…` moves the decision to Redis, shared by every server
+ * (keys/redis-limits.ts). This file holds the rules and the in-memory implementation, whose quota
+ * counts start from the usage store (keys/usage-store.ts) so they survive restarts.
+ */
+import type { Key, QuotaRule, RateRule } from './keys-file.ts';
+
+/** What a limiter needs of a key (it crosses process boundaries). */
+export type LimitedKey = Pick<Key, 'name' | 'rate' | 'quota'>;
+
+/** The answer for one request. */
+export interface LimitDecision {
+  allowed: boolean;
+  /** The most constraining rule: its size, what is left, seconds until it is full again / renewed. */
+  limit: number;
+  remaining: number;
+  resetS: number;
+  /** Seconds to wait before retrying (refused requests). */
+  retryAfterS: number;
+  /** Which rule refused, for the error message. */
+  reason: string;
+}
+
+/** How limits are decided right now (for /health). */
+export interface LimitsStatus {
+  backend: 'local' | 'redis';
+  /** With Redis: whether it answers (when not, local limits are used). */
+  redis?: 'ok' | 'unreachable';
+}
+
+/** Decides limits for keys. */
+export interface Limiter {
+  /** Take one request from the key's rate and quota; `height` also checks its height-point quota. */
+  take(key: LimitedKey, height: boolean): Promise<LimitDecision>;
+  /** Count /height points answered for the key (against its height-point quota). */
+  points(key: LimitedKey, n: number): void;
+  status(): LimitsStatus;
+  close(): Promise<void>;
+}
+
+/** The quota kinds. */
+export type QuotaKind = 'requests' | 'heightPoints';
+
+/** Start and end (ms) of the UTC period containing `now`. */
+export function periodOf(per: QuotaRule['per'], now: number): { start: number; end: number; day: string } {
+  const d = new Date(now);
+  const start = per === 'day' ? Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()) : Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+  const end = per === 'day' ? start + 86_400_000 : Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  return { start, end, day: new Date(start).toISOString().slice(0, 10) };
+}
+
+/** One rule's verdict (the decision when it is the only rule). */
+type Verdict = LimitDecision;
+
+/** A token bucket's verdict for `tokens` left (before taking) at `rate`. */
+export function bucketVerdict(rate: RateRule, tokens: number): Verdict {
+  const allowed = tokens >= 1;
+  const left = allowed ? tokens - 1 : tokens;
+  return {
+    allowed,
+    limit: rate.burst,
+    remaining: left,
+    resetS: (rate.burst - left) / rate.perSecond,
+    retryAfterS: allowed ? 0 : (1 - tokens) / rate.perSecond,
+    reason: `rate limit of ${rate.perSecond}/s (burst ${rate.burst}) exceeded`,
+  };
+}
+
+/** A quota's verdict for `used` before this request (`cost` 1 for requests; points are counted afterwards). */
+export function quotaVerdict(kind: QuotaKind, limit: number, per: QuotaRule['per'], used: number, cost: number, now: number): Verdict {
+  const allowed = used + 1 <= limit;
+  const resetS = (periodOf(per, now).end - now) / 1000;
+  return {
+    allowed,
+    limit,
+    remaining: limit - used - (allowed ? cost : 0),
+    resetS,
+    retryAfterS: allowed ? 0 : resetS,
+    reason: `quota of ${limit} ${kind === 'requests' ? 'requests' : '/height points'} per ${per} used up`,
+  };
+}
+
+/** One decision from the verdicts: refused when any refuses (the longest wait), else the tightest rule. */
+export function combine(verdicts: Verdict[]): LimitDecision {
+  const refused = verdicts.filter((v) => !v.allowed);
+  if (refused.length > 0) return refused.reduce((a, b) => (b.retryAfterS > a.retryAfterS ? b : a));
+  return verdicts.reduce((a, b) => (b.remaining / b.limit < a.remaining / a.limit ? b : a));
+}
+
+/** The quota rules that apply to a request. */
+export function quotasOf(key: LimitedKey, height: boolean): { kind: QuotaKind; limit: number; cost: number }[] {
+  const q = key.quota;
+  if (!q) return [];
+  const out: { kind: QuotaKind; limit: number; cost: number }[] = [];
+  if (q.requests !== undefined) out.push({ kind: 'requests', limit: q.requests, cost: 1 });
+  if (height && q.heightPoints !== undefined) out.push({ kind: 'heightPoints', limit: q.heightPoints, cost: 0 });
+  return out;
+}
+
+/** Where quota counts of earlier runs come from (the usage store). */
+export interface QuotaHistory {
+  /** Requests or points of `key` on days from `sinceDay` (YYYY-MM-DD) on. */
+  usedSince(key: string, kind: QuotaKind, sinceDay: string): number;
+}
+
+/** Limits decided in this process's memory. */
+export class LocalLimiter implements Limiter {
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  private readonly counts = new Map<string, number>();
+
+  constructor(
+    private readonly history?: QuotaHistory,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Tokens in `key`'s bucket now (refilled since the last take). */
+  private bucket(key: LimitedKey & { rate: RateRule }, now: number): { tokens: number; at: number } {
+    let b = this.buckets.get(key.name);
+    if (!b) {
+      b = { tokens: key.rate.burst, at: now };
+      this.buckets.set(key.name, b);
+    }
+    b.tokens = Math.min(key.rate.burst, b.tokens + ((now - b.at) / 1000) * key.rate.perSecond);
+    b.at = now;
+    return b;
+  }
+
+  /** The counter of a quota in the current period (seeded from the history on first use). */
+  private counter(name: string, kind: QuotaKind, per: QuotaRule['per'], now: number): string {
+    const slot = `${name}\n${kind}\n${periodOf(per, now).start}`;
+    if (!this.counts.has(slot)) this.counts.set(slot, this.history?.usedSince(name, kind, periodOf(per, now).day) ?? 0);
+    return slot;
+  }
+
+  /** Synchronous `take`. */
+  decide(key: LimitedKey, height: boolean): LimitDecision {
+    const now = this.now();
+    const verdicts: Verdict[] = [];
+    const b = key.rate ? this.bucket(key as LimitedKey & { rate: RateRule }, now) : undefined;
+    if (b) verdicts.push(bucketVerdict(key.rate!, b.tokens));
+    const quotas = quotasOf(key, height).map((q) => ({ ...q, slot: this.counter(key.name, q.kind, key.quota!.per, now) }));
+    for (const q of quotas) verdicts.push(quotaVerdict(q.kind, q.limit, key.quota!.per, this.counts.get(q.slot)!, q.cost, now));
+    const d = combine(verdicts);
+    if (d.allowed) {
+      if (b) b.tokens -= 1;
+      for (const q of quotas) this.counts.set(q.slot, this.counts.get(q.slot)! + q.cost);
+    }
+    return d;
+  }
+
+  take(key: LimitedKey, height: boolean): Promise<LimitDecision> {
+    return Promise.resolve(this.decide(key, height));
+  }
+
+  points(key: LimitedKey, n: number): void {
+    if (key.quota?.heightPoints === undefined) return;
+    const slot = this.counter(key.name, 'heightPoints', key.quota.per, this.now());
+    this.counts.set(slot, this.counts.get(slot)! + n);
+  }
+
+  status(): LimitsStatus {
+    return { backend: 'local' };
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,81 @@
+/**
+ * Counting what each key uses: Prometheus counters by key name (`tilebake_requests_total{key,kind,status}`,
+ * `tilebake_key_height_points_total{key}`, summed over cluster workers like every metric), and rows for
+ * the usage store, batched and sent to the process that owns it (keys/owner.ts) once a second.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Counter } from 'prom-client';
+import { serverMetrics, type RouteKind } from '../metrics.ts';
+import type { Key } from './keys-file.ts';
+import type { UsageRow } from './usage-store.ts';
+
+/** How often batched usage rows are handed on. */
+const FLUSH_MS = 1000;
+/** Status of a request refused by a rate limit or quota. */
+const REFUSED = 429;
+
+/** /height points of requests (set by the height route, read when the answer is done). */
+const requestPoints = new WeakMap<object, number>();
+
+/** Note the /height points answered for a request (called by the height route). */
+export function notePoints(req: FastifyRequest, n: number): void {
+  requestPoints.set(req, n);
+}
+
+/** The /height points noted for a request (0 for other requests). */
+export function pointsOf(req: FastifyRequest): number {
+  return requestPoints.get(req) ?? 0;
+}
+
+let counters: { requests: Counter<'key' | 'kind' | 'status'>; points: Counter<'key'> } | undefined;
+/** The per-key counters, registered once in this process's registry. */
+function keyCounters(): NonNullable<typeof counters> {
+  const registers = [serverMetrics().registry];
+  counters ??= {
+    requests: new Counter({ name: 'tilebake_requests_total', help: 'Requests answered per key name, by route kind and status', labelNames: ['key', 'kind', 'status'] as const, registers }),
+    points: new Counter({ name: 'tilebake_key_height_points_total', help: '/height points answered per key name', labelNames: ['key'] as const, registers }),
+  };
+  return counters;
+}
+
+/** Batches usage rows per day and key and hands them to `sink` every second (and on flush). */
+export class UsageRecorder {
+  private pending = new Map<string, UsageRow>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly sink: (rows: UsageRow[]) => void) {
+    this.timer = setInterval(() => this.flush(), FLUSH_MS);
+    this.timer.unref();
+  }
+
+  /** One answered request of `key`. */
+  record(key: Key, kind: RouteKind, req: FastifyRequest, reply: FastifyReply): void {
+    const points = pointsOf(req);
+    const bytes = Number(reply.getHeader('content-length')) || 0;
+    const c = keyCounters();
+    c.requests.inc({ key: key.name, kind, status: reply.statusCode });
+    if (points > 0) c.points.inc({ key: key.name }, points);
+    // Refused by a limit: counted above, but not as usage (local quotas count from these rows).
+    if (reply.statusCode === REFUSED) return;
+    const day = new Date().toISOString().slice(0, 10);
+    const slot = `${day}\n${key.name}`;
+    let row = this.pending.get(slot);
+    if (!row) this.pending.set(slot, (row = { day, key: key.name, requests: 0, bytes: 0, points: 0 }));
+    row.requests++;
+    row.bytes += bytes;
+    row.points += points;
+  }
+
+  /** Hand on what was recorded so far. */
+  flush(): void {
+    if (this.pending.size === 0) return;
+    const rows = [...this.pending.values()];
+    this.pending = new Map();
+    this.sink(rows);
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    this.flush();
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Versioned URLs: `/v/{build}/…` is the unversioned path `…` of build version `{build}`. The
+ * TileJSON, style.json and the preview page a server hands out carry the current version in every
+ * URL (with `--versioned-urls`, the CLI's default), so a client never mixes two builds and a rebuild
+ * is seen at the next reload. Answers under `/v/{build}/` never change: they are cached for a year
+ * (`immutable`); the unversioned documents are revalidated every time (`no-cache`, with ETags).
+ * An older version still on disk answers with its own bytes; a pruned one answers 404.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from './context.ts';
+
+/** `/v/{build}/rest`: the build id and the rest of the path (with its query). */
+const VERSIONED_PATH = /^\/v\/([A-Za-z0-9_][\w.-]{0,99})(\/.*)$/;
+/** One year, the longest lifetime caches honour. */
+export const IMMUTABLE_MAX_AGE_S = 31_536_000;
+
+/** Requests that came in under `/v/{build}/` (their URL is rewritten before routing). */
+const versionedRequests = new WeakSet<IncomingMessage>();
+
+/**
+ * For a `/v/{build}/…` request: remember that it is versioned, rewrite its URL to the unversioned
+ * path and return the build id. Undefined for other requests.
+ */
+export function takeVersionPrefix(req: IncomingMessage): string | undefined {
+  const m = req.url === undefined ? null : VERSIONED_PATH.exec(req.url);
+  if (!m) return undefined;
+  versionedRequests.add(req);
+  req.url = m[2];
+  return m[1];
+}
+
+/** The base URL of documents of version `id`: `base/v/id`. */
+export function versionedBase(base: string, id: string): string {
+  return `${base}/v/${encodeURIComponent(id)}`;
+}
+
+/** Successful answers to versioned URLs get the immutable Cache-Control of the context. */
+export function registerVersionedCaching(app: FastifyInstance, ctx: ServerContext): void {
+  app.addHook('onSend', (req, reply, payload, done) => {
+    if (reply.statusCode < 400 && versionedRequests.has(req.raw)) reply.header('cache-control', ctx.cache.versioned);
+    done(null, payload);
+  });
+}

@@ -1,0 +1,108 @@
+// Limits of `tilebake serve` processes with cluster workers: one budget for all workers of a server,
+// quotas that survive a restart, one budget for two servers sharing Redis, and local limits while
+// Redis is unreachable (said once in the log and in /health).
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSampleVector, freePort, monacoTiles, request, startServe, type ServeProcess } from './fixtures/server/helpers.ts';
+import { startRedis, type TestRedis } from './fixtures/server/redis.ts';
+
+const SECRET = `quota-${randomBytes(16).toString('hex')}`;
+let out: string;
+let dir: string;
+let tile: string;
+const running: ServeProcess[] = [];
+const redises: TestRedis[] = [];
+
+async function keysFile(name: string, requests: number): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, JSON.stringify({ keys: [{ name: 'client', secret: SECRET, quota: { requests, per: 'day' } }] }));
+  return path;
+}
+
+async function serve(args: string[]): Promise<ServeProcess> {
+  const s = await startServe(['--out', out, '--port', '0', '--host', '127.0.0.1', '--workers', '2', '--version-poll-ms', '0', ...args]);
+  running.push(s);
+  return s;
+}
+
+async function stop(s: ServeProcess): Promise<void> {
+  s.proc.kill('SIGTERM');
+  expect(await s.exited).toBe(0);
+  running.splice(running.indexOf(s), 1);
+}
+
+/** Statuses of `n` tile requests with the key, over new connections (so both workers answer). */
+async function statuses(url: string, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push((await request(`${url}${tile}`, { headers: { authorization: `Bearer ${SECRET}` } })).status);
+  return out;
+}
+const count = (xs: number[], v: number) => xs.filter((x) => x === v).length;
+
+beforeAll(async () => {
+  out = await buildSampleVector();
+  dir = await mkdtemp(join(tmpdir(), 'tilebake-limits-'));
+  const t = monacoTiles()[0];
+  tile = `/data/openmaptiles/${t.z}/${t.x}/${t.y}.pbf`;
+}, 240_000);
+
+afterAll(async () => {
+  for (const s of running) s.proc.kill('SIGKILL');
+  for (const r of redises) await r.stop();
+  for (const d of [out, dir]) if (d) await rm(d, { recursive: true, force: true });
+});
+
+describe('limits across workers and restarts', () => {
+  it('two workers share one quota, which survives a restart (state folder)', async () => {
+    const args = ['--keys', await keysFile('local.json', 5), '--state-dir', join(dir, 'state-local')];
+    const s = await serve(args);
+    const first = await statuses(s.url, 8);
+    expect(first.slice(0, 5)).toEqual([200, 200, 200, 200, 200]);
+    expect(first.slice(5)).toEqual([429, 429, 429]);
+    await new Promise((r) => setTimeout(r, 1500)); // usage reaches the primary's store once a second
+    await stop(s);
+    const again = await serve(args);
+    expect(await statuses(again.url, 2)).toEqual([429, 429]);
+    expect(again.output()).not.toContain(SECRET);
+    await stop(again);
+  }, 120_000);
+});
+
+describe('limits shared through Redis', () => {
+  it('two servers sharing Redis enforce one budget', async () => {
+    const redis = await startRedis(await freePort());
+    redises.push(redis);
+    const keys = await keysFile('shared.json', 10);
+    const a = await serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-a')]);
+    const b = await serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-b')]);
+    const fromA = await statuses(a.url, 7);
+    const fromB = await statuses(b.url, 7);
+    expect(count(fromA, 200)).toBe(7);
+    expect(fromB).toEqual([200, 200, 200, 429, 429, 429, 429]);
+    const health = await request(`${b.url}/health`);
+    expect(health.json()).toEqual({ status: 'ok', store: 'ok', limits: { backend: 'redis', redis: 'ok' } });
+    await stop(a);
+    await stop(b);
+  }, 120_000);
+
+  it('Redis unreachable: local limits, said once in the log and in /health; back to Redis when it answers', async () => {
+    const port = await freePort();
+    const s = await serve(['--keys', await keysFile('down.json', 3), '--limits', `redis://127.0.0.1:${port}`, '--state-dir', join(dir, 'state-down')]);
+    expect((await request(`${s.url}/health`)).json()).toEqual({ status: 'ok', store: 'ok', limits: { backend: 'redis', redis: 'unreachable' } });
+    expect(await statuses(s.url, 5)).toEqual([200, 200, 200, 429, 429]);
+    await new Promise((r) => setTimeout(r, 2500)); // several reconnect attempts
+    expect(s.output().split('Redis is unreachable').length - 1).toBe(1);
+    const redis = await startRedis(port);
+    redises.push(redis);
+    await expect
+      .poll(async () => (await request(`${s.url}/health`)).json().limits, { timeout: 15_000, interval: 250 })
+      .toEqual({ backend: 'redis', redis: 'ok' });
+    expect(s.output()).toContain('Redis answers again');
+    // Redis has its own count (the requests answered while it was down were counted locally).
+    expect(await statuses(s.url, 4)).toEqual([200, 200, 200, 429]);
+    await stop(s);
+  }, 120_000);
+});
