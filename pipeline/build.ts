@@ -24,6 +24,8 @@ export interface BuildOptions {
   full?: boolean;
   /** Versions kept after publishing (default 2); see lib/build-version.ts for the rule. */
   keep?: number;
+  /** Last change to the new version's manifest before it is published (`tilebake update` records the OSM state). */
+  manifest?: (m: Manifest) => void;
 }
 
 /** What every stage gets besides the config: where to write, what it may reuse, where to keep work files. */
@@ -187,6 +189,6 @@ async function runStages(config: BuildConfig, sc: StageContext, opts: BuildOptio
     logLine(timingLine(timing));
   }
   // Make sure a manifest exists even when nothing ran, so `serve` finds a (possibly empty) build.
-  await updateManifest(sc.outDir, () => {});
+  await updateManifest(sc.outDir, (m) => opts.manifest?.(m));
   return timings;
 }

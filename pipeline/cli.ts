@@ -1,6 +1,7 @@
 import yargs, { type Argv } from 'yargs';
 import { isUserError, UserError } from '../lib/errors.ts';
 import { DEFAULT_READ_POLICY, isStoreError } from '../lib/store-read.ts';
+import { updateCommand } from './update/command.ts';
 
 /** Parse `i/n` for --shard. */
 function parseShard(s: string | undefined): { index: number; count: number } | undefined {
@@ -192,6 +193,7 @@ export function program(argv: string[]): Argv {
         });
       },
     )
+    .command(updateCommand)
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .help()

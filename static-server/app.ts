@@ -13,6 +13,7 @@ import { registerRenderPageRoutes } from './routes/render-page.ts';
 import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
 import { HttpStatus } from './http-status.ts';
+import { dataAge } from './data-age.ts';
 
 /**
  * Which listener an app is for: `tiles` (--port) serves everything (and the preview page at `/`,
@@ -182,7 +183,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
   app.get(HEALTH_PATH, async (_req, reply) => {
     reply.header('cache-control', 'no-store');
     const state = ctx.health.state();
-    if (state.ok) return { status: 'ok', store: 'ok' };
+    if (state.ok) return { status: 'ok', store: 'ok', ...dataAge(ctx.manifest) };
     reply.code(HttpStatus.Unavailable);
     return errorBody(HttpStatus.Unavailable, `the build's storage is failing (${state.failure ?? 'unknown'})`, { store: 'failing' });
   });

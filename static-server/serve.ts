@@ -18,6 +18,7 @@ import { DEFAULT_VERSION_POLL_MS, VersionFollower, type OpenedVersion } from './
 import { enableClusterMetrics, startMetricsListener, type MetricsListener } from './metrics-cluster.ts';
 import { serverMetrics } from './metrics.ts';
 import { StoreHealth } from './store-health.ts';
+import { recordDataTimestamps } from './data-age.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
 export const SHUTDOWN_GRACE_MS = 30_000;
@@ -108,6 +109,7 @@ export async function createServerContext(options: ServeOptions, logStream?: Nod
   store = versionStore(root, served);
   const ctx = contextOver(store, await loadManifest(store), options, { log, health });
   serverMetrics().serving(ctx.manifest, served.id);
+  recordDataTimestamps(ctx.manifest);
   return ctx;
 }
 
