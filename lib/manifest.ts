@@ -48,6 +48,18 @@ export interface TilesetEntry {
   /** Number of addressed tiles and archive size, for humans. */
   tiles: number;
   bytes: number;
+  /** Tilesets built from OpenStreetMap: the replication state the data shows. */
+  osm?: OsmDataState;
+}
+
+/** The OpenStreetMap state a tileset shows (from the extract's header, then from `tilebake update`). */
+export interface OsmDataState {
+  /** Replication sequence number. */
+  sequence?: number;
+  /** ISO time of that state: the data's age. */
+  timestamp?: string;
+  /** Replication folder the updates come from. */
+  replication?: string;
 }
 
 export interface StyleArchive {

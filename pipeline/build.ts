@@ -20,6 +20,8 @@ export interface BuildOptions {
   full?: boolean;
   /** Versions kept after publishing (default 2); see lib/build-version.ts for the rule. */
   keep?: number;
+  /** Last change to the new version's manifest before it is published (`tilebake update` records the OSM state). */
+  manifest?: (m: Manifest) => void;
 }
 
 /** Timing of one stage run. */
@@ -112,6 +114,6 @@ export async function runStages(config: BuildConfig, sc: StageContext, select: (
     logLine(timingLine(timing));
   }
   // Make sure a manifest exists even when nothing ran, so `serve` finds a (possibly empty) build.
-  await updateManifest(sc.outDir, () => {});
+  await updateManifest(sc.outDir, (m) => opts.manifest?.(m));
   return timings;
 }

@@ -3,6 +3,7 @@ import { isUserError, UserError } from '../lib/errors.ts';
 import { DEFAULT_READ_POLICY, isStoreError } from '../lib/store-read.ts';
 import { runCommands } from './commands/run.ts';
 import { usageCommand } from './commands/usage.ts';
+import { updateCommand } from './update/command.ts';
 
 /** Parse `w,s,e,n` for --bbox. */
 function parseBBox(s: string | undefined): [number, number, number, number] | undefined {
@@ -199,6 +200,7 @@ export function program(argv: string[]): Argv {
       },
     )
     .command(usageCommand)
+    .command(updateCommand)
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .help()

@@ -10,6 +10,7 @@ import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
 import { tileTypeOf, type SourceMetadata, type SourcePhase, type TileSource } from './sources/common.ts';
 import { openTileSource } from './sources/index.ts';
+import { osmDataState } from './osm/pbf-header.ts';
 import { hashInputs, linkFile, readDeps, recordDeps } from './reuse.ts';
 
 const MS_PER_S = 1000;
@@ -235,8 +236,9 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
       bboxField: `${config.file}: $.tilesets.${t.id}.bbox`,
       workDir: join(opts.workDir ?? join(outDir, '.work'), 'osm', t.id),
     });
+    const osm = await osmDataState(t.source, t.replication);
     await updateManifest(outDir, (m) => {
-      m.tilesets[t.id] = tilesetEntry(t.id, r);
+      m.tilesets[t.id] = { ...tilesetEntry(t.id, r), ...(osm && { osm }) };
     });
     await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint });
     result.tilesets++;

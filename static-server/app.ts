@@ -15,6 +15,7 @@ import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
 import { registerWmtsRoutes } from './routes/wmts.ts';
 import { HttpStatus } from './http-status.ts';
+import { dataAge } from './data-age.ts';
 import { checkKey, type KeyGate } from './keys/gate.ts';
 import { KeyRing } from './keys/key-ring.ts';
 import { keysOfTokens } from './keys/keys-file.ts';
@@ -196,7 +197,7 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     reply.header('cache-control', 'no-store');
     const state = ctx.health.state();
     const limits = opts.keys?.status();
-    if (state.ok) return { status: 'ok', store: 'ok', ...(limits ? { limits } : {}) };
+    if (state.ok) return { status: 'ok', store: 'ok', ...dataAge(ctx.manifest), ...(limits ? { limits } : {}) };
     reply.code(HttpStatus.Unavailable);
     return errorBody(HttpStatus.Unavailable, `the build's storage is failing (${state.failure ?? 'unknown'})`, { store: 'failing' });
   });

@@ -20,6 +20,7 @@ import { enableClusterMetrics, startMetricsListener, type MetricsListener } from
 import { serverMetrics } from './metrics.ts';
 import { StoreHealth } from './store-health.ts';
 import { versionedBase } from './versioned.ts';
+import { recordDataTimestamps } from './data-age.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
 export const SHUTDOWN_GRACE_MS = 30_000;
@@ -112,6 +113,7 @@ export async function createServerContext(options: ServeOptions, logStream?: Nod
     ctx.baseUrl = (req) => versionedBase(base(req), served.id!);
   }
   serverMetrics().serving(ctx.manifest, served.id);
+  recordDataTimestamps(ctx.manifest);
   return ctx;
 }
 

@@ -59,8 +59,15 @@ describe('parseConfig', () => {
 
   it('names unknown nested fields with the allowed ones, and bad ids', () => {
     const msg = userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a', sorce: 'b' }, 'bad id': 'c' } }, file));
-    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description, bbox)');
+    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description, bbox, replication)');
     expect(msg).toMatch(/\$\.tilesets\["bad id"\]: invalid key: expected an id/);
+  });
+
+  it('takes a replication folder URL on a tileset (https:// or file://) and names a bad one', () => {
+    const ok = parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', replication: 'https://download.geofabrik.de/europe/liechtenstein-updates/' } } }, file);
+    expect(ok.tilesets.omt.replication).toBe('https://download.geofabrik.de/europe/liechtenstein-updates/');
+    expect(parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', replication: 'file:///srv/updates' } } }, file).tilesets.omt.replication).toBe('file:///srv/updates');
+    expect(userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', replication: 'ftp://x/' } } }, file))).toMatch(/\$\.tilesets\.omt\.replication: expected an https:\/\/, http:\/\/ or file:\/\/ URL/);
   });
 
   it('checks zoom order, bbox and the style → tileset reference', () => {

@@ -18,8 +18,10 @@ export const tilesetSchema = z.union([
     description: z.string().optional(),
     /** Clip an .osm.pbf source to this box before generating tiles. */
     bbox: bboxSchema.optional(),
+    /** Replication server of an .osm.pbf source for `tilebake update` (default: the extract header's osmosis_replication_base_url). */
+    replication: z.string().regex(/^(https?|file):\/\/./i, 'expected an https://, http:// or file:// URL of a replication folder (the one holding state.txt)').optional(),
   }),
-], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?}' });
+], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "replication"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -46,6 +48,8 @@ export interface TilesetConfig {
   description?: string;
   /** `[w, s, e, n]` an .osm.pbf source is clipped to. */
   bbox?: BBox;
+  /** Replication folder URL of an .osm.pbf source (`tilebake update`). */
+  replication?: string;
 }
 
 /** A validated config with every path made absolute. */

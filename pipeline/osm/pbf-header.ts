@@ -5,6 +5,7 @@
 import { open } from 'node:fs/promises';
 import { inflateSync } from 'node:zlib';
 import { PbfReader } from 'pbf';
+import type { OsmDataState } from '../../lib/manifest.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 
 /** Bytes 4..14 of every OSM PBF file: BlobHeader field 1 (type), length 9, "OSMHeader". */
@@ -29,7 +30,19 @@ export interface OsmHeader {
   bbox?: BBox;
   requiredFeatures: string[];
   writingProgram?: string;
+  /** The replication state the data shows (osmosis_replication_*), when the extract records it. */
+  replication?: ReplicationHeader;
 }
+
+/** An extract's place in a replication stream (HeaderBlock fields 32–34). */
+export interface ReplicationHeader {
+  sequence?: number;
+  /** ISO time of the sequence's state. */
+  timestamp?: string;
+  baseUrl?: string;
+}
+
+const MS_PER_S = 1000;
 
 /** Decode a HeaderBlock message. */
 export function decodeHeaderBlock(block: Uint8Array): OsmHeader {
@@ -46,6 +59,9 @@ export function decodeHeaderBlock(block: Uint8Array): OsmHeader {
       o.bbox = [b.left / NANO_PER_DEGREE, b.bottom / NANO_PER_DEGREE, b.right / NANO_PER_DEGREE, b.top / NANO_PER_DEGREE];
     } else if (tag === 4) o.requiredFeatures.push(pbf.readString());
     else if (tag === 16) o.writingProgram = pbf.readString();
+    else if (tag === 32) (o.replication ??= {}).timestamp = new Date(pbf.readVarint(true) * MS_PER_S).toISOString().replace('.000Z', 'Z');
+    else if (tag === 33) (o.replication ??= {}).sequence = pbf.readVarint(true);
+    else if (tag === 34) (o.replication ??= {}).baseUrl = pbf.readString();
   }, out);
   return out;
 }
@@ -85,4 +101,21 @@ export async function readOsmHeader(path: string): Promise<OsmHeader> {
   } finally {
     await fh.close();
   }
+}
+
+/**
+ * The manifest's `osm` record for a tileset source: the replication state its header shows, and the
+ * replication folder (`configured`, else the header's). Undefined for other inputs and for an extract
+ * whose header records neither.
+ */
+export async function osmDataState(path: string, configured?: string): Promise<OsmDataState | undefined> {
+  let header: OsmHeader;
+  try {
+    header = await readOsmHeader(path);
+  } catch {
+    return undefined; // not an OSM extract (the vector stage has read it already)
+  }
+  const r = header.replication ?? {};
+  const state: OsmDataState = { sequence: r.sequence, timestamp: r.timestamp, replication: configured ?? r.baseUrl };
+  return Object.values(state).some((v) => v !== undefined) ? JSON.parse(JSON.stringify(state)) as OsmDataState : undefined;
 }

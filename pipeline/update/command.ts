@@ -1,0 +1,29 @@
+import type { Argv, CommandModule } from 'yargs';
+import { UserError } from '../../lib/errors.ts';
+
+interface UpdateArgs {
+  config: string;
+  out?: string;
+  keep: number;
+  workers?: number;
+}
+
+/** `tilebake update --config F [--out DIR]` (pipeline/update/index.ts). */
+export const updateCommand: CommandModule<object, UpdateArgs> = {
+  command: 'update',
+  describe: 'Apply the OpenStreetMap changes published since the current build (replication server: https:// or file://) and publish a new version, rebuilding only what changed',
+  builder: (y: Argv) =>
+    y
+      .option('config', { alias: 'c', type: 'string', demandOption: true, describe: 'Build config JSON (the one the build was made with)' })
+      .option('out', { alias: 'o', type: 'string', describe: 'Output folder (default: the config\'s "out")' })
+      .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in <out>/builds/' })
+      .option('workers', { type: 'number', describe: 'Render pool size (default: one per two cores)' }) as unknown as Argv<UpdateArgs>,
+  handler: async (a) => {
+    if (!Number.isInteger(a.keep) || a.keep < 1) throw new UserError(`--keep: expected a whole number of versions >= 1 (got ${a.keep})`, { exitCode: 2 });
+    const { loadConfig } = await import('../config/index.ts');
+    const { update } = await import('./index.ts');
+    const { logLine } = await import('../progress.ts');
+    const r = await update(await loadConfig(a.config), { out: a.out, keep: a.keep, workers: a.workers });
+    if (!r.published) logLine('update: nothing new on the replication server; the current version stays');
+  },
+};
