@@ -16,7 +16,8 @@ import { createProgress, logLine } from './progress.ts';
 import { archiveFromJournal, changedTiles, readIdentity, renderFingerprints, type RenderIdentity } from './render/archive.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from './render/encode.ts';
 import { RenderJournal } from './render/journal.ts';
-import { enumerateMetatiles, inShard, metatileKey, metatilesToRerender, renderOrder, type ChangedSource, type Metatile } from './render/metatiles.ts';
+import { describeRule, groupViews, positionRule, ViewKeys, type PositionRule, type ViewGroups } from './render/dedup.ts';
+import { enumerateMetatiles, inShard, metatileKey, metatilesToRerender, renderOrder, type ChangedSource, type Metatile, type SourceGrid } from './render/metatiles.ts';
 import { MetatileRenderer, type FirstStyle } from './render/renderer.ts';
 import { prepareStyle, type PreparedStyle } from './render/style.ts';
 import { linkFile } from './reuse.ts';
@@ -48,6 +49,10 @@ export interface RenderStageStats {
   /** Metatiles rendered by this run, and metatiles of every style × scale (each counted once for all formats). */
   renderedMetatiles: number;
   totalMetatiles: number;
+  /** Views drawn by MapLibre for the rendered metatiles (fewer when metatiles share a view: render.dedup). */
+  distinctViews: number;
+  /** Per style × scale that rendered: metatiles written and the distinct views drawn for them. */
+  views: { style: string; scale: number; metatiles: number; distinct: number }[];
 }
 
 type StyleConfig = BuildConfig['styles'][string];
@@ -75,14 +80,19 @@ async function copyFonts(config: BuildConfig, outDir: string): Promise<string | 
   return dest;
 }
 
-/** Render one style at one scale into journals (one per format), resuming what they hold. */
+/**
+ * Render one style at one scale into journals (one per format), resuming what they hold. With
+ * `views`, metatiles of equal view key are drawn once (pipeline/render/dedup.ts). Returns the
+ * metatiles written and the views drawn for them.
+ */
 async function renderScale(
   ctx: { renderer: () => Promise<MetatileRenderer>; config: BuildConfig; styleUrl: string; label: string; opaque: boolean; tick: (n: number) => void; rendered: (n: number) => void; stats: RenderStageStats },
   metas: Metatile[],
   scale: number,
   journals: Map<RasterFormat, RenderJournal>,
   copies: Map<RasterFormat, Set<string>>,
-): Promise<number> {
+  views?: () => Promise<ViewKeys>,
+): Promise<{ metatiles: number; distinct: number }> {
   const formats = [...journals.keys()];
   const needs = (f: RasterFormat, key: string) => !journals.get(f)!.done.has(key) && !copies.get(f)?.has(key);
   const todo = renderOrder(metas.filter((m) => formats.some((f) => needs(f, metatileKey(m)))));
@@ -95,7 +105,16 @@ async function renderScale(
     ctx.stats.resumedMetatiles += resumed;
     logLine(`${label}: resuming an interrupted render: ${resumed} of ${metas.length} metatiles reused from ${[...journals.values()].map((j) => j.path).join(', ')}`);
   }
-  if (todo.length === 0) return 0;
+  if (todo.length === 0) return { metatiles: 0, distinct: 0 };
+  let groups: ViewGroups = { render: todo, copies: new Map() };
+  if (views) {
+    const keys = await views();
+    try {
+      groups = await groupViews(todo, keys);
+    } finally {
+      await keys.close();
+    }
+  }
   const renderer = await ctx.renderer();
   const onImage = async (m: Metatile, image: RawImage, delivered: Promise<boolean>) => {
     const encoded = sliceMetatile(image, m, { pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque }).then(
@@ -107,15 +126,22 @@ async function renderScale(
     const result = await encoded;
     if (!result.ok) throw new UserError(`${label}: metatile ${metatileKey(m)}: ${(result.e as Error).message}`);
     const tiles = result.t;
-    const key = metatileKey(m);
-    await Promise.all(formats.filter((f) => needs(f, key)).map((f) => journals.get(f)!.append({ key, tiles: tiles[f] })));
-    ctx.tick(m.tiles.length);
-    ctx.rendered(m.tiles.length);
+    // The metatiles sharing this view have the same tile layout (same area size): tile i is tile i.
+    const all = [m, ...(groups.copies.get(m) ?? [])];
+    await Promise.all(
+      formats.map((f) => {
+        const records = all.filter((each) => needs(f, metatileKey(each))).map((each) => ({ key: metatileKey(each), tiles: tiles[f].map((t, i) => ({ ...each.tiles[i], data: t.data })) }));
+        return records.length > 0 ? journals.get(f)!.appendAll(records) : undefined;
+      }),
+    );
+    const n = all.reduce((k, each) => k + each.tiles.length, 0);
+    ctx.tick(n);
+    ctx.rendered(n);
   };
   const workers = r.workers ?? defaultRenderWorkers();
   // Consecutive metatiles are neighbours and share the vector tiles in one page's cache: ~10 % less
   // tile loading with two browsers at 4 per task than with single metatiles (measured).
-  const batches = chunk(todo, Math.max(1, Math.min(r.batch, Math.ceil(todo.length / workers))));
+  const batches = chunk(groups.render, Math.max(1, Math.min(r.batch, Math.ceil(groups.render.length / workers))));
   let next = 0;
   const lane = async () => {
     // A task's metatiles are encoded while the lane's next task renders: the pool always has a task
@@ -129,7 +155,7 @@ async function renderScale(
     await encoding;
   };
   await Promise.all(Array.from({ length: Math.min(workers * QUEUE_PER_WORKER, batches.length) }, lane));
-  return todo.length;
+  return { metatiles: todo.length, distinct: groups.render.length };
 }
 
 /** `items` in consecutive runs of `size`. */
@@ -167,17 +193,26 @@ function changedTilesets(outDir: string, previous: string | undefined, manifest:
   };
 }
 
-/** The style's tileset sources with their changed tiles; undefined when one cannot be compared. */
-async function changedSources(job: StyleJob, manifest: Manifest, changed: ChangedTilesets): Promise<ChangedSource[] | undefined> {
-  const out: ChangedSource[] = [];
+/** The style's sources that read a built tileset: its id, its manifest entry (undefined: not built) and the grid MapLibre loads it on. */
+function tilesetSources(job: StyleJob, manifest: Manifest): { id: string; entry?: Manifest['tilesets'][string]; grid: SourceGrid }[] {
+  const out: { id: string; entry?: Manifest['tilesets'][string]; grid: SourceGrid }[] = [];
   for (const src of Object.values(job.prep.style.sources)) {
     const m = typeof src.url === 'string' ? /^tilebake:\/\/data\/(.+)\.json$/.exec(src.url) : null;
     if (!m) continue;
     const id = decodeURIComponent(m[1]);
-    const tiles = await changed(id);
     const e = manifest.tilesets[id];
-    if (!tiles || !e) return undefined;
-    out.push({ grid: { minzoom: e.minzoom, maxzoom: e.maxzoom, tileSize: typeof src.tileSize === 'number' ? src.tileSize : 512 }, changed: tiles });
+    out.push({ id, entry: e, grid: { minzoom: e?.minzoom ?? 0, maxzoom: e?.maxzoom ?? 0, tileSize: typeof src.tileSize === 'number' ? src.tileSize : 512 } });
+  }
+  return out;
+}
+
+/** The style's tileset sources with their changed tiles; undefined when one cannot be compared. */
+async function changedSources(job: StyleJob, manifest: Manifest, changed: ChangedTilesets): Promise<ChangedSource[] | undefined> {
+  const out: ChangedSource[] = [];
+  for (const s of tilesetSources(job, manifest)) {
+    const tiles = await changed(s.id);
+    if (!tiles || !s.entry) return undefined;
+    out.push({ grid: s.grid, changed: tiles });
   }
   return out;
 }
@@ -190,6 +225,14 @@ interface StyleJob {
   entry: StyleEntry;
   /** The tileset archives its sources read (for the render fingerprint). */
   tilesetArchives: string[];
+  /** What of a metatile's position its pixels depend on besides the tiles it loads (view keys). */
+  position: PositionRule;
+}
+
+/** View keys of `job` at one scale: its tileset sources read from this build's archives. */
+function viewKeys(job: StyleJob, manifest: Manifest, outDir: string, styleKey: string, margin: number): Promise<ViewKeys> {
+  const sources = tilesetSources(job, manifest).flatMap((s) => (s.entry ? [{ grid: s.grid, archive: join(outDir, s.entry.archive) }] : []));
+  return ViewKeys.open(sources, styleKey, margin, job.position);
 }
 
 /** A style's credit: those of the tilesets it draws (vector, terrain, contours), each once, in source order. */
@@ -215,7 +258,8 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     center: [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))],
     archives: {},
   };
-  return { s, prep, entry, tilesetArchives: prep.tilesets.map((id) => join(outDir, manifest.tilesets[id].archive)) };
+  const position = await positionRule(prep.style, join(outDir, 'styles', s.id));
+  return { s, prep, entry, tilesetArchives: prep.tilesets.map((id) => join(outDir, manifest.tilesets[id].archive)), position };
 }
 
 /** Render one style (every scale × format); fills its manifest entry with the archives of this run. */
@@ -232,6 +276,8 @@ async function renderStyle(
     previous?: string;
     /** The style's sources with the tiles changed since the previous version; undefined when they cannot be compared. */
     changedSources: (job: StyleJob) => Promise<ChangedSource[] | undefined>;
+    /** View keys of the style at one scale (`styleKey`: its fingerprint), or undefined when render.dedup is off. */
+    viewKeys?: (job: StyleJob, styleKey: string) => Promise<ViewKeys>;
   },
   job: StyleJob,
 ): Promise<StyleEntry> {
@@ -253,12 +299,15 @@ async function renderStyle(
       /** Per format: keys of the metatiles whose tiles are copied from the previous version's archive. */
       const copies = new Map<RasterFormat, Set<string>>();
       const reasons = new Set<string>();
+      /** What the pixels depend on besides the data: the style fingerprint of this scale (any format's). */
+      let styleKey = '';
       ctx.stats.totalMetatiles += metas.length;
       for (const format of s.formats) {
         // The attribution is in the archive's metadata: a new credit writes the archive again.
         const settings = { bbox, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: format === 'png' ? r.png : r.jpeg, attribution };
         const fps = await renderFingerprints({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? ctx.fontsDir : undefined, tilesetArchives: job.tilesetArchives, settings });
         const { fingerprint } = fps;
+        styleKey ||= `${fps.style}@${scale}`;
         const identity: RenderIdentity = shard ? { fingerprint, style: fps.style, shard } : { fingerprint, style: fps.style };
         const name = archiveName(scale, format, shard);
         const path = join(styleDir, name);
@@ -299,9 +348,14 @@ async function renderStyle(
       try {
         const rendered = (n: number) => (ctx.stats.tiles += n);
         const renderer = () => ctx.renderer({ styleUrl, pixelRatio: scale });
-        const n = await renderScale({ renderer, config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (k) => progress.tick(k), rendered, stats: ctx.stats }, metas, scale, journals, copies);
+        const views = ctx.viewKeys && (() => ctx.viewKeys!(job, styleKey));
+        const done = await renderScale({ renderer, config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (k) => progress.tick(k), rendered, stats: ctx.stats }, metas, scale, journals, copies, views);
+        const n = done.metatiles;
         ctx.stats.renderedMetatiles += n;
+        ctx.stats.distinctViews += done.distinct;
+        ctx.stats.views.push({ style: s.id, scale, metatiles: n, distinct: done.distinct });
         logLine(`${label} @${scale}x: re-rendered ${n} of ${metas.length} metatiles (${[...reasons].join('; ')})`);
+        if (n > 0) logLine(`${label} @${scale}x: ${done.distinct} distinct views rendered for ${n} metatiles${ctx.viewKeys ? ` (${describeRule(job.position)})` : ' (render.dedup off)'}`);
         for (const [format, journal] of journals) {
           const name = archiveName(scale, format, shard);
           const copy = copies.get(format);
@@ -335,7 +389,7 @@ async function renderStyle(
  */
 export async function runRenderStage(config: BuildConfig, outDir: string, opts: RenderStageOptions = {}): Promise<RenderStageStats> {
   const started = performance.now();
-  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0, resumedMetatiles: 0, renderedMetatiles: 0, totalMetatiles: 0 };
+  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0, resumedMetatiles: 0, renderedMetatiles: 0, totalMetatiles: 0, distinctViews: 0, views: [] };
   const workDir = opts.workDir ?? join(outDir, '.work');
   const styles = Object.values(config.styles);
   if (styles.length === 0) return stats;
@@ -363,6 +417,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       workDir,
       previous: opts.previous,
       changedSources: (job: StyleJob) => changedSources(job, manifest, changed),
+      viewKeys: config.render.dedup ? (job: StyleJob, styleKey: string) => viewKeys(job, manifest, outDir, styleKey, config.render.margin) : undefined,
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>
         (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries })),
