@@ -158,6 +158,11 @@ async function renderScale(
   return { metatiles: todo.length, distinct: groups.render.length };
 }
 
+/** The tiles of the metatiles whose keys are in `keys`, one at a time (not a list of every tile). */
+function* tilesOf(metas: Metatile[], keys: ReadonlySet<string>): Generator<Metatile['tiles'][number]> {
+  for (const m of metas) if (keys.has(metatileKey(m))) yield* m.tiles;
+}
+
 /** `items` in consecutive runs of `size`. */
 function chunk<T>(items: T[], size: number): T[][] {
   const out: T[][] = [];
@@ -365,7 +370,7 @@ async function renderStyle(
             bounds: bbox,
             center,
             metadata: { name: prep.name ?? s.id, attribution, format, scale, type: 'baselayer', minzoom: s.minzoom, maxzoom: s.maxzoom },
-            copy: copy && copy.size > 0 ? { archive: join(ctx.previous!, 'styles', s.id, name), tiles: metas.filter((m) => copy.has(metatileKey(m))).flatMap((m) => m.tiles) } : undefined,
+            copy: copy && copy.size > 0 ? { archive: join(ctx.previous!, 'styles', s.id, name), tiles: tilesOf(metas, copy) } : undefined,
           });
           await journal.remove();
           const a: StyleArchive = { archive: `styles/${s.id}/${name}`, format, scale: scale as 1 | 2, tiles: res.tiles, bytes: res.bytes };
