@@ -13,12 +13,13 @@ import { defaultRenderWorkers } from '../workers/pool.ts';
 import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
-import { archiveFromJournal, changedTiles, readIdentity, renderFingerprints, type RenderIdentity } from './render/archive.ts';
+import { archiveFromJournal, readIdentity, renderFingerprints, type RenderIdentity } from './render/archive.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from './render/encode.ts';
 import { RenderJournal } from './render/journal.ts';
-import { describeRule, groupViews, positionRule, ViewKeys, type PositionRule, type ViewGroups } from './render/dedup.ts';
-import { enumerateMetatiles, inShard, metatileKey, metatilesToRerender, renderOrder, type ChangedSource, type Metatile, type SourceGrid } from './render/metatiles.ts';
+import { describeRule, groupViews, positionRule, type PositionRule, type ViewGroups, type ViewKeys } from './render/dedup.ts';
+import { enumerateMetatiles, inShard, metatileKey, metatilesToRerender, renderOrder, type ChangedSource, type Metatile } from './render/metatiles.ts';
 import { MetatileRenderer, type FirstStyle } from './render/renderer.ts';
+import { changedSources, changedTilesets, viewKeys } from './render/sources.ts';
 import { prepareStyle, type PreparedStyle } from './render/style.ts';
 import { linkFile } from './reuse.ts';
 
@@ -170,58 +171,6 @@ function chunk<T>(items: T[], size: number): T[][] {
   return out;
 }
 
-/** Per tileset id: the tiles changed since the previous version (undefined: not comparable), computed once per stage. */
-type ChangedTilesets = (id: string) => Promise<Set<string> | undefined>;
-
-/** What a tileset entry tells MapLibre (TileJSON) besides its tiles: a change here changes which tiles a view loads. */
-function tileJsonShape(e: Manifest['tilesets'][string]): string {
-  const { tiles: _tiles, bytes: _bytes, ...rest } = e;
-  return JSON.stringify(rest);
-}
-
-/** The changed tiles of each tileset between the previous version and this one (lazily, once each). */
-function changedTilesets(outDir: string, previous: string | undefined, manifest: Manifest): ChangedTilesets {
-  const memo = new Map<string, Promise<Set<string> | undefined>>();
-  const prevManifest = previous ? readManifestOrEmpty(previous) : undefined;
-  return (id) => {
-    let p = memo.get(id);
-    if (!p) {
-      p = (async () => {
-        const before = (await prevManifest)?.tilesets[id];
-        const after = manifest.tilesets[id];
-        if (!previous || !before || !after || tileJsonShape(before) !== tileJsonShape(after)) return undefined;
-        return changedTiles(join(previous, before.archive), join(outDir, after.archive));
-      })();
-      memo.set(id, p);
-    }
-    return p;
-  };
-}
-
-/** The style's sources that read a built tileset: its id, its manifest entry (undefined: not built) and the grid MapLibre loads it on. */
-function tilesetSources(job: StyleJob, manifest: Manifest): { id: string; entry?: Manifest['tilesets'][string]; grid: SourceGrid }[] {
-  const out: { id: string; entry?: Manifest['tilesets'][string]; grid: SourceGrid }[] = [];
-  for (const src of Object.values(job.prep.style.sources)) {
-    const m = typeof src.url === 'string' ? /^tilebake:\/\/data\/(.+)\.json$/.exec(src.url) : null;
-    if (!m) continue;
-    const id = decodeURIComponent(m[1]);
-    const e = manifest.tilesets[id];
-    out.push({ id, entry: e, grid: { minzoom: e?.minzoom ?? 0, maxzoom: e?.maxzoom ?? 0, tileSize: typeof src.tileSize === 'number' ? src.tileSize : 512 } });
-  }
-  return out;
-}
-
-/** The style's tileset sources with their changed tiles; undefined when one cannot be compared. */
-async function changedSources(job: StyleJob, manifest: Manifest, changed: ChangedTilesets): Promise<ChangedSource[] | undefined> {
-  const out: ChangedSource[] = [];
-  for (const s of tilesetSources(job, manifest)) {
-    const tiles = await changed(s.id);
-    if (!tiles || !s.entry) return undefined;
-    out.push({ grid: s.grid, changed: tiles });
-  }
-  return out;
-}
-
 /** A style ready to render: its config, prepared style (written to `<out>/styles/<id>/`) and manifest entry without archives. */
 interface StyleJob {
   s: StyleConfig;
@@ -232,12 +181,6 @@ interface StyleJob {
   tilesetArchives: string[];
   /** What of a metatile's position its pixels depend on besides the tiles it loads (view keys). */
   position: PositionRule;
-}
-
-/** View keys of `job` at one scale: its tileset sources read from this build's archives. */
-function viewKeys(job: StyleJob, manifest: Manifest, outDir: string, styleKey: string, margin: number): Promise<ViewKeys> {
-  const sources = tilesetSources(job, manifest).flatMap((s) => (s.entry ? [{ grid: s.grid, archive: join(outDir, s.entry.archive) }] : []));
-  return ViewKeys.open(sources, styleKey, margin, job.position);
 }
 
 /** A style's credit: those of the tilesets it draws (vector, terrain, contours), each once, in source order. */
@@ -421,8 +364,8 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       stats,
       workDir,
       previous: opts.previous,
-      changedSources: (job: StyleJob) => changedSources(job, manifest, changed),
-      viewKeys: config.render.dedup ? (job: StyleJob, styleKey: string) => viewKeys(job, manifest, outDir, styleKey, config.render.margin) : undefined,
+      changedSources: (job: StyleJob) => changedSources(job.prep.style, manifest, changed),
+      viewKeys: config.render.dedup ? (job: StyleJob, styleKey: string) => viewKeys(job.prep.style, manifest, outDir, { styleKey, margin: config.render.margin, rule: job.position }) : undefined,
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>
         (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries })),
