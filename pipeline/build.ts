@@ -1,7 +1,7 @@
 import { mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { BUILDS_DIR, currentVersionDir, DEFAULT_KEEP_VERSIONS, LEASES_DIR, newBuildId, POINTER_FILE, publishVersion, pruneVersions } from '../lib/build-version.ts';
-import { readManifestOrEmpty, updateManifest } from '../lib/manifest.ts';
+import { readManifestOrEmpty, updateManifest, type Manifest } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
 import type { Stage, StageContext, StageName } from './stage.ts';
 import { STAGES, stageNamed } from './stages/index.ts';
@@ -83,7 +83,7 @@ export async function build(config: BuildConfig, opts: BuildOptions = {}): Promi
       for (const f of stageNamed(opts.only).writes(await readManifestOrEmpty(incoming))) await rm(join(incoming, f), { recursive: true, force: true });
     }
     const sc: StageContext = { outDir: incoming, previous: opts.full ? undefined : base?.dir, workDir: join(root, '.work'), workers: opts.workers };
-    timings = await runStages(config, sc, (s) => !opts.only || opts.only === s.name);
+    timings = await runStages(config, sc, (s) => !opts.only || opts.only === s.name, opts.manifest);
     const final = join(root, BUILDS_DIR, id);
     await rename(incoming, final);
     await publishVersion(root, id);
@@ -97,8 +97,8 @@ export async function build(config: BuildConfig, opts: BuildOptions = {}): Promi
   return timings;
 }
 
-/** Run the selected stages into `sc.outDir`, in order, with a timing line each; make sure a manifest exists. */
-export async function runStages(config: BuildConfig, sc: StageContext, select: (s: Stage) => boolean): Promise<StageTiming[]> {
+/** Run the selected stages into `sc.outDir`, in order, with a timing line each; make sure a manifest exists (`finish` makes a last change to it). */
+export async function runStages(config: BuildConfig, sc: StageContext, select: (s: Stage) => boolean, finish?: (m: Manifest) => void): Promise<StageTiming[]> {
   const timings: StageTiming[] = [];
   for (const stage of STAGES) {
     if (!select(stage)) continue;
@@ -114,6 +114,6 @@ export async function runStages(config: BuildConfig, sc: StageContext, select: (
     logLine(timingLine(timing));
   }
   // Make sure a manifest exists even when nothing ran, so `serve` finds a (possibly empty) build.
-  await updateManifest(sc.outDir, (m) => opts.manifest?.(m));
+  await updateManifest(sc.outDir, (m) => finish?.(m));
   return timings;
 }

@@ -14,11 +14,13 @@ import { defaultRenderWorkers } from '../workers/pool.ts';
 import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
-import { archiveFromJournal, changedTiles, readIdentity, renderFingerprints, type RenderIdentity, type TilesetArchiveRef } from './render/archive.ts';
+import { archiveFromJournal, readIdentity, renderFingerprints, type RenderIdentity, type TilesetArchiveRef } from './render/archive.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from './render/encode.ts';
 import { RenderJournal } from './render/journal.ts';
+import { describeRule, groupViews, positionRule, type PositionRule, type ViewGroups, type ViewKeys } from './render/dedup.ts';
 import { enumerateMetatiles, inShard, metatileKey, metatilesToRerender, renderOrder, type ChangedSource, type Metatile } from './render/metatiles.ts';
 import { MetatileRenderer, type FirstStyle } from './render/renderer.ts';
+import { changedSources, changedTilesets, viewKeys } from './render/sources.ts';
 import { prepareStyle, type PreparedStyle } from './render/style.ts';
 import { linkFile } from './reuse.ts';
 import { EXIT_PERMANENT } from './run/exit.ts';
@@ -61,6 +63,10 @@ export interface RenderStageStats {
   /** Metatiles rendered by this run, and metatiles of every style × scale (each counted once for all formats). */
   renderedMetatiles: number;
   totalMetatiles: number;
+  /** Views drawn by MapLibre for the rendered metatiles (fewer when metatiles share a view: render.dedup). */
+  distinctViews: number;
+  /** Per style × scale that rendered: metatiles written and the distinct views drawn for them. */
+  views: { style: string; scale: number; metatiles: number; distinct: number }[];
 }
 
 type StyleConfig = BuildConfig['styles'][string];
@@ -93,14 +99,19 @@ async function copyFonts(config: BuildConfig, outDir: string): Promise<string | 
   return dest;
 }
 
-/** Render one style at one scale into journals (one per format), resuming what they hold. */
+/**
+ * Render one style at one scale into journals (one per format), resuming what they hold. With
+ * `views`, metatiles of equal view key are drawn once (pipeline/render/dedup.ts). Returns the
+ * metatiles written and the views drawn for them.
+ */
 async function renderScale(
   ctx: { renderer: () => Promise<MetatileRenderer>; config: BuildConfig; styleUrl: string; label: string; opaque: boolean; tick: (n: number) => void; rendered: (n: number) => void; stats: RenderStageStats },
   metas: Metatile[],
   scale: number,
   journals: Map<RasterFormat, RenderJournal>,
   copies: Map<RasterFormat, Set<string>>,
-): Promise<number> {
+  views?: () => Promise<ViewKeys>,
+): Promise<{ metatiles: number; distinct: number }> {
   const formats = [...journals.keys()];
   const needs = (f: RasterFormat, key: string) => !journals.get(f)!.done.has(key) && !copies.get(f)?.has(key);
   const todo = renderOrder(metas.filter((m) => formats.some((f) => needs(f, metatileKey(m)))));
@@ -113,7 +124,16 @@ async function renderScale(
     ctx.stats.resumedMetatiles += resumed;
     logLine(`${label}: resuming an interrupted render: ${resumed} of ${metas.length} metatiles reused from ${[...journals.values()].map((j) => j.path).join(', ')}`);
   }
-  if (todo.length === 0) return 0;
+  if (todo.length === 0) return { metatiles: 0, distinct: 0 };
+  let groups: ViewGroups = { render: todo, copies: new Map() };
+  if (views) {
+    const keys = await views();
+    try {
+      groups = await groupViews(todo, keys);
+    } finally {
+      await keys.close();
+    }
+  }
   const renderer = await ctx.renderer();
   const onImage = async (m: Metatile, image: RawImage, delivered: Promise<boolean>) => {
     const encoded = sliceMetatile(image, m, { pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque }).then(
@@ -125,15 +145,22 @@ async function renderScale(
     const result = await encoded;
     if (!result.ok) throw new UserError(`${label}: metatile ${metatileKey(m)}: ${(result.e as Error).message}`);
     const tiles = result.t;
-    const key = metatileKey(m);
-    await Promise.all(formats.filter((f) => needs(f, key)).map((f) => journals.get(f)!.append({ key, tiles: tiles[f] })));
-    ctx.tick(m.tiles.length);
-    ctx.rendered(m.tiles.length);
+    // The metatiles sharing this view have the same tile layout (same area size): tile i is tile i.
+    const all = [m, ...(groups.copies.get(m) ?? [])];
+    await Promise.all(
+      formats.map((f) => {
+        const records = all.filter((each) => needs(f, metatileKey(each))).map((each) => ({ key: metatileKey(each), tiles: tiles[f].map((t, i) => ({ ...each.tiles[i], data: t.data })) }));
+        return records.length > 0 ? journals.get(f)!.appendAll(records) : undefined;
+      }),
+    );
+    const n = all.reduce((k, each) => k + each.tiles.length, 0);
+    ctx.tick(n);
+    ctx.rendered(n);
   };
   const workers = r.workers ?? defaultRenderWorkers();
   // Consecutive metatiles are neighbours and share the vector tiles in one page's cache: ~10 % less
   // tile loading with two browsers at 4 per task than with single metatiles (measured).
-  const batches = chunk(todo, Math.max(1, Math.min(r.batch, Math.ceil(todo.length / workers))));
+  const batches = chunk(groups.render, Math.max(1, Math.min(r.batch, Math.ceil(groups.render.length / workers))));
   let next = 0;
   const lane = async () => {
     // A task's metatiles are encoded while the lane's next task renders: the pool always has a task
@@ -147,56 +174,18 @@ async function renderScale(
     await encoding;
   };
   await Promise.all(Array.from({ length: Math.min(workers * QUEUE_PER_WORKER, batches.length) }, lane));
-  return todo.length;
+  return { metatiles: todo.length, distinct: groups.render.length };
+}
+
+/** The tiles of the metatiles whose keys are in `keys`, one at a time (not a list of every tile). */
+function* tilesOf(metas: Metatile[], keys: ReadonlySet<string>): Generator<Metatile['tiles'][number]> {
+  for (const m of metas) if (keys.has(metatileKey(m))) yield* m.tiles;
 }
 
 /** `items` in consecutive runs of `size`. */
 function chunk<T>(items: T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
-/** Per tileset id: the tiles changed since the previous version (undefined: not comparable), computed once per stage. */
-type ChangedTilesets = (id: string) => Promise<Set<string> | undefined>;
-
-/** What a tileset entry tells MapLibre (TileJSON) besides its tiles: a change here changes which tiles a view loads. */
-function tileJsonShape(e: Manifest['tilesets'][string]): string {
-  const { tiles: _tiles, bytes: _bytes, ...rest } = e;
-  return JSON.stringify(rest);
-}
-
-/** The changed tiles of each tileset between the previous version and this one (lazily, once each). */
-function changedTilesets(outDir: string, previous: string | undefined, manifest: Manifest): ChangedTilesets {
-  const memo = new Map<string, Promise<Set<string> | undefined>>();
-  const prevManifest = previous ? readManifestOrEmpty(previous) : undefined;
-  return (id) => {
-    let p = memo.get(id);
-    if (!p) {
-      p = (async () => {
-        const before = (await prevManifest)?.tilesets[id];
-        const after = manifest.tilesets[id];
-        if (!previous || !before || !after || tileJsonShape(before) !== tileJsonShape(after)) return undefined;
-        return changedTiles(join(previous, before.archive), join(outDir, after.archive));
-      })();
-      memo.set(id, p);
-    }
-    return p;
-  };
-}
-
-/** The style's tileset sources with their changed tiles; undefined when one cannot be compared. */
-async function changedSources(job: StyleJob, manifest: Manifest, changed: ChangedTilesets): Promise<ChangedSource[] | undefined> {
-  const out: ChangedSource[] = [];
-  for (const src of Object.values(job.prep.style.sources)) {
-    const m = typeof src.url === 'string' ? /^tilebake:\/\/data\/(.+)\.json$/.exec(src.url) : null;
-    if (!m) continue;
-    const id = decodeURIComponent(m[1]);
-    const tiles = await changed(id);
-    const e = manifest.tilesets[id];
-    if (!tiles || !e) return undefined;
-    out.push({ grid: { minzoom: e.minzoom, maxzoom: e.maxzoom, tileSize: typeof src.tileSize === 'number' ? src.tileSize : 512 }, changed: tiles });
-  }
   return out;
 }
 
@@ -208,6 +197,8 @@ interface StyleJob {
   entry: StyleEntry;
   /** The tileset archives its sources read (for the render fingerprint). */
   tilesetArchives: TilesetArchiveRef[];
+  /** What of a metatile's position its pixels depend on besides the tiles it loads (view keys). */
+  position: PositionRule;
 }
 
 /** A style's credit: those of the tilesets it draws (vector, terrain, contours), each once, in source order. */
@@ -235,7 +226,8 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     ...(s.maxzoom_served !== undefined ? { maxzoom_served: s.maxzoom_served } : {}),
   };
   const archives = prep.tilesets.map((id) => ({ store: dataStore, path: manifest.tilesets[id].archive, bytes: manifest.tilesets[id].bytes }));
-  return { s, prep, entry, tilesetArchives: archives };
+  const position = await positionRule(prep.style, join(outDir, 'styles', s.id));
+  return { s, prep, entry, tilesetArchives: archives, position };
 }
 
 /** The render fingerprints of one style × scale × format: everything that decides its tiles. */
@@ -291,6 +283,8 @@ async function renderStyle(
     /** The style's sources with the tiles changed since the previous version; undefined when they cannot be compared. */
     changedSources: (job: StyleJob) => Promise<ChangedSource[] | undefined>;
     expect?: Record<string, string>;
+    /** View keys of the style at one scale (`styleKey`: its fingerprint), or undefined when render.dedup is off. */
+    viewKeys?: (job: StyleJob, styleKey: string) => Promise<ViewKeys>;
   },
   job: StyleJob,
 ): Promise<StyleEntry> {
@@ -312,6 +306,8 @@ async function renderStyle(
       /** Per format: keys of the metatiles whose tiles are copied from the previous version's archive. */
       const copies = new Map<RasterFormat, Set<string>>();
       const reasons = new Set<string>();
+      /** What the pixels depend on besides the data: the style fingerprint of this scale (any format's). */
+      let styleKey = '';
       ctx.stats.totalMetatiles += metas.length;
       for (const format of s.formats) {
         const fps = await archiveFingerprints(config, outDir, ctx.fontsDir, job, scale, format);
@@ -320,6 +316,7 @@ async function renderStyle(
         if (ctx.expect && expected !== fingerprint) {
           throw new UserError(`${label} @${scale}x ${format}: render fingerprint ${fingerprint.slice(0, 12)}… differs from the run's ${expected ? `${expected.slice(0, 12)}…` : '(none: not planned)'} (different inputs, settings or tilebake/MapLibre version than \`tilebake plan\` used)`, { exitCode: EXIT_PERMANENT });
         }
+        styleKey ||= `${fps.style}@${scale}`;
         const identity: RenderIdentity = shard ? { fingerprint, style: fps.style, shard } : { fingerprint, style: fps.style };
         const name = archiveName(scale, format, shard);
         const path = join(styleDir, name);
@@ -360,9 +357,14 @@ async function renderStyle(
       try {
         const rendered = (n: number) => (ctx.stats.tiles += n);
         const renderer = () => ctx.renderer({ styleUrl, pixelRatio: scale });
-        const n = await renderScale({ renderer, config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (k) => progress.tick(k), rendered, stats: ctx.stats }, metas, scale, journals, copies);
+        const views = ctx.viewKeys && (() => ctx.viewKeys!(job, styleKey));
+        const done = await renderScale({ renderer, config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (k) => progress.tick(k), rendered, stats: ctx.stats }, metas, scale, journals, copies, views);
+        const n = done.metatiles;
         ctx.stats.renderedMetatiles += n;
+        ctx.stats.distinctViews += done.distinct;
+        ctx.stats.views.push({ style: s.id, scale, metatiles: n, distinct: done.distinct });
         logLine(`${label} @${scale}x: re-rendered ${n} of ${metas.length} metatiles (${[...reasons].join('; ')})`);
+        if (n > 0) logLine(`${label} @${scale}x: ${done.distinct} distinct views rendered for ${n} metatiles${ctx.viewKeys ? ` (${describeRule(job.position)})` : ' (render.dedup off)'}`);
         for (const [format, journal] of journals) {
           const name = archiveName(scale, format, shard);
           const copy = copies.get(format);
@@ -372,7 +374,7 @@ async function renderStyle(
             bounds: bbox,
             center,
             metadata: { name: prep.name ?? s.id, attribution, format, scale, type: 'baselayer', minzoom: s.minzoom, maxzoom: s.maxzoom },
-            copy: copy && copy.size > 0 ? { archive: join(ctx.previous!, 'styles', s.id, name), tiles: metas.filter((m) => copy.has(metatileKey(m))).flatMap((m) => m.tiles) } : undefined,
+            copy: copy && copy.size > 0 ? { archive: join(ctx.previous!, 'styles', s.id, name), tiles: tilesOf(metas, copy) } : undefined,
           });
           await journal.remove();
           const a: StyleArchive = { archive: `styles/${s.id}/${name}`, format, scale: scale as 1 | 2, tiles: res.tiles, bytes: res.bytes };
@@ -396,7 +398,7 @@ async function renderStyle(
  */
 export async function runRenderStage(config: BuildConfig, outDir: string, opts: RenderStageOptions = {}): Promise<RenderStageStats> {
   const started = performance.now();
-  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0, resumedMetatiles: 0, renderedMetatiles: 0, totalMetatiles: 0 };
+  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0, resumedMetatiles: 0, renderedMetatiles: 0, totalMetatiles: 0, distinctViews: 0, views: [] };
   const workDir = opts.workDir ?? join(outDir, '.work');
   const styles = Object.values(config.styles);
   if (styles.length === 0) return stats;
@@ -423,7 +425,9 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       workDir,
       previous: opts.previous,
       expect: opts.expect,
-      changedSources: (job: StyleJob) => changedSources(job, manifest, changed),
+      changedSources: (job: StyleJob) => changedSources(job.prep.style, manifest, changed),
+      // View keys hash the tiles of this build's archives in outDir; a shard reads them from its run's store and renders every view.
+      viewKeys: config.render.dedup && !opts.dataStore ? (job: StyleJob, styleKey: string) => viewKeys(job.prep.style, manifest, outDir, { styleKey, margin: config.render.margin, rule: job.position }) : undefined,
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>
         (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries })),

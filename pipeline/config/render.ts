@@ -41,6 +41,12 @@ export const renderSchema = z
     timeoutMs: z.number().int().min(1000).default(60_000),
     /** Retries of a failed metatile before the build fails. */
     retries: z.number().int().min(0).max(10).default(2),
+    /**
+     * Render each distinct view once: a metatile whose view loads the same source tiles in the same
+     * places as one already rendered in this run takes its pixels (docs/regions.md). Off: every
+     * metatile is rendered (the reference the dedup is tested against).
+     */
+    dedup: z.boolean().default(true),
   })
   .prefault({});
 

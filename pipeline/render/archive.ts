@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { createRequire } from 'node:module';
-import { Compression, openArchiveFile, PMTilesWriter, summarizeArchiveFile, tileIdToZxy, TileType, type ArchiveSummary } from '../../lib/pmtiles/index.ts';
+import { Compression, openArchiveFile, PMTilesWriter, summarizeArchiveFile, tileIdToZxy, TileType, type ArchiveReader, type ArchiveSummary } from '../../lib/pmtiles/index.ts';
 import type { Store } from '../../lib/storage.ts';
 import type { RasterFormat } from './encode.ts';
 import type { RenderJournal } from './journal.ts';
@@ -112,35 +112,59 @@ async function styleFingerprint(parts: Parameters<typeof renderFingerprint>[0]):
   return h.digest('hex');
 }
 
-/** Hash of each tile's bytes by `z/x/y` (equal stored bytes share one hash). */
-async function tileHashes(path: string): Promise<Map<string, string>> {
-  const r = await openArchiveFile(path);
-  const out = new Map<string, string>();
-  const byOffset = new Map<number, string>();
+/** Every tile of an archive in tile-id order with where its bytes are (runs expanded). */
+async function* tileLocations(r: ArchiveReader): AsyncGenerator<{ tileId: number; offset: number; length: number }> {
+  for await (const e of r.entries()) {
+    for (let k = 0; k < e.runLength; k++) yield { tileId: e.tileId + k, offset: e.offset, length: e.length };
+  }
+}
+
+/** Comparisons of two stored tiles remembered (the sea: one pair of locations for thousands of tiles). */
+const COMPARED_MEMO = 65_536;
+
+/**
+ * The tiles (`z/x/y`) added, removed or changed between two archives of a tileset. Both archives are
+ * walked in tile-id order side by side, so that memory holds the changed tiles only, not every tile.
+ */
+export async function changedTiles(before: string, after: string): Promise<Set<string>> {
+  const [ra, rb] = await Promise.all([openArchiveFile(before), openArchiveFile(after)]);
+  const out = new Set<string>();
+  const add = (tileId: number) => out.add(tileIdToZxy(tileId).join('/'));
+  /** `offsetA:offsetB` → equal bytes. */
+  const memo = new Map<string, boolean>();
+  const same = async (a: { offset: number; length: number }, b: { offset: number; length: number }) => {
+    if (a.length !== b.length) return false;
+    const k = `${a.offset}:${b.offset}`;
+    let eq = memo.get(k);
+    if (eq === undefined) {
+      const [x, y] = await Promise.all([ra.readRange(a.offset, a.length), rb.readRange(b.offset, b.length)]);
+      eq = Buffer.from(x.buffer, x.byteOffset, x.length).equals(y);
+      if (memo.size >= COMPARED_MEMO) memo.clear();
+      memo.set(k, eq);
+    }
+    return eq;
+  };
   try {
-    for await (const e of r.entries()) {
-      let hash = byOffset.get(e.offset);
-      if (hash === undefined) {
-        hash = createHash('sha256').update(await r.readRange(e.offset, e.length)).digest('base64');
-        byOffset.set(e.offset, hash);
-      }
-      for (let k = 0; k < e.runLength; k++) {
-        const [z, x, y] = k === 0 ? [e.z, e.x, e.y] : tileIdToZxy(e.tileId + k);
-        out.set(`${z}/${x}/${y}`, hash);
+    const ia = tileLocations(ra);
+    const ib = tileLocations(rb);
+    let a = await ia.next();
+    let b = await ib.next();
+    while (!a.done || !b.done) {
+      if (b.done || (!a.done && a.value.tileId < b.value.tileId)) {
+        add(a.value!.tileId);
+        a = await ia.next();
+      } else if (a.done || b.value.tileId < a.value.tileId) {
+        add(b.value.tileId);
+        b = await ib.next();
+      } else {
+        if (!(await same(a.value, b.value))) add(a.value.tileId);
+        a = await ia.next();
+        b = await ib.next();
       }
     }
   } finally {
-    await r.close();
+    await Promise.all([ra.close(), rb.close()]);
   }
-  return out;
-}
-
-/** The tiles (`z/x/y`) added, removed or changed between two archives of a tileset. */
-export async function changedTiles(before: string, after: string): Promise<Set<string>> {
-  const [a, b] = await Promise.all([tileHashes(before), tileHashes(after)]);
-  const out = new Set<string>();
-  for (const [k, h] of a) if (b.get(k) !== h) out.add(k);
-  for (const k of b.keys()) if (!a.has(k)) out.add(k);
   return out;
 }
 

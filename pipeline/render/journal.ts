@@ -150,13 +150,18 @@ export class RenderJournal {
 
   /** Append one finished metatile and fsync it. */
   append(record: JournalRecord): Promise<void> {
+    return this.appendAll([record]);
+  }
+
+  /** Append finished metatiles in one write and one fsync (the metatiles that share a rendered view). */
+  appendAll(records: JournalRecord[]): Promise<void> {
     const run = async () => {
       if (!this.fh) throw new Error(`${this.path}: journal is closed`);
-      const bytes = frame(encodeRecord(record));
+      const bytes = Buffer.concat(records.map((r) => frame(encodeRecord(r))));
       await this.fh.write(bytes, 0, bytes.length, this.size);
       await this.fh.sync();
       this.size += bytes.length;
-      this.done.add(record.key);
+      for (const r of records) this.done.add(r.key);
     };
     const next = this.queue.then(run);
     this.queue = next.catch(() => undefined);

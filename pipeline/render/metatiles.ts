@@ -125,28 +125,42 @@ export interface SourceGrid {
 }
 
 /**
- * The source tiles MapLibre loads to draw metatile `m` with `margin` CSS pixels on every side: the
- * tiles of the source's covering zoom that intersect the view. The page draws 256 px tiles of zoom z
- * at map zoom z − 1; MapLibre covers a view at zoom max(0, ⌊mapZoom + log2(512 / tileSize)⌋), none
- * below the source's minzoom, the maxzoom tiles beyond it (overzoom: a parent of the ideal tile).
- * Columns wrap around the antimeridian; rows outside the world are dropped. Tiles touching the view's
- * edge are included (a change there re-renders rather than being missed).
+ * The block of source tiles MapLibre loads to draw metatile `m` with `margin` CSS pixels on every
+ * side, before wrapping and clamping to the world: the tiles of the source's covering zoom that
+ * intersect the view. The page draws 256 px tiles of zoom z at map zoom z − 1; MapLibre covers a view
+ * at zoom max(0, ⌊mapZoom + log2(512 / tileSize)⌋), none below the source's minzoom (undefined), the
+ * maxzoom tiles beyond it (overzoom: a parent of the ideal tile). Tiles touching the view's edge are
+ * included (a change there re-renders rather than being missed). Columns x0..x1 may run past the
+ * antimeridian and rows y0..y1 past the poles (`n` tiles per side at zoom `z`).
  */
-export function viewSourceTiles(m: Pick<Metatile, 'z' | 'area'>, margin: number, grid: SourceGrid): TileId[] {
+export function viewSourceRange(m: Pick<Metatile, 'z' | 'area'>, margin: number, grid: SourceGrid): { z: number; n: number; x0: number; x1: number; y0: number; y1: number } | undefined {
   let z = Math.max(0, Math.floor(m.z - 1 + Math.log2(512 / grid.tileSize)));
-  if (z < grid.minzoom) return [];
+  if (z < grid.minzoom) return undefined;
   z = Math.min(z, grid.maxzoom);
   const s = 2 ** (z - m.z);
   const mt = margin / TILE_SIZE;
-  const n = 2 ** z;
-  const x0 = Math.ceil((m.area.x - mt) * s) - 1;
-  const x1 = Math.floor((m.area.x + m.area.w + mt) * s);
-  const y0 = Math.max(0, Math.ceil((m.area.y - mt) * s) - 1);
-  const y1 = Math.min(n - 1, Math.floor((m.area.y + m.area.h + mt) * s));
+  return {
+    z,
+    n: 2 ** z,
+    x0: Math.ceil((m.area.x - mt) * s) - 1,
+    x1: Math.floor((m.area.x + m.area.w + mt) * s),
+    y0: Math.ceil((m.area.y - mt) * s) - 1,
+    y1: Math.floor((m.area.y + m.area.h + mt) * s),
+  };
+}
+
+/**
+ * The source tiles MapLibre loads to draw metatile `m` (viewSourceRange): columns wrap around the
+ * antimeridian, rows outside the world are dropped.
+ */
+export function viewSourceTiles(m: Pick<Metatile, 'z' | 'area'>, margin: number, grid: SourceGrid): TileId[] {
+  const r = viewSourceRange(m, margin, grid);
+  if (!r) return [];
+  const { z, n } = r;
   const out: TileId[] = [];
   const seen = new Set<number>();
-  for (let y = y0; y <= y1; y++) {
-    for (let xw = x0; xw <= x1; xw++) {
+  for (let y = Math.max(0, r.y0); y <= Math.min(n - 1, r.y1); y++) {
+    for (let xw = r.x0; xw <= r.x1; xw++) {
       const x = ((xw % n) + n) % n;
       if (seen.has(y * n + x)) continue;
       seen.add(y * n + x);

@@ -1,0 +1,71 @@
+/**
+ * What a prepared style's sources read from the build's tilesets, for the two rules that depend on
+ * the tiles under a view: which metatiles an incremental build re-renders (the changed tiles of each
+ * tileset since the previous version) and which metatiles share a view (view keys, dedup.ts).
+ */
+import { join } from 'node:path';
+import { readManifestOrEmpty, type Manifest } from '../../lib/manifest.ts';
+import { changedTiles } from './archive.ts';
+import { ViewKeys, type PositionRule } from './dedup.ts';
+import type { ChangedSource, SourceGrid } from './metatiles.ts';
+
+/** A prepared style's sources (`tilebake://data/<tileset>.json` URLs). */
+type StyleSources = { sources: Record<string, Record<string, unknown>> };
+
+/** Per tileset id: the tiles changed since the previous version (undefined: not comparable), computed once per stage. */
+export type ChangedTilesets = (id: string) => Promise<Set<string> | undefined>;
+
+/** What a tileset entry tells MapLibre (TileJSON) besides its tiles: a change here changes which tiles a view loads. */
+function tileJsonShape(e: Manifest['tilesets'][string]): string {
+  const { tiles: _tiles, bytes: _bytes, ...rest } = e;
+  return JSON.stringify(rest);
+}
+
+/** The changed tiles of each tileset between the previous version and this one (lazily, once each). */
+export function changedTilesets(outDir: string, previous: string | undefined, manifest: Manifest): ChangedTilesets {
+  const memo = new Map<string, Promise<Set<string> | undefined>>();
+  const prevManifest = previous ? readManifestOrEmpty(previous) : undefined;
+  return (id) => {
+    let p = memo.get(id);
+    if (!p) {
+      p = (async () => {
+        const before = (await prevManifest)?.tilesets[id];
+        const after = manifest.tilesets[id];
+        if (!previous || !before || !after || tileJsonShape(before) !== tileJsonShape(after)) return undefined;
+        return changedTiles(join(previous, before.archive), join(outDir, after.archive));
+      })();
+      memo.set(id, p);
+    }
+    return p;
+  };
+}
+
+/** The style's sources that read a built tileset: its id, its manifest entry (undefined: not built) and the grid MapLibre loads it on. */
+function tilesetSources(style: StyleSources, manifest: Manifest): { id: string; entry?: Manifest['tilesets'][string]; grid: SourceGrid }[] {
+  const out: { id: string; entry?: Manifest['tilesets'][string]; grid: SourceGrid }[] = [];
+  for (const src of Object.values(style.sources)) {
+    const m = typeof src.url === 'string' ? /^tilebake:\/\/data\/(.+)\.json$/.exec(src.url) : null;
+    if (!m) continue;
+    const id = decodeURIComponent(m[1]);
+    const e = manifest.tilesets[id];
+    out.push({ id, entry: e, grid: { minzoom: e?.minzoom ?? 0, maxzoom: e?.maxzoom ?? 0, tileSize: typeof src.tileSize === 'number' ? src.tileSize : 512 } });
+  }
+  return out;
+}
+
+/** The style's tileset sources with their changed tiles; undefined when one cannot be compared. */
+export async function changedSources(style: StyleSources, manifest: Manifest, changed: ChangedTilesets): Promise<ChangedSource[] | undefined> {
+  const out: ChangedSource[] = [];
+  for (const s of tilesetSources(style, manifest)) {
+    const tiles = await changed(s.id);
+    if (!tiles || !s.entry) return undefined;
+    out.push({ grid: s.grid, changed: tiles });
+  }
+  return out;
+}
+
+/** View keys of a style at one scale (`styleKey`: its render fingerprint), its tileset sources read from this build's archives in `outDir`. */
+export function viewKeys(style: StyleSources, manifest: Manifest, outDir: string, opts: { styleKey: string; margin: number; rule: PositionRule }): Promise<ViewKeys> {
+  const sources = tilesetSources(style, manifest).flatMap((s) => (s.entry ? [{ grid: s.grid, archive: join(outDir, s.entry.archive) }] : []));
+  return ViewKeys.open(sources, opts.styleKey, opts.margin, opts.rule);
+}

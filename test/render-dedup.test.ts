@@ -1,0 +1,219 @@
+/**
+ * Render each distinct view once (pipeline/render/dedup.ts), on real tiles built from OpenStreetMap
+ * (open sea, the barrier reef and cays off Belize: test/fixtures/osm) and real MapLibre renders: the
+ * archives rendered with dedup are byte for byte those rendered without it (1x and @2x), also when
+ * sharded and when resuming a journal, and dedup did happen. The keying rules are checked on styles
+ * that make pixels depend on the position.
+ */
+import { copyFile, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { readManifestOrEmpty } from '../lib/manifest.ts';
+import { mergeArchives } from '../pipeline/merge.ts';
+import { archiveName, runRenderStage, type RenderStageStats } from '../pipeline/render.ts';
+import { readIdentity } from '../pipeline/render/archive.ts';
+import { groupViews, positionRule, ViewKeys, type PositionRule } from '../pipeline/render/dedup.ts';
+import { RenderJournal } from '../pipeline/render/journal.ts';
+import { enumerateMetatiles, metatileKey, type Metatile } from '../pipeline/render/metatiles.ts';
+import { runVectorStage } from '../pipeline/vector.ts';
+import { archiveTiles, copyVectorOutput, OSM_BRIGHT, readTile, SAMPLE, tempDir, writeConfig } from './render-helpers.ts';
+
+process.env.TILEBAKE_QUIET = '1';
+const FIXTURE = resolve(import.meta.dirname, 'fixtures', 'osm', 'belize-reef.osm.pbf');
+const STYLE = { minzoom: 13, maxzoom: 14 };
+/** Metatile 2: a z14 view (640 px with its margin) loads 2–3 × 2–3 z13 tiles, so open sea repeats often. */
+const RENDER = { metatile: 2, margin: 64, timeoutMs: 120_000 };
+const LONG = 900_000;
+const KEYS = ['1x.png', '2x.png'];
+
+/** A config over the vector output in `out`: osm-bright (or `style`) z13–14. */
+function config(out: string, render: Record<string, unknown>, scales = [1, 2], style = OSM_BRIGHT) {
+  return {
+    out,
+    tilesets: { openmaptiles: join(base, 'reef.osm.pbf') },
+    styles: { 'osm-bright': { style, tileset: 'openmaptiles', ...STYLE, scales, formats: ['png'] } },
+    fonts: join(SAMPLE, 'fonts'),
+    render: { ...RENDER, ...render },
+  };
+}
+
+let base: string;
+let ref: string;
+let refStats: RenderStageStats;
+let dedupStats: RenderStageStats;
+let dedup: string;
+const archive = (out: string, key: string) => join(out, 'styles', 'osm-bright', `${key}.pmtiles`);
+
+/** Render osm-bright into a fresh copy of the vector output. */
+async function render(prefix: string, raw: Record<string, unknown>, opts: Parameters<typeof runRenderStage>[2] = {}): Promise<{ out: string; stats: RenderStageStats }> {
+  const out = await tempDir(prefix);
+  await copyVectorOutput(base, out);
+  const { config: c } = await writeConfig(out, 'config.json', { ...raw, out });
+  return { out, stats: await runRenderStage(c, out, { workers: 2, ...opts }) };
+}
+
+async function expectSameTiles(a: string, b: string): Promise<number> {
+  const [ta, tb] = await Promise.all([archiveTiles(a), archiveTiles(b)]);
+  expect(ta.size).toBeGreaterThan(0);
+  expect([...tb.entries()].filter(([k, h]) => ta.get(k) !== h).map(([k]) => k)).toEqual([]);
+  expect(tb.size).toBe(ta.size);
+  return ta.size;
+}
+
+describe.sequential('render dedup (Belize reef, osm-bright)', () => {
+  beforeAll(async () => {
+    base = await tempDir('dedup-base');
+    await copyFile(FIXTURE, join(base, 'reef.osm.pbf'));
+    const { config: c } = await writeConfig(base, 'vector.json', config(base, {}));
+    await runVectorStage(c, base);
+    ({ out: ref, stats: refStats } = await render('dedup-off', config('', { dedup: false })));
+    ({ out: dedup, stats: dedupStats } = await render('dedup-on', config('', {})));
+  }, LONG);
+
+  test('with dedup off every metatile is its own view; with dedup on sea metatiles share one', () => {
+    for (const v of refStats.views) expect(v.distinct).toBe(v.metatiles);
+    expect(refStats.views.map((v) => v.scale)).toEqual([1, 2]);
+    expect(dedupStats.renderedMetatiles).toBe(refStats.renderedMetatiles);
+    for (const v of dedupStats.views) {
+      // 60 metatiles per scale over this reef; the open sea east of it repeats.
+      expect(v.metatiles).toBe(60);
+      expect(v.distinct).toBeLessThanOrEqual(v.metatiles - 10);
+    }
+    expect(dedupStats.distinctViews).toBe(dedupStats.views.reduce((n, v) => n + v.distinct, 0));
+    expect(dedupStats.tiles).toBe(refStats.tiles);
+  });
+
+  test('the archives rendered with dedup are byte for byte those rendered without it', async () => {
+    for (const k of KEYS) expect(await expectSameTiles(archive(ref, k), archive(dedup, k))).toBe(240);
+    const m = await readManifestOrEmpty(dedup);
+    expect(m.styles['osm-bright'].archives['1x.png'].tiles).toBe(240);
+    // Not a blank world: the reef's tiles differ from the sea's.
+    const distinct = new Set((await archiveTiles(archive(dedup, '1x.png'))).values());
+    expect(distinct.size).toBeGreaterThan(20);
+  });
+
+  test('shards dedup within themselves; merged, they equal the undeduplicated render', async () => {
+    const out = await tempDir('dedup-shards');
+    await copyVectorOutput(base, out);
+    const { config: c } = await writeConfig(out, 'config.json', config(out, {}, [1]));
+    let distinct = 0;
+    let metatiles = 0;
+    for (const index of [0, 1]) {
+      const s = await runRenderStage(c, out, { workers: 2, shard: { index, count: 2 } });
+      distinct += s.distinctViews;
+      metatiles += s.renderedMetatiles;
+    }
+    expect(metatiles).toBe(60);
+    expect(distinct).toBeLessThan(metatiles);
+    const dir = join(out, 'styles', 'osm-bright');
+    await mergeArchives([0, 1].map((i) => join(dir, archiveName(1, 'png', { index: i, count: 2 }))), join(dir, '1x.png.pmtiles'));
+    await expectSameTiles(archive(ref, '1x.png'), join(dir, '1x.png.pmtiles'));
+  }, LONG);
+
+  test('a resumed journal (some views drawn, their copies not yet written) completes to the same tiles', async () => {
+    const out = await tempDir('dedup-resume');
+    await copyVectorOutput(base, out);
+    const { config: c } = await writeConfig(out, 'config.json', config(out, {}, [1]));
+    // The journal an interrupted run leaves: every third metatile done, with the reference's tiles.
+    const id = await readIdentity(archive(ref, '1x.png'));
+    const journal = await RenderJournal.open(join(out, '.work', 'render', 'osm-bright', `${archiveName(1, 'png')}.journal`), id!.fingerprint);
+    const bounds = (await readManifestOrEmpty(out)).tilesets.openmaptiles.bounds;
+    const metas = [...enumerateMetatiles(bounds, STYLE.minzoom, STYLE.maxzoom, RENDER.metatile)];
+    const done = metas.filter((_, i) => i % 3 === 0);
+    for (const m of done) {
+      const tiles = await Promise.all(m.tiles.map(async (t) => ({ ...t, data: await readTile(archive(ref, '1x.png'), t.z, t.x, t.y) })));
+      await journal.append({ key: metatileKey(m), tiles });
+    }
+    await journal.close();
+    const s = await runRenderStage(c, out, { workers: 2 });
+    expect(s.resumedMetatiles).toBe(done.length);
+    expect(s.renderedMetatiles).toBe(metas.length - done.length);
+    expect(s.distinctViews).toBeLessThan(s.renderedMetatiles);
+    await expectSameTiles(archive(ref, '1x.png'), archive(out, '1x.png'));
+  }, LONG);
+
+  test("a 24 px sea pattern (not a divisor of 256 px) shifts between tiles: keyed by its phase, dedup still equals the reference", async () => {
+    // osm-bright with its water pattern replaced by a 24×24 CSS px cut of its own sprite sheet.
+    const dir = await tempDir('dedup-pattern-style');
+    const style = JSON.parse(await readFile(OSM_BRIGHT, 'utf8')) as { layers: { id: string; paint?: Record<string, unknown> }[] };
+    style.layers.find((l) => l.id === 'water-pattern')!.paint!['fill-pattern'] = 'wave24';
+    await writeFile(join(dir, 'style.json'), JSON.stringify(style));
+    for (const [suffix, ratio] of [['', 1], ['@2x', 2]] as const) {
+      const sheet = JSON.parse(await readFile(join(SAMPLE, 'styles', 'osm-bright', `sprite${suffix}.json`), 'utf8')) as Record<string, { x: number; y: number }>;
+      sheet.wave24 = { ...sheet.wave, width: 24 * ratio, height: 24 * ratio, pixelRatio: ratio } as never;
+      await writeFile(join(dir, `sprite${suffix}.json`), JSON.stringify(sheet));
+      await copyFile(join(SAMPLE, 'styles', 'osm-bright', `sprite${suffix}.png`), join(dir, `sprite${suffix}.png`));
+    }
+    const styleFile = join(dir, 'style.json');
+    const off = await render('dedup-pattern-off', config('', { dedup: false }, [1], styleFile));
+    const on = await render('dedup-pattern-on', config('', {}, [1], styleFile));
+    await expectSameTiles(archive(off.out, '1x.png'), archive(on.out, '1x.png'));
+    // The pattern's phase is a real dependence: equal sea views at other phases drew other pixels,
+    // so fewer views are shared than with osm-bright's 16×8 wave, and some still are.
+    const [plain] = dedupStats.views;
+    expect(on.stats.distinctViews).toBeGreaterThan(plain.distinct);
+    expect(on.stats.distinctViews).toBeLessThan(on.stats.renderedMetatiles);
+    const ref1 = await archiveTiles(archive(ref, '1x.png'));
+    const shifted = await archiveTiles(archive(off.out, '1x.png'));
+    // Sea tiles that are one picture with the 16×8 wave are several with the 24 px pattern.
+    const seaKey = [...new Set(ref1.values())].map((h) => [...ref1.entries()].filter(([, v]) => v === h).map(([k]) => k)).sort((a, b) => b.length - a.length)[0];
+    expect(seaKey.length).toBeGreaterThan(10);
+    expect(new Set(seaKey.map((k) => shifted.get(k))).size).toBeGreaterThan(1);
+  }, LONG);
+
+  test('view keys: the position is keyed in as the rule says', async () => {
+    const bounds = (await readManifestOrEmpty(base)).tilesets.openmaptiles.bounds;
+    const metas = [...enumerateMetatiles(bounds, 14, 14, RENDER.metatile)];
+    const sources = [{ grid: { minzoom: 0, maxzoom: 14, tileSize: 512 }, archive: join(base, 'data', 'openmaptiles.pmtiles') }];
+    const groups = async (rule: PositionRule) => {
+      const keys = await ViewKeys.open(sources, 'style', RENDER.margin, rule);
+      try {
+        const g = await groupViews(metas, keys);
+        return [...g.copies.entries()].map(([m, copies]) => [m, ...copies]);
+      } finally {
+        await keys.close();
+      }
+    };
+    const free = await groups({});
+    expect(free.length).toBeGreaterThan(0);
+    // Equal views have the same size and the same place on the z13 grid (x0, y0 of equal parity).
+    const same = (g: Metatile[], f: (m: Metatile) => unknown) => g.every((m) => JSON.stringify(f(m)) === JSON.stringify(f(g[0])));
+    for (const g of free) expect(same(g, (m) => [m.area.w, m.area.h, m.x0 % 2, m.y0 % 2])).toBe(true);
+    expect(await groups({ absolute: 'test' })).toEqual([]);
+    for (const g of await groups({ row: 'test' })) expect(same(g, (m) => m.y0)).toBe(true);
+    // A 24 px pattern does not divide the 256 px tile: only views 3 tiles apart (768 px) share a phase.
+    const phased = await groups({ patternPeriod: [24, 24] });
+    for (const g of phased) expect(same(g, (m) => [(m.x0 * 256) % 24, (m.y0 * 256) % 24])).toBe(true);
+    expect(phased.flat().length).toBeLessThan(free.flat().length);
+  }, LONG);
+});
+
+describe('position rules', () => {
+  const src = { openmaptiles: { type: 'vector', url: 'tilebake://data/openmaptiles.json' } };
+  const dir = join(SAMPLE, 'styles', 'osm-bright');
+  const fill = (paint: Record<string, unknown>) => ({ id: 'f', type: 'fill', source: 'openmaptiles', 'source-layer': 'water', paint });
+
+  test("osm-bright's world-anchored wave pattern (16×8 CSS px) is keyed by its phase, which 256 px tiles keep", async () => {
+    const rule = await positionRule({ sources: src, layers: [fill({ 'fill-pattern': 'wave' })] }, dir);
+    expect(rule).toEqual({ patternPeriod: [32, 16] });
+    // line-pattern follows the line, not the world.
+    expect(await positionRule({ sources: src, layers: [{ id: 'l', type: 'line', source: 'openmaptiles', paint: { 'line-pattern': 'wave' } }] }, dir)).toEqual({});
+  });
+
+  test('a pattern chosen from feature data may be any image of the sprite', async () => {
+    const rule = await positionRule({ sources: src, layers: [fill({ 'fill-pattern': ['get', 'pattern'] })] }, dir);
+    expect(rule.absolute ?? rule.patternPeriod).toBeDefined();
+    expect(rule).not.toEqual({ patternPeriod: [32, 16] });
+  });
+
+  test('hillshade keys the row; terrain, globe, within/distance and non-tileset sources key the position', async () => {
+    const dem = { ...src, terrain: { type: 'raster-dem', url: 'tilebake://data/terrain.json', tileSize: 256 } };
+    expect(await positionRule({ sources: dem, layers: [{ id: 'h', type: 'hillshade', source: 'terrain' }] }, dir)).toEqual({ row: expect.stringContaining('hillshade') });
+    expect((await positionRule({ sources: dem, terrain: { source: 'terrain' }, layers: [] }, dir)).absolute).toMatch(/terrain/);
+    expect((await positionRule({ sources: src, projection: { type: 'globe' }, layers: [] }, dir)).absolute).toMatch(/globe/);
+    const within = fill({ 'fill-color': ['case', ['within', { type: 'Polygon', coordinates: [] }], 'red', 'blue'] });
+    expect((await positionRule({ sources: src, layers: [within] }, dir)).absolute).toMatch(/within/);
+    const geojson = { ...src, pins: { type: 'geojson', data: { type: 'FeatureCollection', features: [] } } };
+    expect((await positionRule({ sources: geojson, layers: [] }, dir)).absolute).toMatch(/"pins" is not a built tileset/);
+  });
+});
