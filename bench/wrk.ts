@@ -29,7 +29,7 @@ export function parseWrk(out: string): WrkFigures {
     const v = Number(m[1]);
     return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
   };
-  const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*?(\d+) timeout/.exec(out)?.[1] ?? 0);
+  const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors:.*?timeout (\d+)/.exec(out)?.[1] ?? 0);
   return { rps, p50: ms('50'), p99: ms('99'), errors };
 }
 
