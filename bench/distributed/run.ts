@@ -10,7 +10,10 @@
  * publish time ÷ build time (≤ 0.1), slowest shard ÷ mean shard (≤ 1.2), and projections for a
  * country, a continent and the planet on N 2-core nodes from the measured render rate. `--quick`:
  * z0–11, one style. Writes bench/distributed/RESULTS.md (not with --quick). CPU seconds are user+sys of
- * each command and everything it waited for (Chromium included), measured by bash's `times`.
+ * each command and the descendants that were waited for, measured by bash's `times` (rusage of
+ * children). Caveat, not yet verified: Chromium's GPU and renderer processes are forked by its zygote
+ * and may not be accounted to the command when the browser is closed; if so both sides undercount
+ * alike. A per-process-tree sum from /proc (or Slurm's jobacct_gather/linux) would settle it.
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
