@@ -143,7 +143,7 @@ interface LeaseFile {
 }
 
 /** True when process `pid` exists on this host. */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
