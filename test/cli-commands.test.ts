@@ -39,13 +39,14 @@ afterAll(async () => {
 
 describe('--help', () => {
   const commands: [string[], string[]][] = [
-    [[], ['build', 'vector', 'inspect', 'serve', 'elevation', 'merge']],
+    [[], ['build', 'vector', 'inspect', 'serve', 'elevation', 'merge', 'update']],
     [['build'], ['--config', '--out', '--only', 'vector', 'render', 'elevation']],
     [['vector'], ['<input>', '<output>', '--name', '--attribution']],
     [['inspect'], ['<archive>', '--json']],
     [['serve'], ['--out', '--port', '--routing-port', '--public-url', '--tokens-file', '--auth']],
     [['elevation'], ['--out', '--precision']],
     [['merge'], ['<output>', '<partials..>']],
+    [['update'], ['--config', '--out', '--keep', 'replication']],
   ];
   for (const [cmd, words] of commands) {
     it(`tilebake ${cmd.join(' ')} --help`, async () => {
