@@ -21,6 +21,8 @@ export interface Manifest {
   fonts?: string;
   /** The elevation index answering /height. */
   elevation?: ElevationEntry;
+  /** Tilesets built from OpenStreetMap, by id: the replication state their data shows (outside the tileset entries, which are TileJSON). */
+  osm?: Record<string, OsmDataState>;
 }
 
 export type TileFormat = 'pbf' | 'png' | 'jpg' | 'webp';
@@ -48,8 +50,6 @@ export interface TilesetEntry {
   /** Number of addressed tiles and archive size, for humans. */
   tiles: number;
   bytes: number;
-  /** Tilesets built from OpenStreetMap: the replication state the data shows. */
-  osm?: OsmDataState;
 }
 
 /** The OpenStreetMap state a tileset shows (from the extract's header, then from `tilebake update`). */
@@ -101,6 +101,14 @@ export interface ElevationEntry {
   fingerprint?: string;
   /** Ids of the tilesets the elevation stage wrote (terrain, contours). */
   tilesets?: string[];
+}
+
+/** Record (or with `undefined`, forget) the OSM state tileset `id` shows. */
+export function setOsmState(m: Manifest, id: string, state: OsmDataState | undefined): void {
+  const all = { ...m.osm };
+  if (state) all[id] = state;
+  else delete all[id];
+  m.osm = Object.keys(all).length ? all : undefined;
 }
 
 /** A manifest with nothing in it yet. */

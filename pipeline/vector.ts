@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import type { BBox } from '../lib/tile-math.ts';
-import { readManifestOrEmpty, updateManifest, type TilesetEntry, type TileFormat } from '../lib/manifest.ts';
+import { readManifestOrEmpty, setOsmState, updateManifest, type TilesetEntry, type TileFormat } from '../lib/manifest.ts';
 import { PMTilesWriter } from '../lib/pmtiles/index.ts';
 import { centerInBounds } from '../lib/tile-math.ts';
 import type { BuildConfig } from './config/index.ts';
@@ -219,6 +219,7 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
       await linkFile(join(opts.previous, prevEntry.archive), join(outDir, prevEntry.archive));
       await updateManifest(outDir, (m) => {
         m.tilesets[t.id] = prevEntry;
+        setOsmState(m, t.id, prevManifest?.osm?.[t.id]);
       });
       await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint });
       logLine(`vector ${t.id}: source unchanged, archive reused from the previous build`);
@@ -238,7 +239,8 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
     });
     const osm = await osmDataState(t.source, t.replication);
     await updateManifest(outDir, (m) => {
-      m.tilesets[t.id] = { ...tilesetEntry(t.id, r), ...(osm && { osm }) };
+      m.tilesets[t.id] = tilesetEntry(t.id, r);
+      setOsmState(m, t.id, osm);
     });
     await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint });
     result.tilesets++;

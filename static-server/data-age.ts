@@ -1,10 +1,10 @@
 /**
- * How old the served OpenStreetMap data is: the replication state each tileset's manifest entry
+ * How old the served OpenStreetMap data is: the replication state the manifest's `osm` section
  * records (`tilebake build` from the extract's header, then `tilebake update`), for /health and the
  * `tilebake_data_timestamp_seconds` gauge (alert on `time() - tilebake_data_timestamp_seconds`).
  */
 import { Gauge } from 'prom-client';
-import type { Manifest } from '../lib/manifest.ts';
+import type { Manifest, OsmDataState } from '../lib/manifest.ts';
 import { serverMetrics } from './metrics.ts';
 
 const MS_PER_S = 1000;
@@ -16,14 +16,17 @@ export interface TilesetDataAge {
   age_seconds: number;
 }
 
+/** The served tilesets with a recorded OSM data time: id, state, time in ms. */
+function osmTimes(m: Manifest): [string, OsmDataState, number][] {
+  return Object.entries(m.osm ?? {})
+    .map(([id, s]): [string, OsmDataState, number] => [id, s, s.timestamp ? Date.parse(s.timestamp) : NaN])
+    .filter(([id, , ts]) => m.tilesets[id] && Number.isFinite(ts));
+}
+
 /** /health's fields: per tileset with a recorded data time, and the oldest age (absent when none records one). */
 export function dataAge(m: Manifest, now = Date.now()): { data_age_seconds?: number; data?: Record<string, TilesetDataAge> } {
   const data: Record<string, TilesetDataAge> = {};
-  for (const [id, t] of Object.entries(m.tilesets)) {
-    const ts = t.osm?.timestamp && Date.parse(t.osm.timestamp);
-    if (!ts) continue;
-    data[id] = { sequence: t.osm?.sequence, timestamp: t.osm!.timestamp!, age_seconds: Math.max(0, Math.round((now - ts) / MS_PER_S)) };
-  }
+  for (const [id, s, ts] of osmTimes(m)) data[id] = { sequence: s.sequence, timestamp: s.timestamp!, age_seconds: Math.max(0, Math.round((now - ts) / MS_PER_S)) };
   const ages = Object.values(data).map((d) => d.age_seconds);
   return ages.length ? { data_age_seconds: Math.max(...ages), data } : {};
 }
@@ -40,8 +43,5 @@ export function recordDataTimestamps(m: Manifest): void {
     registers: [serverMetrics().registry],
   });
   gauge.reset();
-  for (const [id, t] of Object.entries(m.tilesets)) {
-    const ts = t.osm?.timestamp && Date.parse(t.osm.timestamp);
-    if (ts) gauge.set({ tileset: id }, ts / MS_PER_S);
-  }
+  for (const [id, , ts] of osmTimes(m)) gauge.set({ tileset: id }, ts / MS_PER_S);
 }

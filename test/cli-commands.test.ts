@@ -39,7 +39,7 @@ afterAll(async () => {
 
 describe('--help', () => {
   const commands: [string[], string[]][] = [
-    [[], ['build', 'vector', 'inspect', 'serve', 'elevation', 'merge', 'plan', 'shard', 'publish']],
+    [[], ['build', 'vector', 'inspect', 'serve', 'elevation', 'merge', 'plan', 'shard', 'publish', 'update', 'usage']],
     [['plan'], ['--config', '--run', '--shards']],
     [['shard'], ['--run', '--index', '--scratch', 'SLURM_ARRAY_TASK_ID', 'JOB_COMPLETION_INDEX']],
     [['publish'], ['--run', '--out', '--archive']],
@@ -49,6 +49,7 @@ describe('--help', () => {
     [['serve'], ['--out', '--port', '--routing-port', '--public-url', '--tokens-file', '--auth']],
     [['elevation'], ['--out', '--precision']],
     [['merge'], ['<output>', '<partials..>']],
+    [['update'], ['--config', '--out', '--keep', 'replication']],
   ];
   for (const [cmd, words] of commands) {
     it(`tilebake ${cmd.join(' ')} --help`, async () => {

@@ -65,9 +65,9 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
     const out = join(dir, 'out');
     await night(3048);
     let r = await run();
-    expect(r.tilesets).toEqual([{ id: 'omt', from: { sequence: 3047, timestamp: '2021-08-01T20:21:40Z' }, to: { sequence: 3048, timestamp: '2021-08-02T20:21:57Z' }, files: 1, changes: 1 }]);
+    expect(r.tilesets).toEqual([{ id: 'omt', from: { sequence: 3047, timestamp: '2021-08-01T20:21:40Z' }, to: { sequence: 3048, timestamp: '2021-08-02T20:21:57Z' }, files: 1, changes: 1, base: fileUrl(served) }]);
     const v1 = (await currentVersionDir(out))!;
-    expect((await readManifestOrEmpty(v1.dir)).tilesets.omt.osm).toMatchObject({ sequence: 3048, timestamp: '2021-08-02T20:21:57Z' });
+    expect((await readManifestOrEmpty(v1.dir)).osm?.omt).toMatchObject({ sequence: 3048, timestamp: '2021-08-02T20:21:57Z' });
 
     await night(3049);
     r = await run();
@@ -77,7 +77,7 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
     const v2 = (await currentVersionDir(out))!;
     expect(v2.id).not.toBe(v1.id);
     const m2 = await readManifestOrEmpty(v2.dir);
-    expect(m2.tilesets.omt.osm).toMatchObject({ sequence: 3049, timestamp: '2021-08-03T20:21:39Z' });
+    expect(m2.osm?.omt).toMatchObject({ sequence: 3049, timestamp: '2021-08-03T20:21:39Z' });
     // The same files, linked: nothing was written again.
     for (const a of ['data/omt.pmtiles', m2.styles['osm-bright'].archives['1x.png'].archive]) expect((await stat(join(v2.dir, a))).ino).toBe((await stat(join(v1.dir, a))).ino);
   }, LONG);
@@ -91,9 +91,11 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
     expect(text().match(/update omt: sequence \d+ \([^)]+\): 0 changed objects/g)).toHaveLength(15);
     const after = (await currentVersionDir(out))!;
     const m = await readManifestOrEmpty(after.dir);
-    expect(m.tilesets.omt.osm).toEqual({ sequence: 3076, timestamp: '2021-08-30T20:21:43Z', replication: fileUrl(served) });
+    expect(m.osm?.omt).toEqual({ sequence: 3076, timestamp: '2021-08-30T20:21:43Z', replication: fileUrl(served) });
     // Applied change files are removed; the copy at 3076 is kept.
-    expect(await readdir(join(out, '.work', 'update', 'omt', 'diffs'))).toEqual([]);
+    const diffs = await readdir(join(out, '.work', 'update', 'omt', 'diffs'));
+    expect(diffs).toHaveLength(1);
+    expect(await readdir(join(out, '.work', 'update', 'omt', 'diffs', diffs[0]))).toEqual([]);
 
     const ref = await referenceExtract(MONACO, 3047, 3076, join(dir, 'reference.osm.pbf'));
     const refCfg = await writeCfg('reference.json', join(dir, 'reference-out'), ref, undefined, false);

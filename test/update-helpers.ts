@@ -45,8 +45,11 @@ export function fileUrl(dir: string): string {
   return `${pathToFileURL(dir).href}/`;
 }
 
-/** Debian's nginx serving `root` (replication folders) on a free loopback port; ready once `probe` answers. */
-export async function serveReplication(root: string, probe = 'state.txt'): Promise<Nginx> {
+/**
+ * Debian's nginx serving `root` (replication folders) on a free loopback port; ready once `probe`
+ * answers. `readable`: the folders above `root` nginx's unprivileged workers must pass (a temp folder).
+ */
+export async function serveReplication(root: string, probe = 'state.txt', readable: string[] = []): Promise<Nginx> {
   const port = await freePort();
   const http = (dir: string) => `
   access_log ${dir}/access.log;
@@ -57,7 +60,7 @@ export async function serveReplication(root: string, probe = 'state.txt'): Promi
     location / { }
   }
 `;
-  return runNginx(http, `http://127.0.0.1:${port}/`, probe, [root]);
+  return runNginx(http, `http://127.0.0.1:${port}/`, probe, [...readable, root]);
 }
 
 /** A finished CLI run. */

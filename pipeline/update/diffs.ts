@@ -3,6 +3,7 @@
  * folder (temp file + rename, so a file under its final name is whole and verified), checked
  * (sequence numbers without gaps, whole gzip, well-formed OsmChange read by osmium) and counted.
  */
+import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { produceAtomic } from '../../lib/atomic.ts';
@@ -10,6 +11,9 @@ import { UserError } from '../../lib/errors.ts';
 import { runTool, ToolError } from '../osm/tools.ts';
 import { logLine } from '../progress.ts';
 import { checkGzip, fetchBytes, FetchError, folderUrl, parseState, sequencePath, type ReplicationState } from './replication.ts';
+
+/** Hex characters of the replication URL's hash naming its download folder. */
+const DIFFS_KEY_CHARS = 12;
 
 /** One downloaded, verified change file. */
 export interface ChangeFile {
@@ -31,7 +35,7 @@ export async function removeTempFiles(dir: string): Promise<void> {
 }
 
 /** Download sequence `seq`'s state and change file (unless already here) and verify them. */
-async function changeFile(osmium: string, base: string, diffsDir: string, seq: number, after: ReplicationState, pidFile: string): Promise<ChangeFile> {
+async function changeFile(osmium: string, base: string, diffsDir: string, seq: number, after: ReplicationState, gap: (e: unknown) => unknown, pidFile: string): Promise<ChangeFile> {
   const stateUrl = `${folderUrl(base)}${sequencePath(seq)}.state.txt`;
   const oscUrl = `${folderUrl(base)}${sequencePath(seq)}.osc.gz`;
   const statePath = join(diffsDir, `${seq}.state.txt`);
@@ -39,7 +43,6 @@ async function changeFile(osmium: string, base: string, diffsDir: string, seq: n
   const have = await stat(path).then(() => true, () => false) && await stat(statePath).then(() => true, () => false);
   let state: ReplicationState;
   let bytes: Buffer;
-  const gap = (e: unknown) => (e instanceof FetchError && e.notFound ? new UserError(`${e.message}: sequence ${seq} is missing on the server (a gap between the build's ${after.sequence} and the newest state)`, { cause: e }) : e);
   if (have) {
     state = parseState(await readFile(statePath, 'utf8'), statePath);
     bytes = await readFile(path);
@@ -77,14 +80,18 @@ async function changeFile(osmium: string, base: string, diffsDir: string, seq: n
  * Download and verify the change files after `from` up to `to.sequence` from replication folder
  * `base` into `diffsDir` (files already there from a killed run are verified and used).
  */
-export async function downloadChanges(osmium: string, base: string, diffsDir: string, from: ReplicationState, to: ReplicationState, label: string): Promise<ChangeFile[]> {
+export async function downloadChanges(osmium: string, base: string, dir: string, from: ReplicationState, to: ReplicationState, label: string): Promise<ChangeFile[]> {
+  const diffsDir = diffsFolder(dir, base);
   await mkdir(diffsDir, { recursive: true });
   await removeTempFiles(diffsDir);
   const pidFile = join(diffsDir, '.pids');
   const files: ChangeFile[] = [];
   let after = from;
   for (let seq = from.sequence + 1; seq <= to.sequence; seq++) {
-    const f = await changeFile(osmium, base, diffsDir, seq, after, pidFile);
+    const missing = seq;
+    const gap = (e: unknown) =>
+      e instanceof FetchError && e.notFound ? new UserError(`${e.message}: sequence ${missing} is missing on the server, which announces ${from.sequence + 1}–${to.sequence} after the build's ${from.sequence} (a gap in the sequence)`, { cause: e }) : e;
+    const f = await changeFile(osmium, base, diffsDir, seq, after, gap, pidFile);
     logLine(`${label}: sequence ${seq} (${f.state.timestamp}): ${f.changes} changed objects`);
     files.push(f);
     after = f.state;
@@ -93,10 +100,19 @@ export async function downloadChanges(osmium: string, base: string, diffsDir: st
   return files;
 }
 
-/** Remove change files up to and including `sequence` (applied and published). */
-export async function removeAppliedChanges(diffsDir: string, sequence: number): Promise<void> {
-  for (const name of await readdir(diffsDir).catch(() => [] as string[])) {
+/** The downloads from replication folder `base`: `<dir>/diffs/<hash of the URL>/` (files from another server are never mixed in). */
+export function diffsFolder(dir: string, base: string): string {
+  return join(dir, 'diffs', createHash('sha256').update(base).digest('hex').slice(0, DIFFS_KEY_CHARS));
+}
+
+/** Remove the change files from `base` up to and including `sequence` (applied and published), and any other server's. */
+export async function removeAppliedChanges(dir: string, base: string, sequence: number): Promise<void> {
+  const keep = diffsFolder(dir, base);
+  for (const name of await readdir(join(dir, 'diffs')).catch(() => [] as string[])) {
+    if (join(dir, 'diffs', name) !== keep) await rm(join(dir, 'diffs', name), { recursive: true, force: true });
+  }
+  for (const name of await readdir(keep).catch(() => [] as string[])) {
     const m = /^(\d+)\.(osc\.gz|state\.txt)$/.exec(name);
-    if (m && Number(m[1]) <= sequence) await rm(join(diffsDir, name), { force: true });
+    if (m && Number(m[1]) <= sequence) await rm(join(keep, name), { force: true });
   }
 }

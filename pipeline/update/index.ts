@@ -6,9 +6,9 @@
  *
  *     <seq>.osm.pbf       the build's own copy of the extract at replication sequence <seq>
  *     extract.osm.pbf     a link to the copy the build reads (a stable path: an unchanged copy is not re-packed)
- *     diffs/<seq>.osc.gz  downloaded, verified change files (and <seq>.state.txt)
+ *     diffs/<key>/<seq>.osc.gz  downloaded, verified change files (and <seq>.state.txt); <key>: a hash of the server's URL
  *
- * The current version's manifest (`tilesets.<id>.osm.sequence`) says which copy is current; the copy
+ * The current version's manifest (`osm.<id>.sequence`) says which copy is current; the copy
  * at the new sequence is written beside it and becomes current only with the version that shows it.
  * A killed update leaves the current version and its copy as they were; the next run uses the
  * verified downloads and applies them again.
@@ -18,7 +18,7 @@ import { join, resolve } from 'node:path';
 import { tempPathFor } from '../../lib/atomic.ts';
 import { currentVersionDir } from '../../lib/build-version.ts';
 import { UserError } from '../../lib/errors.ts';
-import { readManifestOrEmpty, type OsmDataState } from '../../lib/manifest.ts';
+import { readManifestOrEmpty, setOsmState, type Manifest, type OsmDataState } from '../../lib/manifest.ts';
 import { build, type StageTiming } from '../build.ts';
 import type { BuildConfig } from '../config/index.ts';
 import { copyWithHeaderBBox } from '../osm/pbf-bounds.ts';
@@ -27,6 +27,7 @@ import { findTool, OSMIUM, runTool, ToolError } from '../osm/tools.ts';
 import { logLine } from '../progress.ts';
 import { linkFile } from '../reuse.ts';
 import { downloadChanges, removeAppliedChanges, removeTempFiles } from './diffs.ts';
+import { withUpdateLock } from './lock.ts';
 import { fetchState, folderUrl, type ReplicationState } from './replication.ts';
 
 /** Options of `tilebake update`. */
@@ -47,6 +48,8 @@ export interface TilesetUpdate {
   /** Change files applied and the objects they change. */
   files: number;
   changes: number;
+  /** The replication folder they came from. */
+  base: string;
 }
 
 /** The result of an update: the tilesets and, when a version was published, the build's stage timings. */
@@ -146,8 +149,8 @@ async function removeOtherCopies(dir: string, keep: number): Promise<void> {
 }
 
 /** OSM tilesets of the config: an `.osm.pbf` source, or one the current version records replication state of. */
-function osmTilesets(config: BuildConfig, recorded: Record<string, { osm?: OsmDataState }>): string[] {
-  return Object.values(config.tilesets).filter((t) => /\.osm\.pbf$/i.test(t.source) || recorded[t.id]?.osm).map((t) => t.id);
+function osmTilesets(config: BuildConfig, recorded: Manifest['osm'] = {}): string[] {
+  return Object.values(config.tilesets).filter((t) => /\.osm\.pbf$/i.test(t.source) || recorded[t.id]).map((t) => t.id);
 }
 
 /** Run `tilebake update` (see the module comment). */
@@ -155,8 +158,13 @@ export async function update(config: BuildConfig, opts: UpdateOptions = {}): Pro
   const root = resolve(opts.out ?? config.out);
   const current = await currentVersionDir(root);
   if (!current) throw new UserError(`${root}: no build to update (run \`tilebake build --config ${config.file}\` first)`);
-  const manifest = await readManifestOrEmpty(current.dir);
-  const ids = osmTilesets(config, manifest.tilesets);
+  return withUpdateLock(root, () => updateLocked(config, root, current.dir, opts));
+}
+
+/** `update` once it holds the output folder's update lock. */
+async function updateLocked(config: BuildConfig, root: string, currentDir: string, opts: UpdateOptions): Promise<UpdateResult> {
+  const manifest = await readManifestOrEmpty(currentDir);
+  const ids = osmTilesets(config, manifest.osm);
   if (ids.length === 0) throw new UserError(`${config.file}: no OpenStreetMap tileset to update ($.tilesets has no .osm.pbf source)`);
   const osmium = await findTool(OSMIUM);
 
@@ -165,7 +173,7 @@ export async function update(config: BuildConfig, opts: UpdateOptions = {}): Pro
   const states: Record<string, OsmDataState> = {};
   for (const id of ids) {
     const label = `update ${id}`;
-    const { base, current: from } = replicationOf(config, id, manifest.tilesets[id]?.osm);
+    const { base, current: from } = replicationOf(config, id, manifest.osm?.[id]);
     const dir = updateDir(root, id);
     await removeTempFiles(dir);
     const fromCopy = await currentCopy(dir, config.tilesets[id].source, from.sequence);
@@ -180,13 +188,13 @@ export async function update(config: BuildConfig, opts: UpdateOptions = {}): Pro
       sources[id] = await useCopy(dir, fromCopy);
       continue;
     }
-    const files = await downloadChanges(osmium, base, join(dir, 'diffs'), from, newest, label);
+    const files = await downloadChanges(osmium, base, dir, from, newest, label);
     const to = files[files.length - 1].state;
     const changes = files.reduce((n, f) => n + f.changes, 0);
     const next = await applyChanges(osmium, dir, fromCopy, files.map((f) => f.path), to, base, changes);
     logLine(`${label}: sequence ${from.sequence} → ${to.sequence} (${to.timestamp}): ${files.length} change files, ${changes} changed objects`);
     sources[id] = await useCopy(dir, next);
-    updates.push({ id, from, to, files: files.length, changes });
+    updates.push({ id, from, to, files: files.length, changes, base });
     states[id] = { sequence: to.sequence, timestamp: to.timestamp, replication: base };
   }
   if (updates.length === 0) return { tilesets: updates, published: false, timings: [] };
@@ -197,13 +205,13 @@ export async function update(config: BuildConfig, opts: UpdateOptions = {}): Pro
     keep: opts.keep,
     workers: opts.workers,
     manifest: (m) => {
-      for (const [id, s] of Object.entries(states)) if (m.tilesets[id]) m.tilesets[id].osm = s;
+      for (const [id, s] of Object.entries(states)) setOsmState(m, id, s);
     },
   });
   for (const u of updates) {
     const dir = updateDir(root, u.id);
     await removeOtherCopies(dir, u.to.sequence);
-    await removeAppliedChanges(join(dir, 'diffs'), u.to.sequence);
+    await removeAppliedChanges(dir, u.base, u.to.sequence);
   }
   return { tilesets: updates, published: true, timings };
 }
