@@ -112,12 +112,12 @@ describe('SIGKILL, then rerun', () => {
     const config = join(base, 'config.json');
     await writeFile(config, JSON.stringify(osmConfig(out, MONACO_PBF, { bbox: MONACO_HEADER_BBOX })));
     const work = join(out, '.work', 'osm', 'openmaptiles');
-    // Kill the build once tilemaker has started in the work folder.
+    // Kill the build once the extract's tilemaker run has started in the work folder (its config is written).
     const child = spawn(process.execPath, [CLI, 'build', '--config', config, '--only', 'vector'], { env: { ...process.env, TILEBAKE_QUIET: '1' }, stdio: 'ignore' });
     let exitCode: number | null | undefined;
     const exited = new Promise<void>((ok) => child.once('exit', (code) => ok(void (exitCode = code))));
     const started = Date.now();
-    while (!existsSync(join(work, 'tilemaker.json'))) {
+    while (!existsSync(join(work, 'tiles.mbtiles.json'))) {
       if (exitCode !== undefined) throw new Error(`the build exited (code ${exitCode}) before tilemaker started`);
       if (Date.now() - started > 120_000) throw new Error('tilemaker did not start within 2 minutes');
       await new Promise((ok) => setTimeout(ok, 20));

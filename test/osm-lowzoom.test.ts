@@ -99,14 +99,14 @@ describe.sequential('Monaco: the world at low zooms, the sea beyond the extract'
     ({ out, archive } = await buildMonacoVector('osm-lowzoom'));
   }, LONG);
 
-  test('z0–5: water, land cover and boundaries where the official tiles have them, with the same ocean area', async () => {
+  test('z0–5: water, rivers, land cover and boundaries where the official tiles have them, with the same ocean area', async () => {
     const tiles = officialTiles(0, 5);
     expect(tiles).toHaveLength(6);
     for (const { z, x, y } of tiles) {
       const official = officialTile(z, x, y)!;
       const ours = await vectorTile(archive, z, x, y);
       const where = `${z}/${x}/${y}`;
-      for (const layer of ['water', 'boundary', 'landcover', 'landuse']) {
+      for (const layer of ['water', 'waterway', 'boundary', 'landcover', 'landuse']) {
         if (official.layers[layer]) expect(ours.layers[layer], `${where} ${layer}`).toBeDefined();
       }
       expect(Math.abs(oceanShare(ours) - oceanShare(official)), `${where} ocean area`).toBeLessThan(0.02);

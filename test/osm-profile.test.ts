@@ -80,6 +80,7 @@ describe.sequential('the profile on tilemaker 2.2', () => {
     square(x + 0.011, y + 0.001, 0.003, { natural: 'water', name: 'Testsee' });
     square(x + 0.010, y + 0.005, 0.004, { aeroway: 'aerodrome', iata: 'TST', icao: 'EXTS', aerodrome: 'international', name: 'Test Airport', ele: '300' });
     square(x + 0.015, y + 0.005, 0.002, { leisure: 'nature_reserve', name: 'Test Reserve' });
+    square(x + 0.018, y + 0.005, 0.002, { leisure: 'nature_reserve', boundary: 'protected_area', protection_title: 'Natura 2000' });
     square(x + 0.015, y + 0.008, 0.002, { landuse: 'forest' });
     square(x + 0.012, y + 0.009, 0.0008, { man_made: 'pier' });
     square(x + 0.013, y + 0.009, 0.0008, { amenity: 'parking', parking: 'surface', access: 'private' });
@@ -140,6 +141,8 @@ describe.sequential('the profile on tilemaker 2.2', () => {
     expect(find('aeroway', { class: 'aerodrome' }).length).toBeGreaterThan(0);
     expect(find('aerodrome_label', { name: 'Test Airport' })[0]).toMatchObject({ class: 'international', iata: 'TST', icao: 'EXTS', ele: 300, ele_ft: 984 });
     expect(find('park', { class: 'nature_reserve' }).length).toBeGreaterThan(0);
+    // OpenMapTiles' park class: the protection title first.
+    expect(find('park', { class: 'natura_2000' }).length).toBeGreaterThan(0);
     expect(find('landcover', { class: 'wood' })[0]).toMatchObject({ subclass: 'forest' });
     expect(find('landuse', { class: 'parking' })[0]).toMatchObject({ subclass: 'surface', access: 'no' });
     expect(find('boundary', { admin_level: 4 })[0]).toMatchObject({ disputed: 0, maritime: 0 });

@@ -1,6 +1,6 @@
 /**
- * Natural Earth at low zooms, as OpenMapTiles has it: oceans, lakes, glaciers and ice shelves, urban
- * areas, country and state boundaries and populated places for z0–6, and the 10 m ocean outside the
+ * Natural Earth at low zooms, as OpenMapTiles has it: oceans, lakes, rivers, glaciers and ice shelves,
+ * urban areas, country and state boundaries and populated places for z0–6, and the 10 m ocean outside the
  * extract at every zoom (ocean.ts). The tables live in data/naturalearth/ (FlatGeobuf, see its README).
  *
  * tilemaker 2.2 clips shapefiles to its bounding box and indexes them at its base zoom, so the world
@@ -24,6 +24,7 @@ const AREA_INSET = 1e-7;
 /** The OpenMapTiles layers Natural Earth fills, with the shapefile columns each is written with. */
 export const NE_COLUMNS = {
   water: { class: 'string' },
+  waterway: { class: 'string', name: 'string' },
   landcover: { class: 'string', subclass: 'string' },
   landuse: { class: 'string' },
   boundary: { admin: 'integer', disputed: 'integer', maritime: 'integer' },
@@ -58,7 +59,13 @@ function city(p: Record<string, unknown>, z: number): ShapeAttributes | undefine
   return { class: 'city', name: p.name, rank: Math.min(10, Math.max(1, num(p.scalerank, 9) + 1)), capital };
 }
 
-/** What comes from Natural Earth at which zoom (OpenMapTiles' water, landcover, landuse, boundary layers). */
+/** Rivers from the zoom before NE's own `min_zoom` (OpenMapTiles takes the 110 m rivers at z3, the 50 m ones from z4). */
+function river(p: Record<string, unknown>, z: number): ShapeAttributes | undefined {
+  if (num(p.min_zoom, 99) > z + 1) return undefined;
+  return { class: 'river', name: typeof p.name === 'string' ? p.name : '' };
+}
+
+/** What comes from Natural Earth at which zoom (OpenMapTiles' water, waterway, landcover, landuse, boundary, place layers). */
 export const NE_TABLES: NeTable[] = [
   { file: 'ne_110m_ocean', layer: 'water', kind: 'polygon', minzoom: 0, maxzoom: 1, attributes: ocean },
   { file: 'ne_110m_lakes', layer: 'water', kind: 'polygon', minzoom: 0, maxzoom: 1, attributes: lake },
@@ -66,6 +73,7 @@ export const NE_TABLES: NeTable[] = [
   { file: 'ne_50m_lakes', layer: 'water', kind: 'polygon', minzoom: 2, maxzoom: 3, attributes: lake },
   { file: 'ne_10m_lakes', layer: 'water', kind: 'polygon', minzoom: 4, maxzoom: 5, attributes: lake },
   { file: 'ne_10m_ocean', layer: 'water', kind: 'polygon', minzoom: 5, maxzoom: 5, attributes: ocean },
+  { file: 'ne_50m_rivers_lake_centerlines', layer: 'waterway', kind: 'line', minzoom: 3, maxzoom: 5, attributes: river },
   { file: 'ne_110m_glaciated_areas', layer: 'landcover', kind: 'polygon', minzoom: 0, maxzoom: 1, attributes: glacier },
   { file: 'ne_50m_glaciated_areas', layer: 'landcover', kind: 'polygon', minzoom: 2, maxzoom: 4, attributes: glacier },
   { file: 'ne_10m_glaciated_areas', layer: 'landcover', kind: 'polygon', minzoom: 5, maxzoom: 6, attributes: glacier },

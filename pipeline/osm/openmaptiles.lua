@@ -458,10 +458,10 @@ local function highwayAttributes(way, highway, class)
   if class == "path" or class == "track" or class == "minor" or class == "service" then
     for _, k in ipairs({ "bicycle", "foot", "horse" }) do
       local v = way:Find(k)
-      if v ~= "" then way:Attribute(k, v, 14) end
+      if v ~= "" then way:Attribute(k, v) end
     end
     local mtb = way:Find("mtb:scale")
-    if mtb ~= "" then way:Attribute("mtb_scale", mtb, 14) end
+    if mtb ~= "" then way:Attribute("mtb_scale", mtb) end
   end
   if class == "path" then
     local level = leadingNumber(way:Find("level"))
@@ -680,12 +680,12 @@ local function Parks(way, area)
   local boundary, leisure = way:Find("boundary"), way:Find("leisure")
   local class
   if way:Find("maritime") == "yes" and (boundary == "protected_area" or boundary == "national_park") then class = "marine"
-  elseif boundary == "national_park" or way:Find("protection_title") == "National Park" then class = "national_park"
-  elseif leisure == "nature_reserve" then class = "nature_reserve"
-  elseif boundary == "protected_area" then
-    class = way:Find("protected_area")
-    if class == "" then class = string.lower(string.gsub(way:Find("protection_title"), " ", "_")) end
-    if class == "" then class = "protected_area" end
+  elseif boundary == "national_park" or boundary == "protected_area" or leisure == "nature_reserve" then
+    -- OpenMapTiles: the protection title (lower case, "_" for spaces), else the boundary, else the leisure tag.
+    local title = string.lower(string.gsub(way:Find("protection_title"), " ", "_"))
+    if title ~= "" then class = title
+    elseif boundary ~= "" then class = boundary
+    else class = leisure end
   end
   if not class then return end
   way:Layer("park", true)
@@ -809,6 +809,12 @@ function attribute_function(attr, layer)
     local name = attr.name
     local out = { class = attr.class, name = name, name_en = name, name_de = name, name_int = name, ["name:latin"] = name, rank = attr.rank }
     if attr.capital and attr.capital > 0 then out.capital = attr.capital end
+    return out
+  elseif target == "waterway" then
+    local out = { class = attr.class }
+    if attr.name and attr.name ~= "" then
+      out.name, out.name_en, out.name_de, out.name_int, out["name:latin"] = attr.name, attr.name, attr.name, attr.name, attr.name
+    end
     return out
   elseif target == "landcover" then
     return { class = attr.class, subclass = attr.subclass }
