@@ -179,6 +179,7 @@ export function program(argv: string[]): Argv {
           .option('nginx-conf', { type: 'string', describe: 'Also write an nginx configuration (the inside of http { }) serving the export' })
           .option('listen', { type: 'string', default: '8080', describe: 'nginx listen address: PORT or ADDR:PORT' })
           .option('tokens-file', { type: 'string', describe: 'Bearer tokens for nginx, one per line (TILEBAKE_TOKENS too)' })
+          .option('keys', { type: 'string', describe: 'Keys file: its origin keys are accepted by nginx without a token (docs/keys.md)' })
           .option('auth', { type: 'boolean', default: true, describe: 'Require bearer tokens in nginx (--no-auth to disable)' })
           .option('cors', { type: 'string', default: '*', describe: 'Access-Control-Allow-Origin in nginx (empty to disable)' })
           .option('height-upstream', { type: 'string', default: '127.0.0.1:8081', describe: 'HOST:PORT of `tilebake serve --routing-port` for /height' }),
@@ -193,6 +194,7 @@ export function program(argv: string[]): Argv {
           nginxConf: a['nginx-conf'],
           listen: a.listen,
           tokensFile: a['tokens-file'],
+          keysFile: a.keys,
           auth: a.auth,
           cors: a.cors,
           heightUpstream: a['height-upstream'],

@@ -2,7 +2,7 @@
 // OpenLayers (CORS tiles, judged by Origin) in Debian's Chromium, their pages served by a second
 // local server, load raster tiles with no Authorization header and render them; the same pages from
 // another origin get 401s; an origin key with a small quota gets 429 with Retry-After.
-import { readFile, rm, writeFile, mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
@@ -207,6 +207,30 @@ describe('origin keys with real clients', () => {
       for (const r of run.tiles) expect(r.status, `${page} ${r.url}`).toBe(401);
       const want = tileColour(ZOOM, t.x, t.y);
       expect(run.corner.some((c, i) => Math.abs(c - want[i]) > 12)).toBe(true);
+    }
+  }, 120_000);
+
+  it('the preview page works with an origin key for the server itself: no token asked, tiles without Authorization', async () => {
+    const keys = join(dir, 'keys.json');
+    const doc = JSON.parse(await readFile(keys, 'utf8')) as { keys: object[] };
+    doc.keys.push({ name: 'preview', origins: [server.url] });
+    await writeFile(`${keys}.tmp`, JSON.stringify(doc));
+    await rename(`${keys}.tmp`, keys);
+    await expect.poll(async () => (await fetch(`${server.url}/catalog.json`, { headers: { origin: server.url } })).status, { timeout: 10_000 }).toBe(200);
+    const context = await browser.newContext({ viewport: { width: VIEW, height: VIEW } });
+    try {
+      const p = await context.newPage();
+      const tiles: { status: number; auth?: string }[] = [];
+      p.on('response', (r) => {
+        if (/\/styles\/[^/]+\/\d+\/\d+\/\d+\.png$/.test(r.url())) tiles.push({ status: r.status(), auth: r.request().headers().authorization });
+      });
+      await p.goto(`${server.url}/`);
+      await p.waitForFunction(() => !!(window as unknown as { tilebakePreview?: unknown }).tilebakePreview, undefined, { timeout: 60_000 });
+      await expect.poll(() => tiles.filter((t) => t.status === 200).length, { timeout: 60_000 }).toBeGreaterThan(0);
+      expect(await p.locator('#login').isHidden()).toBe(true);
+      for (const t of tiles) expect(t.auth).toBeUndefined();
+    } finally {
+      await context.close();
     }
   }, 120_000);
 

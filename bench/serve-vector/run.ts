@@ -247,8 +247,8 @@ ${args.rounds} rounds in A B C order; mean of the rounds. wrk runs on the same 2
 |---|---:|---:|---:|---:|
 ${rows.join('\n')}
 ${keysTable(servers.map((s) => s.name), mean)}`;
-  // A quick run only proves the harness: it does not replace the recorded results.
-  if (!args.quick) writeFileSync(join(root, 'bench/serve-vector/RESULTS.md'), md);
+  // A quick run, or one of some servers only, does not replace the recorded results.
+  if (!args.quick && !selected) writeFileSync(join(root, 'bench/serve-vector/RESULTS.md'), md);
   console.log(`\n${md}`);
 }
 

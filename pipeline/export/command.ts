@@ -1,6 +1,7 @@
 /** `tilebake export` as the CLI runs it: the export, its summary, and the nginx configuration when asked. */
 import { UserError } from '../../lib/errors.ts';
 import { loadTokens, TOKENS_ENV } from '../../static-server/auth.ts';
+import { loadKeysFile } from '../../static-server/keys/keys-file.ts';
 import { progressQuiet } from '../progress.ts';
 import { openBuildToExport } from './build-source.ts';
 import { exportBuild, exportSummary, type ExportOptions } from './index.ts';
@@ -12,6 +13,8 @@ export interface ExportCommandOptions extends ExportOptions {
   nginxConf?: string;
   listen: string;
   tokensFile?: string;
+  /** Keys file: its origin keys go into the nginx configuration (secret keys: use --tokens-file). */
+  keysFile?: string;
   auth: boolean;
   cors: string;
   heightUpstream: string;
@@ -19,10 +22,12 @@ export interface ExportCommandOptions extends ExportOptions {
 
 export async function exportCommand(o: ExportCommandOptions): Promise<void> {
   // Tokens first: a bad tokens file fails before anything is written.
-  const tokens = o.nginxConf !== undefined && o.auth ? await loadTokens(process.env[TOKENS_ENV], o.tokensFile) : null;
-  if (o.nginxConf === undefined && (o.tokensFile !== undefined || !o.auth)) {
-    throw new UserError('--tokens-file and --no-auth only apply to the nginx configuration: add --nginx-conf FILE', { exitCode: 2 });
+  if (o.nginxConf === undefined && (o.tokensFile !== undefined || o.keysFile !== undefined || !o.auth)) {
+    throw new UserError('--tokens-file, --keys and --no-auth only apply to the nginx configuration: add --nginx-conf FILE', { exitCode: 2 });
   }
+  const origins = o.keysFile !== undefined && o.auth ? (await loadKeysFile(o.keysFile)).flatMap((k) => k.origins ?? []) : [];
+  const haveTokens = (process.env[TOKENS_ENV] ?? '').trim() !== '' || o.tokensFile !== undefined;
+  const tokens = o.nginxConf !== undefined && o.auth ? (origins.length > 0 && !haveTokens ? [] : await loadTokens(process.env[TOKENS_ENV], o.tokensFile)) : null;
   const result = await exportBuild(o);
   if (!progressQuiet()) process.stderr.write(`tilebake: ${exportSummary(result, o.to)}`);
   if (o.nginxConf === undefined) return;
@@ -35,6 +40,7 @@ export async function exportCommand(o: ExportCommandOptions): Promise<void> {
     heightUpstream: o.heightUpstream,
     gzipTilesets: await gzipTilesetIds(store, manifest.tilesets),
     manifest,
+    origins,
   });
   if (!progressQuiet()) {
     process.stderr.write(`tilebake: wrote ${o.nginxConf}${tokensPath ? ` and ${tokensPath} (the accepted tokens, mode 0600)` : ''}: use it as http { include mime.types; include ${o.nginxConf}; }\n`);

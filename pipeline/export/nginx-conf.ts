@@ -12,6 +12,7 @@ import { UserError } from '../../lib/errors.ts';
 import type { Manifest } from '../../lib/manifest.ts';
 import { tempPathFor, writeFileAtomic } from '../../lib/atomic.ts';
 import { AUTH_REALM, type ConfiguredToken } from '../../static-server/auth.ts';
+import type { OriginPattern } from '../../static-server/keys/origins.ts';
 import { cachePolicy } from '../../static-server/context.ts';
 import { TILE_CONTENT_TYPES } from '../../static-server/tile-response.ts';
 import { HEALTH_PATH } from '../../static-server/app.ts';
@@ -31,6 +32,15 @@ export interface NginxConfOptions {
   /** Gzip-compressed tile archives per tileset id (their .pbf files hold gzip bytes). */
   gzipTilesets: ReadonlySet<string>;
   manifest: Pick<Manifest, 'tilesets' | 'styles'>;
+  /** Origin keys' allow-lists (keys file): requests from these origins need no token (static-server/keys/origins.ts). */
+  origins?: readonly OriginPattern[];
+}
+
+/** A regex (nginx PCRE) matching the origins a pattern allows, as `scheme://host[:port]`. */
+export function originRegex(p: OriginPattern): string {
+  const host = p.wildcardHost ? `[^/:|]+${p.host.replace(/\./g, '\\.')}` : p.host.replace(/[.[\]]/g, '\\$&');
+  const port = p.port === '*' ? '(?::\\d+)?' : p.port === '' ? `(?::${p.scheme === 'https' ? 443 : 80})?` : `:${p.port}`;
+  return `${p.scheme}://${host}${port}`;
 }
 
 /** File modes: the tokens file is readable by its owner only (nginx reads it as root at start). */
@@ -160,7 +170,12 @@ export function nginxConf(o: NginxConfOptions, tokensPath: string): { conf: stri
         `include ${tokensPath};`,
       ], ''),
       block('map $uri $tilebake_open', ['default 0;', `${HEALTH_PATH} 1;`], ''),
-      block('map "$tilebake_open$tilebake_token" $tilebake_deny', ['default "";', '0missing missing;', '0invalid invalid;'], ''),
+      // Origin keys: the Origin header, else (plain <img> tiles) the Referer's origin, on an allow-list.
+      block('map "$http_origin|$http_referer" $tilebake_by_origin', [
+        'default 0;',
+        ...(o.origins ?? []).flatMap((p) => [`"~^${originRegex(p)}\\|" 1;`, `"~^\\|${originRegex(p)}(?:/|$)" 1;`]),
+      ], ''),
+      block('map "$tilebake_open$tilebake_token$tilebake_by_origin" $tilebake_deny', ['default "";', '0missing0 missing;', '0invalid0 invalid;', '0invalid1 invalid;'], ''),
       block('map $tilebake_deny $tilebake_challenge', ['default "";', `missing 'Bearer realm="${AUTH_REALM}"';`, `invalid 'Bearer realm="${AUTH_REALM}", error="invalid_token"';`], ''),
       block('map $tilebake_deny $tilebake_401_body', [`default '${BODY_401_INVALID}';`, `missing '${BODY_401_MISSING}';`], ''),
     );

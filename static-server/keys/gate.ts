@@ -10,7 +10,7 @@ import { HttpStatus } from '../http-status.ts';
 import type { RouteKind } from '../metrics.ts';
 import type { KeyRing } from './key-ring.ts';
 import type { Key, Scope } from './keys-file.ts';
-import type { Limiter, LimitDecision } from './limits.ts';
+import { quotasOf, type Limiter, type LimitDecision } from './limits.ts';
 
 /** The key each identified request was let in with (for usage counting). */
 const requestKeys = new WeakMap<object, Key>();
@@ -67,8 +67,10 @@ export function checkKey(gate: KeyGate, req: FastifyRequest, reply: FastifyReply
   const scope = scopeOf(kind, req.url);
   if (!key.scopes.has(scope)) return new HttpError(HttpStatus.Forbidden, `key "${key.name}" does not have the "${scope}" scope`, { scope });
   requestKeys.set(req, key);
-  if (!gate.limiter || (!key.rate && !key.quota)) return undefined;
-  return gate.limiter.take(key, kind === 'height').then((d) => {
+  const height = kind === 'height';
+  // No rule for this request (no rate, and no quota that counts it: a height-point quota on a tile request).
+  if (!gate.limiter || (!key.rate && quotasOf(key, height).length === 0)) return undefined;
+  return gate.limiter.take(key, height).then((d) => {
     const headers = rateLimitHeaders(d);
     if (d.allowed) {
       reply.headers(headers);
