@@ -4,7 +4,6 @@ import type { Manifest } from '../lib/manifest.ts';
 import type { Store } from '../lib/storage.ts';
 import type { RenderSession } from './render-session.ts';
 import type { StoreHealth } from './store-health.ts';
-import { IMMUTABLE_MAX_AGE_S } from './versioned.ts';
 
 /** HttpError lives in its own module so that modules context.ts refers to (render-session.ts) can throw it without an import cycle. */
 export { HttpError } from './http-error.ts';
@@ -85,6 +84,8 @@ export interface CachePolicy {
 
 /** How long TileJSON and style.json may be cached, in seconds. */
 const METADATA_MAX_AGE_S = 300;
+/** Lifetime of versioned URLs (static-server/versioned.ts): one year, the longest caches honour. */
+const IMMUTABLE_MAX_AGE_S = 31_536_000;
 /** Default max-age of tiles, in seconds. */
 const DATA_MAX_AGE_S = 86400;
 

@@ -12,8 +12,6 @@ import type { ServerContext } from './context.ts';
 
 /** `/v/{build}/rest`: the build id and the rest of the path (with its query). */
 const VERSIONED_PATH = /^\/v\/([A-Za-z0-9_][\w.-]{0,99})(\/.*)$/;
-/** One year, the longest lifetime caches honour. */
-export const IMMUTABLE_MAX_AGE_S = 31_536_000;
 
 /** Requests that came in under `/v/{build}/` (their URL is rewritten before routing). */
 const versionedRequests = new WeakSet<IncomingMessage>();
