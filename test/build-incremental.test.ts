@@ -2,13 +2,12 @@
 // incremental rebuild with a fresh --full build of the same inputs.
 import { copyFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { build } from '../pipeline/build.ts';
 import { metatilesToRerender, viewSourceTiles, type Metatile } from '../pipeline/render/metatiles.ts';
-import { archiveTiles, SAMPLE, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
+import { archiveTiles, copyTile, SAMPLE, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 const LONG = 400_000;
 const GRID = { minzoom: 0, maxzoom: 14, tileSize: 512 };
@@ -42,19 +41,6 @@ describe('which source tiles a metatile view loads', () => {
     expect(metatilesToRerender(metas, 64, [{ grid: GRID, changed: new Set() }])).toEqual([]);
   });
 });
-
-/** Point tile z/x/y (XYZ) of the deduplicated MBTiles at `file` to the bytes of tile `from`. */
-function copyTile(file: string, to: { z: number; x: number; y: number }, from: { z: number; x: number; y: number }): void {
-  const db = new Database(file);
-  try {
-    const row = (t: typeof to) => [t.z, t.x, 2 ** t.z - 1 - t.y];
-    const src = db.prepare('SELECT tile_id FROM map WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?').get(...row(from)) as { tile_id: string };
-    const r = db.prepare('UPDATE map SET tile_id = ? WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?').run(src.tile_id, ...row(to));
-    expect(r.changes).toBe(1);
-  } finally {
-    db.close();
-  }
-}
 
 describe.sequential('an incremental rebuild', () => {
   let dir: string;

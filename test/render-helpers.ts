@@ -3,7 +3,9 @@ import { createHash } from 'node:crypto';
 import { cp, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
 import sharp from 'sharp';
+import { expect } from 'vitest';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { parseConfig, type BuildConfig } from '../pipeline/config/index.ts';
 
@@ -96,4 +98,17 @@ export function histogram(data: Buffer): [string, number][] {
     h.set(k, (h.get(k) ?? 0) + 1);
   }
   return [...h].sort((p, q) => q[1] - p[1]);
+}
+
+/** Point tile z/x/y (XYZ) of the deduplicated MBTiles at `file` to the bytes of tile `from`. */
+export function copyTile(file: string, to: { z: number; x: number; y: number }, from: { z: number; x: number; y: number }): void {
+  const db = new Database(file);
+  try {
+    const row = (t: typeof to) => [t.z, t.x, 2 ** t.z - 1 - t.y];
+    const src = db.prepare('SELECT tile_id FROM map WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?').get(...row(from)) as { tile_id: string };
+    const r = db.prepare('UPDATE map SET tile_id = ? WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?').run(src.tile_id, ...row(to));
+    expect(r.changes).toBe(1);
+  } finally {
+    db.close();
+  }
 }

@@ -7,7 +7,7 @@
 #   deploy/slurm/submit.sh --run /shared/run-1 --out /shared/tiles [--parallel 4] [--wait] [-- SBATCH_ARGS...]
 #
 # Prints "<array job id> <publish job id>". With --wait it blocks until publish ends (sbatch --wait)
-# and exits with its code (non-zero when a shard failed and publish was cancelled).
+# and exits non-zero unless publish completed (a failed shard cancels publish).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 run='' out='' parallel='' wait=0
@@ -30,8 +30,16 @@ array="0-$((n - 1))${parallel:+%$parallel}"
 shards=$(sbatch --parsable --export=ALL --array="$array" "$@" "$here/shard.sbatch")
 shards=${shards%%;*}
 if [ "$wait" = 1 ]; then
-  echo "$shards"
-  sbatch --wait --export=ALL --dependency="afterok:$shards" --kill-on-invalid-dep=yes "$@" "$here/publish.sbatch"
+  rc=0
+  pub=$(sbatch --wait --parsable --export=ALL --dependency="afterok:$shards" --kill-on-invalid-dep=yes "$@" "$here/publish.sbatch") || rc=$?
+  pub=${pub%%;*}
+  echo "$shards $pub"
+  # sbatch --wait exits 0 for a job cancelled before it ran (a failed shard invalidated its dependency).
+  state=$(scontrol -o show job "$pub" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 || true)
+  if [ "$rc" -ne 0 ] || [ "$state" != COMPLETED ]; then
+    echo "submit.sh: publish job $pub ended ${state:-unknown} (exit $rc); shard array $shards: see its task logs" >&2
+    exit $((rc != 0 ? rc : 1))
+  fi
 else
   pub=$(sbatch --parsable --export=ALL --dependency="afterok:$shards" --kill-on-invalid-dep=yes "$@" "$here/publish.sbatch")
   echo "$shards ${pub%%;*}"

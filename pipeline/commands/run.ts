@@ -13,7 +13,7 @@ const plan: CommandModule = {
       .option('config', { alias: 'c', type: 'string', demandOption: true, describe: 'Build config JSON' })
       .option('run', { type: 'string', demandOption: true, describe: 'Run location: a shared folder (NFS, Lustre, EFS) every node reaches' })
       .option('shards', { type: 'number', demandOption: true, describe: 'Number of shards n (the engine runs an array of n tasks)' })
-      .option('scratch', { type: 'string', describe: 'Local work folder (default: a temp folder)' })
+      .option('scratch', { type: 'string', describe: 'Local folder for the work files (default: the system\'s temp folder)' })
       .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
     const { withRunExitCodes } = await import('../run/exit.ts');
@@ -32,7 +32,7 @@ const shard: CommandModule = {
     y
       .option('run', { type: 'string', demandOption: true, describe: 'Run location (as given to plan)' })
       .option('index', { type: 'number', describe: 'Shard index 0..n-1 (instead of an engine variable)' })
-      .option('scratch', { type: 'string', describe: 'Node-local work folder (default: <tmp>/tilebake-shard-<run>-<index>); a re-run resumes from it' })
+      .option('scratch', { type: 'string', describe: 'Node-local folder for the shard\'s work, DIR/tilebake-shard-<run>-<index>/ (default: the system\'s temp folder); a re-run resumes from it' })
       .option('workers', { type: 'number', describe: 'Render pool size (default: one browser per two cores)' })
       .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {

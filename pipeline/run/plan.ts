@@ -23,7 +23,7 @@ import { TILEBAKE_VERSION } from './version.ts';
 export interface PlanOptions {
   run: string;
   shards: number;
-  /** Local work folder (default: a temp folder, removed afterwards). */
+  /** Local folder for the work (`<scratch>/tilebake-plan/`, removed afterwards; default: the system's temp folder). */
   scratch?: string;
   /** Endpoint of an S3-compatible store for an s3:// run (--s3-endpoint). */
   s3Endpoint?: string;
@@ -76,12 +76,11 @@ export async function plan(config: BuildConfig, opts: PlanOptions): Promise<RunF
     }
     throw permanent(`${opts.run}: already holds run ${existing.run} (n = ${existing.n}) of ${existing.configHash === configHash ? 'this config' : 'another config'}; plan into a new --run location`);
   }
-  const scratch = opts.scratch ?? (await mkdtemp(join(tmpdir(), 'tilebake-plan-')));
+  await mkdir(opts.scratch ?? tmpdir(), { recursive: true });
+  const scratch = await mkdtemp(join(opts.scratch ?? tmpdir(), 'tilebake-plan-'));
   try {
     const baseDir = join(scratch, BASE_DIR);
     const inputsDir = join(scratch, INPUTS_DIR);
-    await rm(baseDir, { recursive: true, force: true });
-    await rm(inputsDir, { recursive: true, force: true });
     await mkdir(baseDir, { recursive: true });
     await runStages(config, { outDir: baseDir, workDir: join(scratch, 'work') }, (s) => s.name !== 'render');
     const render = await renderPlan(config, baseDir);
@@ -104,6 +103,6 @@ export async function plan(config: BuildConfig, opts: PlanOptions): Promise<RunF
     logLine(`plan: run ${run.run} in ${opts.run}: ${Object.keys(run.archives).length} raster archives in ${run.n} shards (next: \`tilebake shard --run ${opts.run}\` for each index 0..${run.n - 1})`);
     return run;
   } finally {
-    if (!opts.scratch) await rm(scratch, { recursive: true, force: true });
+    await rm(scratch, { recursive: true, force: true });
   }
 }

@@ -25,7 +25,7 @@ export interface ShardOptions {
   run: string;
   /** Explicit index (else from the engine's variable). */
   index?: number;
-  /** Node-local work folder (default `<tmp>/tilebake-shard-<run>-<i>`); kept when the shard fails, for resuming. */
+  /** Node-local folder (default: the system's temp folder) holding `tilebake-shard-<run>-<i>/`, kept when the shard fails, for resuming. */
   scratch?: string;
   workers?: number;
   env?: Record<string, string | undefined>;
@@ -56,7 +56,7 @@ export async function shard(opts: ShardOptions): Promise<ShardResult> {
     }
     logLine(`${label}: ${donePath(index)} ${why ?? `names ${missing!.path}, which is missing or has another size`}: rendering again`);
   }
-  const scratch = opts.scratch ?? join(tmpdir(), `tilebake-shard-${run.run}-${index}`);
+  const scratch = join(opts.scratch ?? tmpdir(), `tilebake-shard-${run.run}-${index}`);
   const inputs = join(scratch, INPUTS_DIR);
   const outDir = join(scratch, 'out');
   await mkdir(outDir, { recursive: true });
