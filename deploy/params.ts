@@ -4,10 +4,10 @@
  * command lines and exit codes for them. Documented in docs/distributed-engines.md.
  */
 
-/** Exit code of a transient failure (storage unreachable, browser died): retry the task. */
-export const EXIT_TRANSIENT = 75;
-/** Exit code of a permanent failure (bad or foreign run.json, fingerprint mismatch): do not retry. */
-export const EXIT_PERMANENT = 78;
+import { EXIT_PERMANENT, EXIT_TRANSIENT } from '../pipeline/run/exit.ts';
+
+/** The exit codes engines act on (pipeline/run/exit.ts): 75 transient (retry), 78 permanent (do not). */
+export { EXIT_PERMANENT, EXIT_TRANSIENT };
 
 /** Parameters of the generated definitions (`node --import tsx deploy/generate.ts --help`). */
 export interface DeployParams {

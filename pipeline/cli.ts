@@ -2,6 +2,7 @@ import yargs, { type Argv } from 'yargs';
 import { isUserError, UserError } from '../lib/errors.ts';
 import { DEFAULT_READ_POLICY, isStoreError } from '../lib/store-read.ts';
 import { runCommands } from './commands/run.ts';
+import { S3_ENDPOINT_OPTION } from './commands/s3-endpoint.ts';
 import { usageCommand } from './commands/usage.ts';
 import { updateCommand } from './update/command.ts';
 
@@ -13,12 +14,6 @@ function parseBBox(s: string | undefined): [number, number, number, number] | un
   if (!ok) throw new UserError(`--bbox: expected west,south,east,north in degrees with west < east and south < north (got "${s}")`, { exitCode: 2 });
   return [n[0], n[1], n[2], n[3]];
 }
-
-/** --s3-endpoint of every command that takes an s3:// location. */
-const S3_ENDPOINT_OPTION = {
-  type: 'string',
-  describe: 'Endpoint of an S3-compatible store for s3:// locations (path-style; default: AWS_ENDPOINT_URL, else AWS S3). Credentials: the standard AWS chain',
-} as const;
 
 /** The yargs program; exported for tests of the command-line contract. */
 export function program(argv: string[]): Argv {

@@ -2,10 +2,10 @@
 // credentials from the standard AWS chain, byte for byte as `serve` serves the folder; bad credentials,
 // a missing bucket and an unreachable endpoint stop it with one clear line, never a stack.
 import { randomBytes } from 'node:crypto';
-import { readdir, rm } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openWritableStore, type WritableStore } from '../lib/object-store.ts';
+import { currentVersionDir, publishVersionToStore } from '../lib/build-version.ts';
+import { openWritableStore } from '../lib/object-store.ts';
 import { buildSample, freePort, monacoTiles, request, runServeToExit, startServe, type ServeProcess } from './fixtures/server/helpers.ts';
 import { startSwift, SWIFT_HOOK_TIMEOUT_MS, type Swift } from './fixtures/swift.ts';
 
@@ -17,18 +17,7 @@ let swift: Swift;
 let out: string;
 let fromFolder: ServeProcess;
 let fromS3: ServeProcess;
-let uploaded: string[];
-
-/** Copy a build folder to `store`: the versions first, `current.json` last (as a publish does). */
-async function uploadFolder(dir: string, store: WritableStore): Promise<string[]> {
-  const files = (await readdir(dir, { recursive: true, withFileTypes: true }))
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join('/'))
-    .filter((p) => !p.startsWith('.work/') && !p.startsWith('leases/'))
-    .sort((a, b) => Number(a === 'current.json') - Number(b === 'current.json') || a.localeCompare(b));
-  for (const f of files) await store.putFile(f, join(dir, f));
-  return files;
-}
+let published: { id: string; dir: string };
 
 /** serve's arguments on a free loopback port, one worker. */
 const serveArgs = (outArg: string, ...more: string[]) => ['--out', outArg, '--port', '0', '--host', '127.0.0.1', '--workers', '1', '--routing-port', '0', ...more];
@@ -38,7 +27,9 @@ beforeAll(async () => {
   // The test's own reads and writes take the credentials from the standard chain, as the CLI does.
   const { AWS_ENDPOINT_URL: _endpoint, ...credentials } = swift.env;
   Object.assign(process.env, credentials);
-  uploaded = await uploadFolder(out, openWritableStore(`s3://${swift.bucket}/${PREFIX}`, { s3Endpoint: swift.endpoint }));
+  // Published as `tilebake publish` publishes: builds/<id>/ first, current.json last.
+  published = (await currentVersionDir(out)) as { id: string; dir: string };
+  await publishVersionToStore(openWritableStore(`s3://${swift.bucket}/${PREFIX}`, { s3Endpoint: swift.endpoint }), published.id, published.dir);
   // Credentials from the environment; the endpoint from --s3-endpoint (AWS_ENDPOINT_URL is not set).
   [fromFolder, fromS3] = await Promise.all([
     startServe(serveArgs(out), { TILEBAKE_TOKENS: TOKEN }),
@@ -57,10 +48,11 @@ afterAll(async () => {
 });
 
 describe('serve --out s3://… (Swift s3api)', () => {
-  it('uploaded a versioned build', () => {
-    expect(uploaded.at(-1)).toBe('current.json');
-    expect(uploaded.some((f) => /^builds\/[^/]+\/manifest\.json$/.test(f))).toBe(true);
-    expect(uploaded.some((f) => f.endsWith('.pmtiles'))).toBe(true);
+  it('published a versioned build', async () => {
+    const listed = (await openWritableStore(`s3://${swift.bucket}/${PREFIX}`, { s3Endpoint: swift.endpoint }).list('')).map((o) => o.path);
+    expect(listed).toContain('current.json');
+    expect(listed).toContain(`builds/${published.id}/manifest.json`);
+    expect(listed.some((f) => f.endsWith('.pmtiles'))).toBe(true);
   });
 
   it('serves every vector tile and the TileJSON byte-identical to serving the folder', async () => {
@@ -104,14 +96,10 @@ describe('serve --out s3://… (Swift s3api)', () => {
 
   it('follows a version published to the bucket (conditional GETs of current.json)', async () => {
     const store = openWritableStore(`s3://${swift.bucket}/${PREFIX}`, { s3Endpoint: swift.endpoint });
-    const pointer = JSON.parse(Buffer.from((await store.readFile('current.json'))!).toString()) as { build: string; path: string };
-    const next = `${pointer.build.slice(0, -6)}ffffff`;
-    for (const f of uploaded.filter((p) => p.startsWith(`${pointer.path}/`))) {
-      await store.putFile(`builds/${next}/${f.slice(pointer.path.length + 1)}`, join(out, f));
-    }
-    await store.putBytes('current.json', JSON.stringify({ ...pointer, build: next, path: `builds/${next}`, publishedAt: new Date().toISOString() }));
+    const next = `${published.id.slice(0, -6)}ffffff`;
+    await publishVersionToStore(store, next, published.dir);
     await fromS3.waitFor(`"build":"${next}"`);
-    expect(fromS3.output()).toMatch(new RegExp(`"build":"${next}","previous":"${pointer.build}".*serving build version`));
+    expect(fromS3.output()).toMatch(new RegExp(`"build":"${next}","previous":"${published.id}".*serving build version`));
     const t = monacoTiles()[0];
     const res = await request(`${fromS3.url}/data/openmaptiles/${t.z}/${t.x}/${t.y}.pbf`, { headers: { ...AUTH, 'accept-encoding': 'gzip' } });
     expect(res.body.equals(t.data)).toBe(true);

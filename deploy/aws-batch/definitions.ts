@@ -6,8 +6,8 @@
  * - job-definition-shard.json / job-definition-publish.json: the container (image, vCPUs, memory,
  *   /dev/shm for Chromium, scratch volume) and the retry rules: exit 75 (transient) is retried, exit
  *   78 (permanent) and anything else ends the job; a lost Spot host is retried.
- * - shard-array-job.json: the array job, one child per shard (Batch sets AWS_BATCH_JOB_ARRAY_INDEX and
- *   tilebake checks AWS_BATCH_JOB_ARRAY_SIZE against run.json).
+ * - shard-array-job.json: the array job, one child per shard (Batch sets AWS_BATCH_JOB_ARRAY_INDEX;
+ *   an AWS_BATCH_JOB_ARRAY_SIZE, when set, is checked against run.json).
  * - publish-job.json: `dependsOn` the whole array, so it starts only when every child succeeded.
  *   submit.sh puts the array job's id in place of SHARD_ARRAY_JOB_ID.
  */

@@ -3,6 +3,7 @@
  * 75 (transient: retry) or 78 (permanent: do not retry), which engines act on.
  */
 import type { Argv, CommandModule } from 'yargs';
+import { S3_ENDPOINT_OPTION } from './s3-endpoint.ts';
 
 const plan: CommandModule = {
   command: 'plan',
@@ -12,13 +13,14 @@ const plan: CommandModule = {
       .option('config', { alias: 'c', type: 'string', demandOption: true, describe: 'Build config JSON' })
       .option('run', { type: 'string', demandOption: true, describe: 'Run location: a shared folder (NFS, Lustre, EFS) every node reaches' })
       .option('shards', { type: 'number', demandOption: true, describe: 'Number of shards n (the engine runs an array of n tasks)' })
-      .option('scratch', { type: 'string', describe: 'Local folder for the work files (default: the system\'s temp folder)' }),
+      .option('scratch', { type: 'string', describe: 'Local folder for the work files (default: the system\'s temp folder)' })
+      .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
     const { withRunExitCodes } = await import('../run/exit.ts');
     await withRunExitCodes(async () => {
       const { loadConfig } = await import('../config/index.ts');
       const { plan: run } = await import('../run/plan.ts');
-      await run(await loadConfig(a.config as string), { run: a.run as string, shards: a.shards as number, scratch: a.scratch as string | undefined });
+      await run(await loadConfig(a.config as string), { run: a.run as string, shards: a.shards as number, scratch: a.scratch as string | undefined, s3Endpoint: a['s3-endpoint'] as string | undefined });
     });
   },
 };
@@ -31,12 +33,13 @@ const shard: CommandModule = {
       .option('run', { type: 'string', demandOption: true, describe: 'Run location (as given to plan)' })
       .option('index', { type: 'number', describe: 'Shard index 0..n-1 (instead of an engine variable)' })
       .option('scratch', { type: 'string', describe: 'Node-local folder for the shard\'s work, DIR/tilebake-shard-<run>-<index>/ (default: the system\'s temp folder); a re-run resumes from it' })
-      .option('workers', { type: 'number', describe: 'Render pool size (default: one browser per two cores)' }),
+      .option('workers', { type: 'number', describe: 'Render pool size (default: one browser per two cores)' })
+      .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
     const { withRunExitCodes } = await import('../run/exit.ts');
     await withRunExitCodes(async () => {
       const { shard: run } = await import('../run/shard.ts');
-      await run({ run: a.run as string, index: a.index as number | undefined, scratch: a.scratch as string | undefined, workers: a.workers as number | undefined });
+      await run({ run: a.run as string, index: a.index as number | undefined, scratch: a.scratch as string | undefined, workers: a.workers as number | undefined, s3Endpoint: a['s3-endpoint'] as string | undefined });
     });
   },
 };
@@ -49,12 +52,13 @@ const publish: CommandModule = {
       .option('run', { type: 'string', demandOption: true, describe: 'Run location (as given to plan)' })
       .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'Output folder the version is published to (what `serve --out` reads)' })
       .option('archive', { type: 'string', describe: 'Merge only this archive (<style>/<scale>x.<format>) into RUN/merged/, for a parallel fan-in' })
-      .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in a folder OUT' }),
+      .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in a folder OUT' })
+      .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
     const { withRunExitCodes } = await import('../run/exit.ts');
     await withRunExitCodes(async () => {
       const { publish: run } = await import('../run/publish.ts');
-      await run({ run: a.run as string, out: a.out as string, archive: a.archive as string | undefined, keep: a.keep as number });
+      await run({ run: a.run as string, out: a.out as string, archive: a.archive as string | undefined, keep: a.keep as number, s3Endpoint: a['s3-endpoint'] as string | undefined });
     });
   },
 };

@@ -25,6 +25,8 @@ export interface PlanOptions {
   shards: number;
   /** Local folder for the work (`<scratch>/tilebake-plan/`, removed afterwards; default: the system's temp folder). */
   scratch?: string;
+  /** Endpoint of an S3-compatible store for an s3:// run (--s3-endpoint). */
+  s3Endpoint?: string;
 }
 
 /** Files the config reads: the config itself, tileset sources, DEMs, styles. */
@@ -64,7 +66,7 @@ async function writeInputs(config: BuildConfig, dir: string): Promise<void> {
 /** Plan a run; returns its run.json. Planning an already planned RUN with the same config and n does nothing. */
 export async function plan(config: BuildConfig, opts: PlanOptions): Promise<RunFile> {
   if (!Number.isInteger(opts.shards) || opts.shards < 1) throw permanent(`--shards: expected a whole number >= 1 (got ${opts.shards})`);
-  const store: WritableStore = openWritableStore(opts.run);
+  const store: WritableStore = openWritableStore(opts.run, { s3Endpoint: opts.s3Endpoint });
   const configHash = await sha256File(config.file);
   if (await store.readFile(RUN_FILE)) {
     const existing = await readRunFile(store);

@@ -26,6 +26,8 @@ export interface PublishOptions {
   archive?: string;
   /** Versions kept in a folder OUT (default 2). */
   keep?: number;
+  /** Endpoint of an S3-compatible store for an s3:// run or OUT (--s3-endpoint). */
+  s3Endpoint?: string;
 }
 
 /** What `merged/<key>.json` records: which partials a fan-in merge was made from. */
@@ -76,7 +78,7 @@ async function reuseMerged(store: WritableStore, run: RunFile, dones: DoneFile[]
 }
 
 export async function publish(opts: PublishOptions): Promise<string | undefined> {
-  const store = openWritableStore(opts.run);
+  const store = openWritableStore(opts.run, { s3Endpoint: opts.s3Endpoint });
   const run = await readRunFile(store);
   const dones = await allDone(store, run);
   const tmp = await mkdtemp(join(tmpdir(), 'tilebake-publish-'));
@@ -111,7 +113,7 @@ export async function publish(opts: PublishOptions): Promise<string | undefined>
         if (run.fonts) m.fonts = 'fonts';
       }
     });
-    const out = openWritableStore(opts.out);
+    const out = openWritableStore(opts.out, { s3Endpoint: opts.s3Endpoint });
     const id = newBuildId();
     await publishVersionToStore(out, id, versionDir);
     const removed = out instanceof FolderStore ? await pruneVersions(out.location, opts.keep ?? DEFAULT_KEEP_VERSIONS) : [];

@@ -29,6 +29,8 @@ export interface ShardOptions {
   scratch?: string;
   workers?: number;
   env?: Record<string, string | undefined>;
+  /** Endpoint of an S3-compatible store for an s3:// run (--s3-endpoint). */
+  s3Endpoint?: string;
 }
 
 /** What a shard run did. */
@@ -39,7 +41,7 @@ export interface ShardResult {
 }
 
 export async function shard(opts: ShardOptions): Promise<ShardResult> {
-  const store = openWritableStore(opts.run);
+  const store = openWritableStore(opts.run, { s3Endpoint: opts.s3Endpoint });
   const run = await readRunFile(store);
   const index = shardIndex(run.n, opts.index, opts.env ?? process.env);
   const label = `shard ${index}/${run.n} of run ${run.run}`;
