@@ -3,35 +3,10 @@ import { dirname, join, relative, sep } from 'node:path';
 import { produceAtomic, writeFileAtomic } from './atomic.ts';
 import { UserError } from './errors.ts';
 import { S3Store } from './s3-store.ts';
-import { LocalStore, type Store, type StoreOptions } from './storage.ts';
+import { LocalStore } from './storage.ts';
+import type { StoredObject, StoreOptions, WritableStore } from './store-types.ts';
 
-/** One object (file) of a writable store, as `list` reports it. */
-export interface StoredObject {
-  /** Path relative to the store's root, with `/` separators. */
-  path: string;
-  bytes: number;
-}
-
-/**
- * A place where runs and builds are written and read back: a local or shared folder (NFS, Lustre, EFS)
- * or S3-compatible object storage (`s3://bucket/prefix`). Reads are those of `Store` (deadline,
- * retries, ranged reads); writes are whole objects that readers see complete or not at all (a folder
- * writes a temp file and renames it; S3 has no partial objects). Nothing relies on conditional writes
- * (neither Swift's s3api nor older S3 offer them): callers write deterministic keys, so a repeated
- * write of the same bytes is harmless.
- */
-export interface WritableStore extends Store {
-  /** Write `bytes` to `relPath`, replacing what was there. */
-  putBytes(relPath: string, bytes: Uint8Array | string): Promise<void>;
-  /** Upload the local file `localPath` to `relPath`, replacing what was there. */
-  putFile(relPath: string, localPath: string): Promise<StoredObject>;
-  /** Download `relPath` to the local file `localPath` (written atomically). False when it does not exist. */
-  getFile(relPath: string, localPath: string): Promise<boolean>;
-  /** Every object whose path starts with `prefix` (a folder prefix ends with `/`), sorted by path. */
-  list(prefix: string): Promise<StoredObject[]>;
-  /** Remove `relPath`; removing a missing object is not an error. */
-  delete(relPath: string): Promise<void>;
-}
+export type { StoredObject, WritableStore } from './store-types.ts';
 
 /** A folder on a local or shared filesystem. */
 export class FolderStore extends LocalStore implements WritableStore {

@@ -21,8 +21,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { produceAtomic } from './atomic.ts';
 import { UserError } from './errors.ts';
-import type { StoredObject, WritableStore } from './object-store.ts';
-import type { ConditionalRead, RangeSource, StoreOptions } from './storage.ts';
+import type { ConditionalRead, RangeSource, StoredObject, StoreOptions, WritableStore } from './store-types.ts';
 import { DEFAULT_READ_POLICY, guardedRead, HttpStatusError, toStoreError, type ReadListener, type ReadPolicy } from './store-read.ts';
 
 /** Region when neither the environment nor a profile names one (S3-compatible stores mostly ignore it). */

@@ -3,52 +3,9 @@ import { join, resolve } from 'node:path';
 import { UserError } from './errors.ts';
 import { S3Store } from './s3-store.ts';
 import { DEFAULT_READ_POLICY, guardedRead, HttpStatusError, StoreBadAnswerError, type ReadListener, type ReadPolicy } from './store-read.ts';
+import type { ConditionalRead, RangeSource, Store, StoreOptions } from './store-types.ts';
 
-/**
- * Random access to one stored file: a local file (positional reads) or an object on HTTP(S)
- * (Range requests). The PMTiles reader and the elevation index reader only see this.
- */
-export interface RangeSource {
-  /**
-   * Read `length` bytes at `offset`. Fewer bytes come back only at the end of the file. `signal`
-   * abandons the read (HTTP sources stop the request; store sources apply their own deadline).
-   */
-  getBytes(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array>;
-  /** A stable key naming the file (path or URL), for caches and messages. */
-  key(): string;
-  /** Release the handle. */
-  close(): Promise<void>;
-}
-
-/**
- * A build output folder, local or on object storage behind an HTTP(S) base URL. Every read has a
- * deadline and retries (its ReadPolicy) and fails with a StoreError (lib/store-read.ts).
- */
-export interface Store {
-  /** Where the store is (folder path or base URL), for messages. */
-  readonly location: string;
-  /** A whole small file (manifest, style, sprite, glyphs). Undefined when it does not exist. */
-  readFile(relPath: string): Promise<Uint8Array | undefined>;
-  /** Random access to a large file (archives, indexes). A missing file fails on open (local) or on the first read (HTTP). */
-  openRange(relPath: string): Promise<RangeSource>;
-  /**
-   * A small file unless it is unchanged since the read that returned `etag` (HTTP: a conditional GET
-   * with If-None-Match; local: the file's inode, size and mtime). Undefined when it does not exist.
-   */
-  readFileIfChanged(relPath: string, etag?: string): Promise<ConditionalRead>;
-}
-
-/** The answer of `Store.readFileIfChanged`. */
-export type ConditionalRead = { bytes: Uint8Array; etag?: string } | 'unchanged' | undefined;
-
-/** How a store reads: its deadline and retries, and who hears about each read's outcome. */
-export interface StoreOptions {
-  policy?: ReadPolicy;
-  /** Called once per read (health tracking; the hook for metrics). */
-  onRead?: ReadListener;
-  /** Endpoint of an S3-compatible store for s3:// locations (--s3-endpoint; default AWS_ENDPOINT_URL, else AWS S3). */
-  s3Endpoint?: string;
-}
+export type { ConditionalRead, RangeSource, Store, StoreOptions } from './store-types.ts';
 
 /** Positional reads on a local file: never loads the whole file. */
 export class FileRangeSource implements RangeSource {
