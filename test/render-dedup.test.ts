@@ -5,9 +5,9 @@
  * sharded and when resuming a journal, and dedup did happen. The keying rules are checked on styles
  * that make pixels depend on the position.
  */
-import { copyFile, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { mergeArchives } from '../pipeline/merge.ts';
 import { archiveName, runRenderStage, type RenderStageStats } from '../pipeline/render.ts';
@@ -16,7 +16,7 @@ import { groupViews, positionRule, ViewKeys, type PositionRule } from '../pipeli
 import { RenderJournal } from '../pipeline/render/journal.ts';
 import { enumerateMetatiles, metatileKey, type Metatile } from '../pipeline/render/metatiles.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
-import { archiveTiles, copyVectorOutput, OSM_BRIGHT, readTile, SAMPLE, tempDir, writeConfig } from './render-helpers.ts';
+import { archiveTiles, copyVectorOutput, OSM_BRIGHT, readTile, SAMPLE, tempDir as newTempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const FIXTURE = resolve(import.meta.dirname, 'fixtures', 'osm', 'belize-reef.osm.pbf');
@@ -36,6 +36,17 @@ function config(out: string, render: Record<string, unknown>, scales = [1, 2], s
     render: { ...RENDER, ...render },
   };
 }
+
+/** Temp folders of this file, removed at the end. */
+const made: string[] = [];
+async function tempDir(prefix: string): Promise<string> {
+  const dir = await newTempDir(prefix);
+  made.push(dir);
+  return dir;
+}
+afterAll(async () => {
+  for (const d of made) await rm(d, { recursive: true, force: true });
+});
 
 let base: string;
 let ref: string;
