@@ -67,7 +67,8 @@ describe('serve --out s3://… (Swift s3api)', () => {
     }
     const tj = await Promise.all([fromFolder, fromS3].map(async (s) => (await request(`${s.url}/data/openmaptiles.json`, { headers: AUTH })).json()));
     expect(tj[1].vector_layers).toEqual(tj[0].vector_layers);
-    expect(tj[1].tiles[0]).toBe(`${fromS3.url}/data/openmaptiles/{z}/{x}/{y}.pbf`);
+    // Versioned URLs (on by default): the tile URLs name the build the bucket's current.json points at.
+    expect(tj[1].tiles[0]).toBe(`${fromS3.url}/v/${published.id}/data/openmaptiles/{z}/{x}/{y}.pbf`);
   });
 
   it('serves terrain tiles and heights (elevation index by ranged reads) as the folder does', async () => {

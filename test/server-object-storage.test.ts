@@ -75,7 +75,8 @@ describe('serving from object storage (nginx, HTTP Range)', () => {
 
   it('serves the TileJSON, 204 for a missing tile and 404 outside the zoom range', async () => {
     const tj = (await request(`${server.url}/data/openmaptiles.json`, { headers: AUTH })).json();
-    expect(tj.tiles).toEqual([`${server.url}/data/openmaptiles/{z}/{x}/{y}.pbf`]);
+    // Versioned URLs (on by default): the tile URLs name the published build.
+    expect(tj.tiles).toEqual([expect.stringMatching(new RegExp(`^${server.url}/v/[\\w.-]+/data/openmaptiles/\\{z\\}/\\{x\\}/\\{y\\}\\.pbf$`))]);
     expect(tj.vector_layers.length).toBeGreaterThan(0);
     expect((await request(`${server.url}/data/openmaptiles/14/0/0.pbf`, { headers: AUTH })).status).toBe(204);
     expect((await request(`${server.url}/data/openmaptiles/15/0/0.pbf`, { headers: AUTH })).status).toBe(404);
