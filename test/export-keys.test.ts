@@ -3,8 +3,9 @@
 // allowed origin (never `*`), per-key rates answered 429 with the JSON error body, and the versioned
 // layout: `/v/{build}/…` immutable, older versions kept, pruned ones 404. Chromium checks the CORS
 // answers as a browser enforces them.
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { cp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -13,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishVersion, versionPath } from '../lib/build-version.ts';
 import { loadNginxKeys } from '../pipeline/export/nginx-access.ts';
 import { exportBehindNginx, launchChromium, publishAsVersion, type ExportedNginx } from './fixtures/export/nginx.ts';
-import { request } from './fixtures/server/helpers.ts';
+import { CLI, request } from './fixtures/server/helpers.ts';
 import { buildStyleOutput, STYLE_ID, type StyleOutput } from './fixtures/styles/output.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
@@ -28,6 +29,7 @@ let allowedPage: string;
 let otherPage: string;
 let url: string;
 const warnings: string[] = [];
+let keysFile: string;
 const tile = `/styles/${STYLE_ID}/0/0/0.png`;
 
 /** Serve an empty page on 127.0.0.1; its origin. */
@@ -42,7 +44,7 @@ beforeAll(async () => {
   [allowedPage, otherPage] = [await pageOrigin(), await pageOrigin()];
   style = await buildStyleOutput();
   await publishAsVersion(style.out, 'b1');
-  const keysFile = join(style.out, 'keys.json');
+  keysFile = join(style.out, 'keys.json');
   await writeFile(
     keysFile,
     JSON.stringify({
@@ -70,6 +72,26 @@ describe('nginx with keys', () => {
     expect(warnings.some((w) => /"backend": its secret is a sha256: hash/.test(w))).toBe(true);
     expect(warnings.some((w) => /"partner": nginx does not enforce quotas/.test(w))).toBe(true);
   });
+
+  it('`tilebake export --keys` says what nginx cannot enforce and writes the keys into the configuration', async () => {
+    const dir = join(style.out, 'cli');
+    const { code, stderr } = await new Promise<{ code: number; stderr: string }>((done) => {
+      const env = { ...process.env, TILEBAKE_TOKENS: '' };
+      const args = [CLI, 'export', '--out', style.out, '--to', join(dir, 'export'), '--public-url', 'https://tiles.example.com', '--nginx-conf', join(dir, 'tilebake.conf'), '--keys', keysFile];
+      execFile(process.execPath, args, { env }, (e, _out, err) => done({ code: e ? Number(e.code ?? 1) : 0, stderr: err }));
+    });
+    expect(code, stderr).toBe(0);
+    expect(stderr).toMatch(/warning: .*"backend": its secret is a sha256: hash/);
+    expect(stderr).toMatch(/warning: .*"partner": nginx does not enforce quotas/);
+    expect(stderr).toMatch(/it cannot enforce quotas or count usage/);
+    const conf = await readFile(join(dir, 'tilebake.conf'), 'utf8');
+    expect(conf).toMatch(/limit_req_zone \$tilebake_rk0 zone=tilebake_key0:1m rate=1r\/s;/);
+    expect(conf).toMatch(/limit_req zone=tilebake_key1 burst=1 nodelay;/);
+    expect(conf).not.toMatch(/Access-Control-Allow-Origin "\*"/);
+    const tokens = join(dir, 'tilebake.conf.tokens');
+    expect((await stat(tokens)).mode & 0o777).toBe(0o600);
+    expect(await readFile(tokens, 'utf8')).toBe('"~^(?i:bearer)\\s+partner[.]secret[+]1\\s*$" "=partner";\n');
+  }, 60_000);
 
   it('allowed origins (Origin, else Referer) need no token', async () => {
     for (const headers of <Record<string, string>[]>[
@@ -133,11 +155,14 @@ describe('nginx with keys', () => {
   });
 
   it('a burst over a key’s rate gets 429 with Retry-After and the JSON body; other keys are not limited', async () => {
+    const started = performance.now();
     const burst = await Promise.all(Array.from({ length: 10 }, () => request(`${url}${tile}`, { headers: { origin: BURST } })));
+    const seconds = (performance.now() - started) / 1000;
     const statuses = burst.map((r) => r.status);
-    // A bucket of 3 at 1/s: 3 (or 4 when a second passed) let through, the rest refused.
+    // A bucket of 3 refilled at 1/s: 3 let through at once, one more per second the burst took, the rest refused.
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(3);
-    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(4);
+    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(3 + Math.ceil(seconds));
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
     const refused = burst.find((r) => r.status === 429)!;
     expect(refused.json()).toEqual({ error: 'key "burst": rate limit of 1/s (burst 3) exceeded', status: 429, retryAfter: 1 });
     expect(refused.headers['retry-after']).toBe('1');
@@ -145,9 +170,10 @@ describe('nginx with keys', () => {
     expect(refused.headers['access-control-allow-origin']).toBe(BURST);
     // Another origin key, and the bearer token, are not affected.
     for (const headers of <Record<string, string>[]>[{ origin: SITE }, { authorization: `Bearer ${TOKEN}` }]) expect((await request(`${url}${tile}`, { headers })).status).toBe(200);
-    // A secret key with a rate: burst of 2.
+    // A secret key with a rate: a bucket of 2 (one token already taken by an earlier test).
     const partner = await Promise.all(Array.from({ length: 6 }, () => request(`${url}${tile}`, { headers: { authorization: `Bearer ${PARTNER_SECRET}` } })));
-    expect(partner.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(3);
+    expect(partner.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(1);
+    expect(partner.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(1);
     expect(partner.find((r) => r.status === 429)!.json().error).toBe('key "partner": rate limit of 1/s (burst 2) exceeded');
   });
 });

@@ -46,6 +46,6 @@ export async function exportCommand(o: ExportCommandOptions): Promise<void> {
   });
   if (!progressQuiet()) {
     process.stderr.write(`tilebake: wrote ${o.nginxConf}${tokensPath ? ` and ${tokensPath} (the accepted tokens, mode 0600)` : ''}: use it as http { include mime.types; include ${o.nginxConf}; }\n`);
-    if (keys?.some((k) => k.rate)) process.stderr.write('tilebake: nginx applies the keys\' rates (429); quotas, usage counts and RateLimit headers need tilebake serve\n');
+    if (keys !== undefined) process.stderr.write('tilebake: nginx applies the keys\' origins, secrets and rates (429); it cannot enforce quotas or count usage, nor send RateLimit headers: that needs tilebake serve\n');
   }
 }
