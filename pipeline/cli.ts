@@ -171,6 +171,8 @@ export function program(argv: string[]): Argv {
           .option('public-url', { type: 'string', demandOption: true, describe: 'Base URL the export is served at (for TileJSON and style URLs)' })
           .option('only', { choices: ['tilesets', 'styles', 'fonts'] as const, array: true, describe: 'Export these parts only (others are left as they are)' })
           .option('list-changes', { type: 'boolean', default: false, describe: 'Print added, changed and removed paths on stdout, one per line' })
+          .option('versioned-urls', { type: 'boolean', default: true, describe: 'Write the build under v/{build}/ too and hand out those URLs (cached for a year), as serve does' })
+          .option('keep', { type: 'number', default: 2, describe: 'Build versions kept under v/ (the current one included), for maps opened before this export' })
           .option('nginx-conf', { type: 'string', describe: 'Also write an nginx configuration (the inside of http { }) serving the export' })
           .option('listen', { type: 'string', default: '8080', describe: 'nginx listen address: PORT or ADDR:PORT' })
           .option('tokens-file', { type: 'string', describe: 'Bearer tokens for nginx, one per line (TILEBAKE_TOKENS too)' })
@@ -186,6 +188,8 @@ export function program(argv: string[]): Argv {
           publicUrl: a['public-url'],
           only: a.only,
           listChanges: a['list-changes'],
+          versionedUrls: a['versioned-urls'],
+          keep: a.keep,
           nginxConf: a['nginx-conf'],
           listen: a.listen,
           tokensFile: a['tokens-file'],

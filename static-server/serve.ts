@@ -19,7 +19,7 @@ import { DEFAULT_VERSION_POLL_MS, VersionFollower, type OpenedVersion } from './
 import { enableClusterMetrics, startMetricsListener, type MetricsListener } from './metrics-cluster.ts';
 import { serverMetrics } from './metrics.ts';
 import { StoreHealth } from './store-health.ts';
-import { versionedBase } from './versioned.ts';
+import { useVersionedUrls } from './versioned.ts';
 import { recordDataTimestamps } from './data-age.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
@@ -108,10 +108,7 @@ export async function createServerContext(options: ServeOptions, logStream?: Nod
   const served = version ?? (await resolveCurrentVersion(root));
   store = versionStore(root, served);
   const ctx = contextOver(store, await loadManifest(store), options, { log, health });
-  if (options.versionedUrls && served.id !== undefined) {
-    const base = ctx.baseUrl;
-    ctx.baseUrl = (req) => versionedBase(base(req), served.id!);
-  }
+  if (options.versionedUrls && served.id !== undefined) useVersionedUrls(ctx, served.id);
   serverMetrics().serving(ctx.manifest, served.id);
   recordDataTimestamps(ctx.manifest);
   return ctx;

@@ -1,5 +1,5 @@
 /**
- * Versioned URLs: `/v/{build}/…` is the unversioned path `…` of build version `{build}`. The
+ * Versioned URLs (the rule: lib/versioned-url.ts): `/v/{build}/…` is the unversioned path `…` of build version `{build}`. The
  * TileJSON, style.json and the preview page a server hands out carry the current version in every
  * URL (with `--versioned-urls`, the CLI's default), so a client never mixes two builds and a rebuild
  * is seen at the next reload. Answers under `/v/{build}/` never change: they are cached for a year
@@ -8,10 +8,8 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { splitVersionedUrl, versionedBase } from '../lib/versioned-url.ts';
 import type { ServerContext } from './context.ts';
-
-/** `/v/{build}/rest`: the build id and the rest of the path (with its query). */
-const VERSIONED_PATH = /^\/v\/([A-Za-z0-9_][\w.-]{0,99})(\/.*)$/;
 
 /** Requests that came in under `/v/{build}/` (their URL is rewritten before routing). */
 const versionedRequests = new WeakSet<IncomingMessage>();
@@ -21,16 +19,17 @@ const versionedRequests = new WeakSet<IncomingMessage>();
  * path and return the build id. Undefined for other requests.
  */
 export function takeVersionPrefix(req: IncomingMessage): string | undefined {
-  const m = req.url === undefined ? null : VERSIONED_PATH.exec(req.url);
+  const m = req.url === undefined ? undefined : splitVersionedUrl(req.url);
   if (!m) return undefined;
   versionedRequests.add(req);
-  req.url = m[2];
-  return m[1];
+  req.url = m.rest;
+  return m.id;
 }
 
-/** The base URL of documents of version `id`: `base/v/id`. */
-export function versionedBase(base: string, id: string): string {
-  return `${base}/v/${encodeURIComponent(id)}`;
+/** Hand out URLs of version `id` from this context (TileJSON, style.json, the preview page's catalog). */
+export function useVersionedUrls(ctx: ServerContext, id: string): void {
+  const base = ctx.baseUrl;
+  ctx.baseUrl = (req) => versionedBase(base(req), id);
 }
 
 /** Successful answers to versioned URLs get the immutable Cache-Control of the context. */

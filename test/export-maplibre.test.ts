@@ -1,21 +1,18 @@
 // Real clients of an export: MapLibre GL JS in Debian's headless Chromium loads the exported style.json
-// and TileJSON through nginx with the generated configuration (bearer token), and the pmtiles:// page
-// (docs/pmtiles/index.html) reads the build's archives from a plain static folder.
+// and TileJSON through nginx with the generated configuration (bearer token), following the versioned
+// URLs `/v/{build}/…` they hand out, and the pmtiles:// page (docs/pmtiles/index.html) reads the
+// build's archives from a plain static folder.
 import { randomBytes } from 'node:crypto';
-import { cp, mkdir, rm, symlink } from 'node:fs/promises';
+import { cp, mkdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishVersion } from '../lib/build-version.ts';
-import { openBuildToExport } from '../pipeline/export/build-source.ts';
 import { exportBuild } from '../pipeline/export/index.ts';
-import { writeNginxConf } from '../pipeline/export/nginx-conf.ts';
-import { gzipTilesetIds } from '../pipeline/export/tiles.ts';
-import { hashToken } from '../static-server/auth.ts';
+import { exportBehindNginx, launchChromium, publishAsVersion, type ExportedNginx } from './fixtures/export/nginx.ts';
 import { buildFullOutput, type FullOutput } from './fixtures/server/full-output.ts';
 import { BUILD_ROOT_FILES, freePort, ROOT, runNginx, type Nginx } from './fixtures/server/helpers.ts';
-import { CHROMIUM_ARGS, CHROMIUM_PATH, openClient, runMap, type Client } from './fixtures/styles/client.ts';
+import { openClient, runMap, type Client } from './fixtures/styles/client.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
 const MONACO: [number, number] = [7.4215, 43.7365];
@@ -23,8 +20,11 @@ const ZOOM = 14;
 const IDLE_TIMEOUT_MS = 60_000;
 const require = createRequire(import.meta.url);
 
+/** The build's version id. */
+const BUILD = 'b1';
+
 let build: FullOutput;
-let authed: Nginx;
+let authed: ExportedNginx;
 let authedUrl: string;
 let plain: Nginx;
 let client: Client;
@@ -32,23 +32,11 @@ let browser: Browser;
 
 beforeAll(async () => {
   build = await buildFullOutput();
+  // As `tilebake build` publishes it: current.json pointing at builds/b1/.
+  await publishAsVersion(build.out, BUILD);
   // 1. An export behind nginx with the generated configuration.
-  const port = await freePort();
-  authedUrl = `http://127.0.0.1:${port}`;
-  const exportDir = join(build.out, 'export');
-  await exportBuild({ out: build.out, to: exportDir, publicUrl: authedUrl });
-  const { store, manifest } = await openBuildToExport(build.out);
-  const conf = join(build.out, 'nginx.conf');
-  await writeNginxConf(conf, {
-    root: exportDir,
-    listen: `127.0.0.1:${port}`,
-    tokens: [{ token: TOKEN, hash: hashToken(TOKEN), source: 'test' }],
-    cors: '*',
-    heightUpstream: '127.0.0.1:9',
-    gzipTilesets: await gzipTilesetIds(store, manifest.tilesets),
-    manifest,
-  });
-  authed = await runNginx(() => `  access_log off;\n  include /etc/nginx/mime.types;\n  include ${conf};`, `${authedUrl}/`, 'health', [build.out, exportDir]);
+  authed = await exportBehindNginx(build.out, { token: TOKEN });
+  authedUrl = authed.url;
 
   // 2. The build folder as plain static files (Range requests), with an export and the pmtiles page in it.
   const plainPort = await freePort();
@@ -63,13 +51,13 @@ beforeAll(async () => {
   for (const f of ['maplibre-gl.mjs', 'maplibre-gl-shared.mjs', 'maplibre-gl-worker.mjs', 'maplibre-gl.css']) await cp(join(maplibreDist, f), join(page, 'maplibre', f));
 
   client = await openClient();
-  browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
+  browser = await launchChromium();
 }, 180_000);
 
 afterAll(async () => {
   await client?.close();
   await browser?.close();
-  await authed?.stop();
+  await authed?.nginx.stop();
   await plain?.stop();
   if (build) await rm(build.out, { recursive: true, force: true });
 });
@@ -89,10 +77,13 @@ describe('clients of an export', () => {
       expect(client.consoleErrors.filter((e) => !/Source layer "[^"]+" does not exist/.test(e))).toEqual([]);
       const ok = responses.filter((r) => r.status === 200).map((r) => decodeURIComponent(new URL(r.url).pathname));
       expect(ok).toContain('/styles/osm-bright/style.json');
-      expect(ok).toContain('/data/openmaptiles.json');
-      expect(ok.some((p) => /^\/data\/openmaptiles\/14\/\d+\/\d+\.pbf$/.test(p))).toBe(true);
-      expect(ok.some((p) => p.startsWith('/styles/osm-bright/sprite'))).toBe(true);
-      expect(ok.some((p) => p.startsWith('/fonts/'))).toBe(true);
+      // Everything the style names is loaded under the build's version.
+      const v = `/v/${BUILD}`;
+      expect(ok).toContain(`${v}/data/openmaptiles.json`);
+      expect(ok.some((p) => new RegExp(`^${v}/data/openmaptiles/14/\\d+/\\d+\\.pbf$`).test(p))).toBe(true);
+      expect(ok.some((p) => p.startsWith(`${v}/styles/osm-bright/sprite`))).toBe(true);
+      expect(ok.some((p) => p.startsWith(`${v}/fonts/`))).toBe(true);
+      expect(ok.filter((p) => p !== '/styles/osm-bright/style.json' && !p.startsWith(`${v}/`))).toEqual([]);
       // 404s only for vector tiles outside the sample (MapLibre draws them empty).
       expect(responses.filter((r) => r.status !== 200 && !(r.status === 404 && r.url.endsWith('.pbf')))).toEqual([]);
     } finally {
@@ -104,16 +95,10 @@ describe('clients of an export', () => {
     const style = { version: 8, sources: { r: { type: 'raster', url: `${authedUrl}/styles/osm-bright.json`, tileSize: 256 } }, layers: [{ id: 'r', type: 'raster', source: 'r' }] };
     const run = await runMap(client, { style, server: authedUrl, token: TOKEN, center: MONACO, zoom: 8, timeoutMs: IDLE_TIMEOUT_MS });
     expect(run.errors).toEqual([]);
-    expect(run.requested.some((u) => /\/styles\/osm-bright\/8\/\d+\/\d+\.png$/.test(u))).toBe(true);
+    expect(run.requested.some((u) => new RegExp(`/v/${BUILD}/styles/osm-bright/8/\\d+/\\d+\\.png$`).test(u))).toBe(true);
   }, IDLE_TIMEOUT_MS + 30_000);
 
   it('the pmtiles:// page reads the archives with Range requests from a static folder and renders without errors', async () => {
-    // As `tilebake build` publishes it: current.json pointing at builds/<id>/ (here a link to the fixture's files).
-    await symlink('..', join(build.out, 'builds', 'v1')).catch(async () => {
-      await mkdir(join(build.out, 'builds'), { recursive: true });
-      await symlink('..', join(build.out, 'builds', 'v1'));
-    });
-    await publishVersion(build.out, 'v1');
     const page = await browser.newPage({ viewport: { width: 512, height: 512 } });
     const errors: string[] = [];
     const ranges: string[] = [];
@@ -132,7 +117,7 @@ describe('clients of an export', () => {
       const real = (list: string[]) => list.filter((e) => !/Source layer "[^"]+" does not exist/.test(e));
       expect(real(result.errors)).toEqual([]);
       expect(real(errors)).toEqual([]);
-      expect(ranges.some((u) => u.endsWith('/builds/v1/data/openmaptiles.pmtiles'))).toBe(true);
+      expect(ranges.some((u) => u.endsWith(`/builds/${BUILD}/data/openmaptiles.pmtiles`))).toBe(true);
     } finally {
       await page.close();
     }

@@ -110,6 +110,7 @@ async function runDataset(d: Dataset, index: number): Promise<Row> {
     heightUpstream: `127.0.0.1:${SERVE_PORT + 1}`,
     gzipTilesets: await gzipTilesetIds(store, manifest.tilesets),
     manifest,
+    versioned: first.versionId !== undefined,
   });
   const nginxConf = writeBenchNginxConf(prefix, `  include /etc/nginx/mime.types;\n  include ${conf};`);
   const servers = [

@@ -2,10 +2,12 @@ import { resolveCurrentVersion, versionStore } from '../../lib/build-version.ts'
 import { loadManifest, type Manifest } from '../../lib/manifest.ts';
 import { openStore, type Store } from '../../lib/storage.ts';
 
-/** The build an export reads: its store (folder or object-storage URL) and manifest. */
+/** The build an export reads: its store (folder or object-storage URL), manifest and version id. */
 export interface BuildToExport {
   store: Store;
   manifest: Manifest;
+  /** The build version (undefined for a legacy folder without versions: no versioned URLs). */
+  id: string | undefined;
 }
 
 /**
@@ -15,6 +17,7 @@ export interface BuildToExport {
  */
 export async function openBuildToExport(location: string): Promise<BuildToExport> {
   const root = openStore(location);
-  const store = versionStore(root, await resolveCurrentVersion(root));
-  return { store, manifest: await loadManifest(store) };
+  const version = await resolveCurrentVersion(root);
+  const store = versionStore(root, version);
+  return { store, manifest: await loadManifest(store), id: version.id };
 }

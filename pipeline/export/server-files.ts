@@ -8,6 +8,7 @@ import { UserError } from '../../lib/errors.ts';
 import { buildApp } from '../../static-server/app.ts';
 import { archivesOf } from '../../static-server/archives.ts';
 import { contextOver } from '../../static-server/serve.ts';
+import { useVersionedUrls } from '../../static-server/versioned.ts';
 import { GLYPH_RANGE_SIZE, MAX_GLYPH_CODEPOINT } from '../../static-server/styles/fonts.ts';
 import type { BuildToExport } from './build-source.ts';
 import type { ExportPart } from './plan.ts';
@@ -69,13 +70,16 @@ async function get(app: FastifyInstance, url: string): Promise<Buffer | undefine
 /** What `serverFiles` writes and how. */
 export interface ServerFilesOptions {
   publicUrl: string;
+  /** Hand out URLs of this build version (`/v/{id}/…`, as `tilebake serve` does); undefined: plain URLs. */
+  versionId?: string;
   parts: ReadonlySet<ExportPart>;
   /** Told about font stacks none of whose fonts is in the build (skipped). */
   warn(message: string): void;
 }
 
 /**
- * Every document, sprite and glyph range of the build, as `tilebake serve --public-url` answers them:
+ * Every document, sprite and glyph range of the build, as `tilebake serve --public-url` answers them
+ * (URLs in documents under `/v/{id}/` with `versionId`):
  * `data/{tileset}.json`, `styles/{style}.json`, `styles/{style}/style.json`, `styles/{style}/sprite*`,
  * and `fonts/{stack}/{start}-{end}.pbf` for every range of every stack the styles use.
  */
@@ -91,7 +95,9 @@ export async function* serverFiles(build: BuildToExport, opts: ServerFilesOption
     cors: '',
     cacheMb: EXPORT_CACHE_MB,
     logLevel: 'silent',
+    versionedUrls: opts.versionId !== undefined,
   });
+  if (opts.versionId !== undefined) useVersionedUrls(ctx, opts.versionId);
   const app = await buildApp(ctx, { role: 'tiles', tokenHashes: null });
   try {
     const { tilesets, styles } = build.manifest;

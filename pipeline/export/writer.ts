@@ -4,12 +4,13 @@
  * staged. Then: data files (tiles, sprites, glyphs) are moved into place, then the documents pointing
  * at them (TileJSON, style.json), then files no longer in the build are deleted, then the listing is
  * written. Equal bytes are stored once and hard-linked (copied where links are not possible).
+ * `addVersion` adds the versioned copy `v/{id}/…` of the whole export (links, no new bytes).
  */
 import { copyFile, link, mkdir, readdir, rename, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../../lib/atomic.ts';
+import { versionedFilePath, versionOfPath } from '../../lib/versioned-url.ts';
 import { COMMITTING_FILE, formatListing, LISTING_FILE, type Listed } from './listing.ts';
-import { partOf, type ExportPart } from './plan.ts';
 
 /** Staging folder inside the export (removed at the end; a killed export's is removed by the next). */
 export const STAGING_DIR = '.tilebake-staging';
@@ -75,11 +76,14 @@ export class ExportWriter {
     copied: 0,
   };
 
-  /** `previous`: the files of the export already in `root`; `parts`: what this run exports (others are kept). */
+  /**
+   * `previous`: the files of the export already in `root`; `keep`: whether a previous file this run
+   * does not produce stays (a part not exported, an older version kept); the others are deleted.
+   */
   constructor(
     private readonly root: string,
     private readonly previous: ReadonlyMap<string, Listed>,
-    private readonly parts: ReadonlySet<ExportPart>,
+    private readonly keep: (path: string) => boolean,
   ) {
     this.staging = join(root, STAGING_DIR);
     for (const [path, f] of previous) {
@@ -130,6 +134,16 @@ export class ExportWriter {
     if (this.inflight.size >= CONCURRENCY) await Promise.race(this.inflight);
   }
 
+  /**
+   * After every file of the build was added: add `v/{id}/path` for every unversioned path the export
+   * holds after this run (what `/path` answers while `id` is current), linked to the same bytes.
+   */
+  async addVersion(id: string): Promise<void> {
+    const files = new Map(this.next);
+    for (const [p, f] of this.previous) if (!files.has(p) && this.keep(p)) files.set(p, f);
+    for (const [p, f] of files) if (versionOfPath(p) === undefined) await this.add({ path: versionedFilePath(id, p), hash: f.hash });
+  }
+
   private async linkOrCopy(from: string, to: string): Promise<void> {
     await this.dir(to);
     try {
@@ -165,8 +179,8 @@ export class ExportWriter {
   async commit(): Promise<ExportReport> {
     await Promise.all(this.inflight);
     if (this.failure) throw this.failure;
-    const keep = (path: string) => !this.parts.has(partOf(path) as ExportPart);
-    const removed = [...this.previous.keys()].filter((p) => !this.next.has(p) && !keep(p)).sort();
+    const keep = (path: string) => !this.next.has(path) && this.keep(path);
+    const removed = [...this.previous.keys()].filter((p) => !this.next.has(p) && !this.keep(p)).sort();
     await writeFileAtomic(join(this.root, COMMITTING_FILE), [...this.changed, ...this.documents].join('\n'));
     const place = (path: string) => this.dir(join(this.root, path)).then(() => rename(join(this.staging, path), join(this.root, path)));
     await ExportWriter.each(this.changed, place);

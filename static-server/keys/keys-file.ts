@@ -112,6 +112,11 @@ export function parseKeys(raw: unknown, file: string): Key[] {
 
 /** Read and validate a keys file. */
 export async function loadKeysFile(file: string): Promise<Key[]> {
+  return parseKeys(await readKeysJson(file), file);
+}
+
+/** Read a keys file's JSON, unvalidated (parseKeys validates it; `tilebake export` also needs clear secrets for nginx). */
+export async function readKeysJson(file: string): Promise<unknown> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -126,7 +131,7 @@ export async function loadKeysFile(file: string): Promise<Key[]> {
     const at = /position \d+( \(line \d+ column \d+\))?/.exec((e as Error).message)?.[0];
     throw new UserError(`${file}: not valid JSON${at ? ` (at ${at})` : ''}`, { exitCode: 2 });
   }
-  return parseKeys(raw, file);
+  return raw;
 }
 
 /** Secret keys without limits for the bearer tokens of `TILEBAKE_TOKENS` / `--tokens-file`: `token-1`, `token-2`… */
