@@ -306,7 +306,9 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   await assertChromium();
   const manifest = await readManifestOrEmpty(outDir);
   const local = new LocalStore(outDir);
-  const { jobs, fontsDir } = await prepareJobs(config, outDir, manifest, opts.dataStore ?? local);
+  // Where the tileset archives are read: fingerprints, view keys, changed tiles and the render page alike.
+  const data = opts.dataStore ?? local;
+  const { jobs, fontsDir } = await prepareJobs(config, outDir, manifest, data);
   // The manifest the page sees: every style being rendered (no archives yet) and the fonts.
   const served: Manifest = { ...manifest, styles: { ...manifest.styles, ...Object.fromEntries(jobs.map((j) => [j.s.id, j.entry])) }, fonts: fontsDir ? 'fonts' : manifest.fonts };
   const store = opts.dataStore ? new OverlayStore(local, opts.dataStore, new Set(Object.values(manifest.tilesets).map((t) => t.archive))) : local;
@@ -314,7 +316,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   const workers = opts.workers ?? config.render.workers ?? defaultRenderWorkers();
   let renderer: Promise<MetatileRenderer> | undefined;
   const cfg: BuildConfig = { ...config, render: { ...config.render, workers } };
-  const changed = changedTilesets(outDir, opts.previous, manifest);
+  const changed = changedTilesets(data, opts.previous ? new LocalStore(opts.previous) : undefined, manifest);
   try {
     const ctx = {
       config: cfg,
@@ -327,8 +329,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       previous: opts.previous,
       expect: opts.expect,
       changedSources: (job: StyleJob) => changedSources(job.prep.style, manifest, changed),
-      // View keys hash the tiles of this build's archives in outDir; a shard reads them from its run's store and renders every view.
-      viewKeys: config.render.dedup && !opts.dataStore ? (job: StyleJob, styleKey: string) => viewKeys(job.prep.style, manifest, outDir, { styleKey, margin: config.render.margin, rule: job.position }) : undefined,
+      viewKeys: config.render.dedup ? (job: StyleJob, styleKey: string) => viewKeys(job.prep.style, manifest, data, { styleKey, margin: config.render.margin, rule: job.position }) : undefined,
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>
         (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries })),

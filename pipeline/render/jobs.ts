@@ -10,7 +10,7 @@ import { UserError } from '../../lib/errors.ts';
 import { readManifestOrEmpty, type Manifest, type StyleEntry } from '../../lib/manifest.ts';
 import { LocalStore, type Store } from '../../lib/storage.ts';
 import type { BuildConfig } from '../config/index.ts';
-import { renderFingerprints, type TilesetArchiveRef } from './archive.ts';
+import { renderFingerprints, tilesetArchiveRef, type TilesetArchiveRef } from './archive.ts';
 import { positionRule, type PositionRule } from './dedup.ts';
 import type { RasterFormat } from './encode.ts';
 import { prepareStyle, type PreparedStyle } from './style.ts';
@@ -76,7 +76,7 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     archives: {},
     ...(s.maxzoom_served !== undefined ? { maxzoom_served: s.maxzoom_served } : {}),
   };
-  const archives = prep.tilesets.map((id) => ({ store: dataStore, path: manifest.tilesets[id].archive, bytes: manifest.tilesets[id].bytes }));
+  const archives = prep.tilesets.map((id) => tilesetArchiveRef(dataStore, manifest.tilesets[id]));
   const position = await positionRule(prep.style, join(outDir, 'styles', s.id));
   return { s, prep, entry, tilesetArchives: archives, position };
 }
