@@ -6,7 +6,8 @@
  *
  *     DIR/current.json            {"format":"tilebake-current/1","build":"<id>","path":"builds/<id>",...}
  *     DIR/builds/<id>/            one complete build: manifest.json and the files it names
- *     DIR/leases/<pid>.json       versions a `serve` process on this host holds open (pruning skips them)
+ *     DIR/leases/<pid>.json       versions a `serve` process on this host holds open (pruning skips them;
+ *                                 object storage has no leases: its pruning keeps the previous version)
  *     DIR/.work/                  resumable work of an unfinished build (journals); never served
  *
  * A build writes `builds/<id>/` and then replaces `current.json` with one atomic rename: readers
@@ -33,6 +34,12 @@ export const LEASES_DIR = 'leases';
 const POINTER_FORMAT = 'tilebake-current/1';
 /** Versions kept by default when a build prunes (the current one and the one before). */
 export const DEFAULT_KEEP_VERSIONS = 2;
+
+/** Check a `--keep` value: a whole number of versions >= 1 (a bad command line, exit 2, otherwise). */
+export function checkKeep(keep: number): number {
+  if (!Number.isInteger(keep) || keep < 1) throw new UserError(`--keep: expected a whole number of versions >= 1 (got ${keep})`, { exitCode: 2 });
+  return keep;
+}
 
 /** The content of `current.json`. */
 export interface BuildPointer {
@@ -145,11 +152,15 @@ function pointerText(id: string): string {
 /**
  * Publish the complete version in local folder `dir` as version `id` of a writable store (folder or
  * object storage): every file under `builds/<id>/` first, `current.json` last, so readers see the old
- * version or the new one, never a mix.
+ * version or the new one, never a mix. Returns the id of the version that was current until then.
  */
-export async function publishVersionToStore(store: WritableStore, id: string, dir: string): Promise<void> {
+export async function publishVersionToStore(store: WritableStore, id: string, dir: string): Promise<{ previous?: string }> {
   await uploadTree(store, dir, `${versionPath(id)}/`);
+  // Read just before the switch (after the upload: a store that refuses writes is named by the upload's error).
+  const pointer = await store.readFile(POINTER_FILE);
+  const previous = pointer ? parsePointer(Buffer.from(pointer).toString('utf8'), pointerWhere(store)).build : undefined;
   await store.putBytes(POINTER_FILE, pointerText(id));
+  return { previous };
 }
 
 /** A lease: the versions one serving process holds open. */
@@ -207,22 +218,46 @@ async function leasedVersions(dir: string): Promise<Set<string>> {
 }
 
 /**
- * Remove old versions of local folder `dir`: keep the `keep` newest (ids sort by time), always the
- * current one, and every version a live `serve` process holds a lease on. Returns the removed ids.
- * Folders of unfinished builds newer than the current one are left alone (a build may be writing them).
+ * The retention rule of every output, a local folder or object storage: of the versions `ids`, keep
+ * the `keep` newest (ids sort by time), always the current one and every version a server may still
+ * read (`held`); versions newer than the current one are unfinished builds or publishes that may be
+ * writing right now, and are left alone. Returns the ids to remove, oldest first.
+ */
+export function versionsToPrune(ids: readonly string[], current: string | undefined, keep: number, held: ReadonlySet<string>): string[] {
+  const sorted = [...new Set(ids)].sort();
+  const kept = new Set(sorted.slice(Math.max(0, sorted.length - Math.max(1, keep))));
+  if (current) kept.add(current);
+  return sorted.filter((id) => !kept.has(id) && !held.has(id) && !(current && id > current));
+}
+
+/**
+ * Remove old versions of local folder `dir` (versionsToPrune): held are the versions a live `serve`
+ * process holds a lease on. Returns the removed ids.
  */
 export async function pruneVersions(dir: string, keep = DEFAULT_KEEP_VERSIONS): Promise<string[]> {
   const current = await currentVersionDir(dir);
-  const ids = (await readdir(join(dir, BUILDS_DIR)).catch(() => [] as string[])).filter((n) => !n.startsWith('.')).sort();
-  const kept = new Set(ids.slice(Math.max(0, ids.length - Math.max(1, keep))));
-  if (current?.id) kept.add(current.id);
-  const leased = await leasedVersions(dir);
-  const removed: string[] = [];
-  for (const id of ids) {
-    if (kept.has(id) || leased.has(id)) continue;
-    if (current?.id && id > current.id) continue;
-    await rm(join(dir, BUILDS_DIR, id), { recursive: true, force: true });
-    removed.push(id);
+  const ids = (await readdir(join(dir, BUILDS_DIR)).catch(() => [] as string[])).filter((n) => !n.startsWith('.'));
+  const removed = versionsToPrune(ids, current?.id, keep, await leasedVersions(dir));
+  for (const id of removed) await rm(join(dir, BUILDS_DIR, id), { recursive: true, force: true });
+  return removed;
+}
+
+/**
+ * Remove old versions of an output on object storage (versionsToPrune), after a publish moved
+ * `current.json` from `previous` to `current`. Servers there leave no leases, and one may still read
+ * the version it served until its next poll of the pointer: `previous` is held. Each pruned version's
+ * `manifest.json` goes first (what is left of an interrupted prune is no version anyone opens; the next
+ * prune removes the rest). Returns the removed ids.
+ */
+export async function pruneStoreVersions(store: WritableStore, keep: number, current: string, previous: string | undefined): Promise<string[]> {
+  const objects = await store.list(`${BUILDS_DIR}/`);
+  const idOf = (path: string) => path.slice(BUILDS_DIR.length + 1).split('/')[0];
+  const ids = objects.map((o) => idOf(o.path)).filter((id) => id !== '' && !id.startsWith('.'));
+  const removed = versionsToPrune(ids, current, keep, new Set(previous ? [previous] : []));
+  for (const id of removed) {
+    const paths = objects.filter((o) => idOf(o.path) === id).map((o) => o.path);
+    const manifest = `${versionPath(id)}/manifest.json`;
+    for (const p of [...paths.filter((x) => x === manifest), ...paths.filter((x) => x !== manifest)]) await store.delete(p);
   }
   return removed;
 }

@@ -135,10 +135,19 @@ export function parseManifest(text: string, where: string): Manifest {
 
 /** Read `manifest.json` from a store (local folder or URL). */
 export async function loadManifest(store: Store): Promise<Manifest> {
+  const m = await findManifest(store);
+  if (!m) throw new UserError(`${manifestWhere(store)}: not found (run \`tilebake build\` first)`);
+  return m;
+}
+
+/** Read `manifest.json` from a store; undefined when there is none. */
+export async function findManifest(store: Store): Promise<Manifest | undefined> {
   const bytes = await store.readFile('manifest.json');
-  const where = `${store.location.replace(/\/$/, '')}/manifest.json`;
-  if (!bytes) throw new UserError(`${where}: not found (run \`tilebake build\` first)`);
-  return parseManifest(Buffer.from(bytes).toString('utf8'), where);
+  return bytes && parseManifest(Buffer.from(bytes).toString('utf8'), manifestWhere(store));
+}
+
+function manifestWhere(store: Store): string {
+  return `${store.location.replace(/\/$/, '')}/manifest.json`;
 }
 
 /** Read a local manifest, or an empty one when the folder has none yet. */

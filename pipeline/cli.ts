@@ -34,9 +34,9 @@ export function program(argv: string[]): Argv {
       async (a) => {
         const { loadConfig } = await import('./config/index.ts');
         const { build } = await import('./build.ts');
+        const { checkKeep } = await import('../lib/build-version.ts');
         const config = await loadConfig(a.config);
-        if (!Number.isInteger(a.keep) || a.keep < 1) throw new UserError(`--keep: expected a whole number of versions >= 1 (got ${a.keep})`, { exitCode: 2 });
-        await build(config, { out: a.out, only: a.only, workers: a.workers, full: a.full, keep: a.keep });
+        await build(config, { out: a.out, only: a.only, workers: a.workers, full: a.full, keep: checkKeep(a.keep) });
       },
     )
     .command(

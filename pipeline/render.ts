@@ -2,7 +2,7 @@
  * Render stage: pre-render every configured style to raster PMTiles archives (one per scale ×
  * format) with MapLibre GL JS in headless Chromium (see pipeline/render/*).
  */
-import { cp, mkdir, rm, stat } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { UserError } from '../lib/errors.ts';
 import { readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
@@ -14,16 +14,19 @@ import { defaultRenderWorkers } from '../workers/pool.ts';
 import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
-import { archiveFromJournal, readIdentity, renderFingerprints, type RenderIdentity, type TilesetArchiveRef } from './render/archive.ts';
+import { archiveFromJournal, readIdentity, type RenderIdentity } from './render/archive.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from './render/encode.ts';
 import { RenderJournal } from './render/journal.ts';
-import { describeRule, groupViews, positionRule, type PositionRule, type ViewGroups, type ViewKeys } from './render/dedup.ts';
+import { describeRule, groupViews, type ViewGroups, type ViewKeys } from './render/dedup.ts';
+import { archiveFingerprints, archiveKey, archiveName, prepareJobs, type StyleJob } from './render/jobs.ts';
 import { enumerateMetatiles, inShard, metatileKey, metatilesToRerender, renderOrder, type ChangedSource, type Metatile } from './render/metatiles.ts';
 import { MetatileRenderer, type FirstStyle } from './render/renderer.ts';
 import { changedSources, changedTilesets, viewKeys } from './render/sources.ts';
-import { prepareStyle, type PreparedStyle } from './render/style.ts';
 import { linkFile } from './reuse.ts';
 import { EXIT_PERMANENT } from './run/exit.ts';
+
+/** Archive names, used by `shard` and `publish` too. */
+export { archiveKey, archiveName } from './render/jobs.ts';
 
 /** Options of the render stage. */
 export interface RenderStageOptions {
@@ -69,35 +72,12 @@ export interface RenderStageStats {
   views: { style: string; scale: number; metatiles: number; distinct: number }[];
 }
 
-type StyleConfig = BuildConfig['styles'][string];
 type Shard = RenderStageOptions['shard'];
 
 const MS_PER_S = 1000;
 /** Render tasks queued per worker (keeps the pool busy while the main thread encodes). */
 const QUEUE_PER_WORKER = 2;
 
-/** `<style>/1x.png`: an archive's name in run.json, DONE.json and `RenderStageOptions.expect`. */
-export function archiveKey(styleId: string, scale: number, format: RasterFormat): string {
-  return `${styleId}/${scale}x.${format}`;
-}
-
-/** `1x.png.pmtiles` or `1x.png.shard-0-of-4.pmtiles` inside `<out>/styles/<id>/`. */
-export function archiveName(scale: number, format: RasterFormat, shard?: Shard): string {
-  return `${scale}x.${format}${shard ? `.shard-${shard.index}-of-${shard.count}` : ''}.pmtiles`;
-}
-
-/** Copy the config's glyph folder to `<out>/fonts/`. */
-async function copyFonts(config: BuildConfig, outDir: string): Promise<string | undefined> {
-  if (!config.fonts) return undefined;
-  if (!(await stat(config.fonts).then((s) => s.isDirectory(), () => false))) {
-    throw new UserError(`${config.file}: field "fonts": ${config.fonts} is not a folder`);
-  }
-  const dest = join(outDir, 'fonts');
-  // Replace the folder (the source files may be read-only, and cp keeps their mode).
-  await rm(dest, { recursive: true, force: true });
-  await cp(config.fonts, dest, { recursive: true });
-  return dest;
-}
 
 /**
  * Render one style at one scale into journals (one per format), resuming what they hold. With
@@ -187,85 +167,6 @@ function chunk<T>(items: T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
-}
-
-/** A style ready to render: its config, prepared style (written to `<out>/styles/<id>/`) and manifest entry without archives. */
-interface StyleJob {
-  s: StyleConfig;
-  prep: PreparedStyle;
-  /** Its manifest entry; `archives` is filled as they are written. */
-  entry: StyleEntry;
-  /** The tileset archives its sources read (for the render fingerprint). */
-  tilesetArchives: TilesetArchiveRef[];
-  /** What of a metatile's position its pixels depend on besides the tiles it loads (view keys). */
-  position: PositionRule;
-}
-
-/** A style's credit: those of the tilesets it draws (vector, terrain, contours), each once, in source order. */
-export function styleAttribution(credits: (string | undefined)[]): string | undefined {
-  const distinct = [...new Set(credits.filter((c): c is string => !!c))];
-  return distinct.length ? distinct.join(' | ') : undefined;
-}
-
-/** Prepare style `s` (style.json and sprites into `<out>/styles/<id>/`) and its manifest entry. */
-async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifest, fontsDir: string | undefined, s: StyleConfig, dataStore: Store): Promise<StyleJob> {
-  const tileset = manifest.tilesets[s.tileset!];
-  if (!tileset) throw new UserError(`${config.file}: styles.${s.id}.tileset: tileset "${s.tileset}" has not been built (run \`tilebake build --only vector\` first)`);
-  const prep = await prepareStyle(s.id, s.style, outDir, { tilesets: manifest.tilesets, defaultTileset: s.tileset!, fonts: fontsDir, scales: s.scales });
-  const bbox = s.bbox ?? tileset.bounds;
-  const entry: StyleEntry = {
-    style: `styles/${s.id}/style.json`,
-    sprite: prep.sprite ? `styles/${s.id}/sprite` : undefined,
-    name: prep.name,
-    attribution: styleAttribution(prep.tilesets.map((id) => manifest.tilesets[id]?.attribution)) ?? config.attribution,
-    minzoom: s.minzoom,
-    maxzoom: s.maxzoom,
-    bounds: bbox,
-    center: [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))],
-    archives: {},
-    ...(s.maxzoom_served !== undefined ? { maxzoom_served: s.maxzoom_served } : {}),
-  };
-  const archives = prep.tilesets.map((id) => ({ store: dataStore, path: manifest.tilesets[id].archive, bytes: manifest.tilesets[id].bytes }));
-  const position = await positionRule(prep.style, join(outDir, 'styles', s.id));
-  return { s, prep, entry, tilesetArchives: archives, position };
-}
-
-/** The render fingerprints of one style × scale × format: everything that decides its tiles. */
-async function archiveFingerprints(config: BuildConfig, outDir: string, fontsDir: string | undefined, job: StyleJob, scale: number, format: RasterFormat): Promise<{ fingerprint: string; style: string }> {
-  const { s, prep, entry } = job;
-  const r = config.render;
-  // The attribution is in the archive's metadata: a new credit writes the archive again.
-  const settings = { bbox: entry.bounds, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: format === 'png' ? r.png : r.jpeg, attribution: entry.attribution };
-  const styleDir = join(outDir, 'styles', s.id);
-  return renderFingerprints({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? fontsDir : undefined, tilesetArchives: job.tilesetArchives, settings });
-}
-
-/** Prepare every style (style.json and sprites into `<out>/styles/<id>/`, fonts into `<out>/fonts/`). */
-async function prepareJobs(config: BuildConfig, outDir: string, manifest: Manifest, dataStore: Store): Promise<{ jobs: StyleJob[]; fontsDir?: string }> {
-  await mkdir(outDir, { recursive: true });
-  const fontsDir = await copyFonts(config, outDir);
-  const jobs: StyleJob[] = [];
-  for (const s of Object.values(config.styles)) jobs.push(await prepareJob(config, outDir, manifest, fontsDir, s, dataStore));
-  return { jobs, fontsDir };
-}
-
-/**
- * What the render stage would write, without rendering: every style prepared into `outDir` (which holds
- * the tileset archives and their manifest) and each archive's render fingerprint by `archiveKey`.
- * `tilebake plan` records them in run.json.
- */
-export async function renderPlan(config: BuildConfig, outDir: string): Promise<{ fingerprints: Record<string, string>; styles: Record<string, StyleEntry> }> {
-  const manifest = await readManifestOrEmpty(outDir);
-  const { jobs, fontsDir } = await prepareJobs(config, outDir, manifest, new LocalStore(outDir));
-  const fingerprints: Record<string, string> = {};
-  const styles: Record<string, StyleEntry> = {};
-  for (const job of jobs) {
-    styles[job.s.id] = job.entry;
-    for (const scale of job.s.scales) {
-      for (const format of job.s.formats) fingerprints[archiveKey(job.s.id, scale, format)] = (await archiveFingerprints(config, outDir, fontsDir, job, scale, format)).fingerprint;
-    }
-  }
-  return { fingerprints, styles };
 }
 
 /** Render one style (every scale × format); fills its manifest entry with the archives of this run. */
@@ -405,7 +306,9 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   await assertChromium();
   const manifest = await readManifestOrEmpty(outDir);
   const local = new LocalStore(outDir);
-  const { jobs, fontsDir } = await prepareJobs(config, outDir, manifest, opts.dataStore ?? local);
+  // Where the tileset archives are read: fingerprints, view keys, changed tiles and the render page alike.
+  const data = opts.dataStore ?? local;
+  const { jobs, fontsDir } = await prepareJobs(config, outDir, manifest, data);
   // The manifest the page sees: every style being rendered (no archives yet) and the fonts.
   const served: Manifest = { ...manifest, styles: { ...manifest.styles, ...Object.fromEntries(jobs.map((j) => [j.s.id, j.entry])) }, fonts: fontsDir ? 'fonts' : manifest.fonts };
   const store = opts.dataStore ? new OverlayStore(local, opts.dataStore, new Set(Object.values(manifest.tilesets).map((t) => t.archive))) : local;
@@ -413,7 +316,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   const workers = opts.workers ?? config.render.workers ?? defaultRenderWorkers();
   let renderer: Promise<MetatileRenderer> | undefined;
   const cfg: BuildConfig = { ...config, render: { ...config.render, workers } };
-  const changed = changedTilesets(outDir, opts.previous, manifest);
+  const changed = changedTilesets(data, opts.previous ? new LocalStore(opts.previous) : undefined, manifest);
   try {
     const ctx = {
       config: cfg,
@@ -426,8 +329,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       previous: opts.previous,
       expect: opts.expect,
       changedSources: (job: StyleJob) => changedSources(job.prep.style, manifest, changed),
-      // View keys hash the tiles of this build's archives in outDir; a shard reads them from its run's store and renders every view.
-      viewKeys: config.render.dedup && !opts.dataStore ? (job: StyleJob, styleKey: string) => viewKeys(job.prep.style, manifest, outDir, { styleKey, margin: config.render.margin, rule: job.position }) : undefined,
+      viewKeys: config.render.dedup ? (job: StyleJob, styleKey: string) => viewKeys(job.prep.style, manifest, data, { styleKey, margin: config.render.margin, rule: job.position }) : undefined,
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>
         (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries })),

@@ -1,19 +1,22 @@
 /**
  * A distributed build end to end through a real S3 API (Swift's s3api, test/fixtures/swift.ts): plan
- * with `--run s3://…`, three shards (each given its index by another engine's variable, with the command
- * lines the Kubernetes/Argo/AWS Batch definitions run: deploy/params.ts), publish to `s3://…/out`; the
- * published version equals a one-machine `tilebake build` byte for byte and `tilebake serve --out
- * s3://…/out` serves it. Unreachable storage exits 75, wrong credentials and a missing bucket 78, and a
- * refused publish leaves the current version as it was.
+ * with `--run s3://…`, four shards (each given its index by another engine's variable, with the command
+ * lines the Kubernetes/Argo/AWS Batch/Cloud Run definitions run: deploy/params.ts) that compute their
+ * view keys (render.dedup, on by default) from the run's tileset archives by ranged reads, publish to
+ * `s3://…/out`; the published version equals a one-machine `tilebake build` byte for byte and
+ * `tilebake serve --out s3://…/out` serves it. Unreachable storage exits 75, wrong credentials and a
+ * missing bucket 78, and a refused publish leaves the current version as it was. Later publishes prune
+ * old versions by the local rule (--keep), never the current one or the one before it, which a running
+ * server may still read.
  *
- * Config: the Monaco sample, osm-bright at z12–13, 1x and @2x, PNG and JPEG (the Slurm test covers
- * the rest of the contract; here the store is what is under test).
+ * Config: the Monaco sample, osm-bright at z12–13, 1x and @2x, PNG and JPEG, single-tile metatiles (every
+ * shard renders; the Slurm test covers the rest of the contract; here the store is what is under test).
  */
 import { spawn } from 'node:child_process';
 import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { currentVersionDir } from '../lib/build-version.ts';
+import { currentVersionDir, versionPath } from '../lib/build-version.ts';
 import { openWritableStore, type WritableStore } from '../lib/object-store.ts';
 import { lonLatToTile } from '../lib/tile-math.ts';
 import { EXIT_PERMANENT, EXIT_TRANSIENT, publishArgs, shardArgs } from '../deploy/params.ts';
@@ -21,7 +24,7 @@ import { CLI, freePort, request, startServe, type ServeProcess } from './fixture
 import { startSwift, SWIFT_HOOK_TIMEOUT_MS, type Swift } from './fixtures/swift.ts';
 import { readTile, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
-const N = 3;
+const N = 4;
 const LONG = 900_000;
 const TOKEN = 'distributed-s3-test-token';
 const CITY = { z: 13, ...lonLatToTile(7.4196, 43.7335, 13) };
@@ -97,7 +100,7 @@ async function s3Version(store: WritableStore): Promise<{ id: string; files: Map
 beforeAll(async () => {
   dir = await tempDir('dist-s3');
   ref = join(dir, 'ref');
-  const raw = sampleConfig(ref, { minzoom: 12, maxzoom: 13, scales: [1, 2], formats: ['png', 'jpg'] }, { metatile: 4, margin: 64 });
+  const raw = sampleConfig(ref, { minzoom: 12, maxzoom: 13, scales: [1, 2], formats: ['png', 'jpg'] }, { metatile: 1, margin: 64 });
   configFile = (await writeConfig(dir, 'config.json', raw)).file;
   const oneMachine = async () => {
     const r = await cli(['build', '--config', configFile, '--out', ref, '--workers', '1']);
@@ -125,11 +128,21 @@ describe('plan / shard / publish through S3 (Swift)', () => {
     expect(planned.code, planned.out).toBe(0);
     expect(Buffer.from((await storeOf(run).readFile('run.json'))!).toString()).toContain(`"n": ${N}`);
     // Each shard gets its index from another engine, as the generated definitions give it.
-    const engines: Record<string, string>[] = [{ JOB_COMPLETION_INDEX: '0' }, { AWS_BATCH_JOB_ARRAY_INDEX: '1', AWS_BATCH_JOB_ARRAY_SIZE: String(N) }, { TILEBAKE_SHARD_INDEX: '2' }];
+    const engines: Record<string, string>[] = [
+      { JOB_COMPLETION_INDEX: '0' },
+      { AWS_BATCH_JOB_ARRAY_INDEX: '1', AWS_BATCH_JOB_ARRAY_SIZE: String(N) },
+      { TILEBAKE_SHARD_INDEX: '2' },
+      { CLOUD_RUN_TASK_INDEX: '3', CLOUD_RUN_TASK_COUNT: String(N) },
+    ];
     const shards = await Promise.all(
-      engines.map((env, i) => cli([...shardArgs({ run, s3Endpoint: swift.endpoint }).map((a) => (a === '/scratch' ? join(dir, `scratch-${i}`) : a)), '--workers', '1'], env)),
+      engines.map((env, i) => cli([...shardArgs({ run, s3Endpoint: swift.endpoint }).map((a) => (a === '/scratch' ? join(dir, `scratch-${i}`) : a)), '--workers', '1'], { ...env, TILEBAKE_QUIET: '' })),
     );
-    for (const s of shards) expect(s.code, s.out).toBe(0);
+    for (const s of shards) {
+      expect(s.code, s.out).toBe(0);
+      // Views keyed from the run's archives on S3 (render.dedup), not rendered blind.
+      expect(s.out).toMatch(/@1x: \d+ distinct views rendered for \d+ metatiles \(views keyed by the tiles under them/);
+      expect(s.out).not.toContain('render.dedup off');
+    }
     const listed = (await storeOf(run).list('shards/')).map((o) => o.path);
     for (let i = 0; i < N; i++) expect(listed).toContain(`shards/${i}/DONE.json`);
 
@@ -191,3 +204,38 @@ describe('storage failures get the engines\' exit codes, and nothing half-publis
   }, LONG);
 });
 
+
+describe('old versions on object storage are pruned by the build\'s rule', () => {
+  /** Version ids under builds/ of the output. */
+  const versions = async () => [...new Set((await storeOf(out).list('builds/')).map((o) => o.path.split('/')[1]))].sort();
+  const current = async () => (JSON.parse(Buffer.from((await storeOf(out).readFile('current.json'))!).toString()) as { build: string }).build;
+
+  it('keeps the newest --keep, the current one and the one before it; leaves newer unfinished ones; serve keeps answering', async () => {
+    const first = await current();
+    expect(await versions()).toEqual([first]);
+    const ids = [first];
+    for (let i = 0; i < 2; i++) {
+      const r = await cli(publishArgs({ run, out, s3Endpoint: swift.endpoint }), { TILEBAKE_QUIET: '' });
+      expect(r.code, r.out).toBe(0);
+      ids.push(await current());
+    }
+    // --keep 2 (default): the third publish removed the first version, every object of it.
+    expect(await versions()).toEqual(ids.slice(1));
+    expect(await storeOf(out).list(`${versionPath(ids[0])}/`)).toEqual([]);
+    // An upload in progress (a newer id than the current one) is not touched; --keep 1 still keeps
+    // the version that was current until this publish (a server polling current.json may be reading it).
+    const writing = `${versionPath('99991231T000000Z-000000')}/manifest.json`;
+    await storeOf(out).putBytes(writing, '{}');
+    const last = await cli([...publishArgs({ run, out, s3Endpoint: swift.endpoint }), '--keep', '1'], { TILEBAKE_QUIET: '' });
+    expect(last.code, last.out).toBe(0);
+    ids.push(await current());
+    expect(last.out).toContain(`removed old versions ${ids[1]}`);
+    expect(await versions()).toEqual([ids[2], ids[3], '99991231T000000Z-000000']);
+    await storeOf(out).delete(writing);
+    // The server follows the pointer and keeps serving: the tile is the one-machine build's.
+    const refArchive = join((await currentVersionDir(ref))!.dir, 'styles/osm-bright/2x.png.pmtiles');
+    const res = await request(`${serve!.url}/styles/osm-bright/${CITY.z}/${CITY.x}/${CITY.y}@2x.png`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    expect(res.body.equals(Buffer.from(await readTile(refArchive, CITY.z, CITY.x, CITY.y)))).toBe(true);
+  }, LONG);
+});

@@ -2,16 +2,21 @@
  * Render each distinct view once (pipeline/render/dedup.ts), on real tiles built from OpenStreetMap
  * (open sea, the barrier reef and cays off Belize: test/fixtures/osm) and real MapLibre renders: the
  * archives rendered with dedup are byte for byte those rendered without it (1x and @2x), also when
- * sharded and when resuming a journal, and dedup did happen. The keying rules are checked on styles
+ * sharded (plan, shards reading the tileset archives through the run's store, publish) and when
+ * resuming a journal, and dedup did happen. The keying rules are checked on styles
  * that make pixels depend on the position.
  */
 import { copyFile, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
-import { mergeArchives } from '../pipeline/merge.ts';
+import { LocalStore } from '../lib/storage.ts';
 import { archiveName, runRenderStage, type RenderStageStats } from '../pipeline/render.ts';
-import { readIdentity } from '../pipeline/render/archive.ts';
+import { readIdentity, tilesetArchiveRef } from '../pipeline/render/archive.ts';
+import { plan } from '../pipeline/run/plan.ts';
+import { publish } from '../pipeline/run/publish.ts';
+import { shard } from '../pipeline/run/shard.ts';
 import { groupViews, positionRule, ViewKeys, type PositionRule } from '../pipeline/render/dedup.ts';
 import { RenderJournal } from '../pipeline/render/journal.ts';
 import { enumerateMetatiles, metatileKey, type Metatile } from '../pipeline/render/metatiles.ts';
@@ -47,6 +52,24 @@ async function tempDir(prefix: string): Promise<string> {
 afterAll(async () => {
   for (const d of made) await rm(d, { recursive: true, force: true });
 });
+
+/** What `run` logs (TILEBAKE_QUIET lifted meanwhile). */
+async function logOf(run: () => Promise<unknown>): Promise<string> {
+  let text = '';
+  const quiet = process.env.TILEBAKE_QUIET;
+  process.env.TILEBAKE_QUIET = '';
+  const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    text += chunk.toString();
+    return true;
+  });
+  try {
+    await run();
+  } finally {
+    spy.mockRestore();
+    process.env.TILEBAKE_QUIET = quiet;
+  }
+  return text;
+}
 
 let base: string;
 let ref: string;
@@ -103,22 +126,29 @@ describe.sequential('render dedup (Belize reef, osm-bright)', () => {
     expect(distinct.size).toBeGreaterThan(20);
   });
 
-  test('shards dedup within themselves; merged, they equal the undeduplicated render', async () => {
-    const out = await tempDir('dedup-shards');
-    await copyVectorOutput(base, out);
-    const { config: c } = await writeConfig(out, 'config.json', config(out, {}, [1]));
+  test('shards dedup through the run\'s store (plan, 2 shards, publish); the published archive equals the undeduplicated render', async () => {
+    const dir = await tempDir('dedup-shards');
+    const { config: c } = await writeConfig(dir, 'config.json', config(join(dir, 'unused'), {}, [1]));
+    const run = join(dir, 'run');
+    await plan(c, { run, shards: 2, scratch: join(dir, 'scratch') });
+    // A shard reads the tileset archives from RUN/base/ through the run's store, not from its scratch.
     let distinct = 0;
     let metatiles = 0;
     for (const index of [0, 1]) {
-      const s = await runRenderStage(c, out, { workers: 2, shard: { index, count: 2 } });
-      distinct += s.distinctViews;
-      metatiles += s.renderedMetatiles;
+      const log = await logOf(() => shard({ run, index, scratch: join(dir, 'scratch'), workers: 2, env: {} }));
+      const [, d, n] = /osm-bright \(shard \d\/2\) @1x: (\d+) distinct views rendered for (\d+) metatiles \(views keyed by the tiles under them/.exec(log) ?? [];
+      expect(n, log).toBeDefined();
+      expect(Number(d)).toBeLessThan(Number(n));
+      distinct += Number(d);
+      metatiles += Number(n);
     }
     expect(metatiles).toBe(60);
+    // Each shard shares views among its own metatiles only: fewer repeats than one render (dedupStats).
     expect(distinct).toBeLessThan(metatiles);
-    const dir = join(out, 'styles', 'osm-bright');
-    await mergeArchives([0, 1].map((i) => join(dir, archiveName(1, 'png', { index: i, count: 2 }))), join(dir, '1x.png.pmtiles'));
-    await expectSameTiles(archive(ref, '1x.png'), join(dir, '1x.png.pmtiles'));
+    expect(distinct).toBeGreaterThanOrEqual(dedupStats.views[0].distinct);
+    const out = join(dir, 'out');
+    await publish({ run, out });
+    await expectSameTiles(archive(ref, '1x.png'), archive((await currentVersionDir(out))!.dir, '1x.png'));
   }, LONG);
 
   test('a resumed journal (some views drawn, their copies not yet written) completes to the same tiles', async () => {
@@ -175,7 +205,7 @@ describe.sequential('render dedup (Belize reef, osm-bright)', () => {
   test('view keys: the position is keyed in as the rule says', async () => {
     const bounds = (await readManifestOrEmpty(base)).tilesets.openmaptiles.bounds;
     const metas = [...enumerateMetatiles(bounds, 14, 14, RENDER.metatile)];
-    const sources = [{ grid: { minzoom: 0, maxzoom: 14, tileSize: 512 }, archive: join(base, 'data', 'openmaptiles.pmtiles') }];
+    const sources = [{ grid: { minzoom: 0, maxzoom: 14, tileSize: 512 }, archive: tilesetArchiveRef(new LocalStore(base), (await readManifestOrEmpty(base)).tilesets.openmaptiles) }];
     const groups = async (rule: PositionRule) => {
       const keys = await ViewKeys.open(sources, 'style', RENDER.margin, rule);
       try {

@@ -8,6 +8,7 @@ export { DuplicateTileError } from './tile-index.ts';
 export {
   openArchive,
   openArchiveFile,
+  openStoreArchive,
   summarizeArchiveFile,
   type ArchiveSummary,
   type ArchiveEntry,

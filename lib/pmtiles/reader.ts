@@ -18,7 +18,7 @@ import {
   type Source,
 } from 'pmtiles';
 import { isUserError, UserError } from '../errors.ts';
-import { FileRangeSource, type RangeSource } from '../storage.ts';
+import { FileRangeSource, type RangeSource, type Store } from '../storage.ts';
 import { isStoreError } from '../store-read.ts';
 import { isValidTile } from '../tile-math.ts';
 import { archiveEnd, parseHeader, ROOT_REGION_SIZE } from './header.ts';
@@ -241,15 +241,24 @@ export async function openArchive(source: RangeSource, options: OpenArchiveOptio
   }
 }
 
-/** Open a local archive file with positional reads (closes the file again if it is not a valid archive). */
-export async function openArchiveFile(path: string, options?: OpenArchiveOptions): Promise<ArchiveReader> {
-  const source = await FileRangeSource.open(path);
+/** `openArchive`, closing `source` again if it is not a valid archive. */
+async function openOwned(source: RangeSource, options?: OpenArchiveOptions): Promise<ArchiveReader> {
   try {
     return await openArchive(source, options);
   } catch (e) {
     await source.close();
     throw e;
   }
+}
+
+/** Open a local archive file with positional reads (closes the file again if it is not a valid archive). */
+export async function openArchiveFile(path: string, options?: OpenArchiveOptions): Promise<ArchiveReader> {
+  return openOwned(await FileRangeSource.open(path), options);
+}
+
+/** Open the archive at `relPath` of a store (a folder, HTTP or S3: ranged reads with the store's deadline and retries). */
+export async function openStoreArchive(store: Store, relPath: string, options?: OpenArchiveOptions): Promise<ArchiveReader> {
+  return openOwned(await store.openRange(relPath), options);
 }
 
 /** What a build needs to know of an archive it wrote before: its metadata, tile count and file size. */

@@ -52,13 +52,14 @@ const publish: CommandModule = {
       .option('run', { type: 'string', demandOption: true, describe: 'Run location (as given to plan)' })
       .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'Output folder the version is published to (what `serve --out` reads)' })
       .option('archive', { type: 'string', describe: 'Merge only this archive (<style>/<scale>x.<format>) into RUN/merged/, for a parallel fan-in' })
-      .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in a folder OUT' })
+      .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in OUT (the current one, versions a running server holds and, on object storage, the previous one are always kept)' })
       .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
     const { withRunExitCodes } = await import('../run/exit.ts');
     await withRunExitCodes(async () => {
       const { publish: run } = await import('../run/publish.ts');
-      await run({ run: a.run as string, out: a.out as string, archive: a.archive as string | undefined, keep: a.keep as number, s3Endpoint: a['s3-endpoint'] as string | undefined });
+      const { checkKeep } = await import('../../lib/build-version.ts');
+      await run({ run: a.run as string, out: a.out as string, archive: a.archive as string | undefined, keep: checkKeep(a.keep as number), s3Endpoint: a['s3-endpoint'] as string | undefined });
     });
   },
 };

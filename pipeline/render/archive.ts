@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { createRequire } from 'node:module';
-import { Compression, openArchiveFile, PMTilesWriter, summarizeArchiveFile, tileIdToZxy, TileType, type ArchiveReader, type ArchiveSummary } from '../../lib/pmtiles/index.ts';
+import { Compression, openArchiveFile, openStoreArchive, PMTilesWriter, summarizeArchiveFile, tileIdToZxy, TileType, type ArchiveReader, type ArchiveSummary } from '../../lib/pmtiles/index.ts';
 import type { Store } from '../../lib/storage.ts';
 import type { RasterFormat } from './encode.ts';
 import type { RenderJournal } from './journal.ts';
@@ -54,6 +54,16 @@ export interface TilesetArchiveRef {
   path: string;
   /** Its size (the manifest's `bytes`). */
   bytes: number;
+}
+
+/** The ref of a built tileset's archive (its manifest entry) in `store`. */
+export function tilesetArchiveRef(store: Store, tileset: { archive: string; bytes: number }): TilesetArchiveRef {
+  return { store, path: tileset.archive, bytes: tileset.bytes };
+}
+
+/** Open a tileset archive where its ref says (ranged reads through its store). */
+export function openTilesetArchive(a: TilesetArchiveRef): Promise<ArchiveReader> {
+  return openStoreArchive(a.store, a.path);
 }
 
 /** A machine-independent identity of an archive: size plus a hash of its first and last bytes (two ranged reads). */
@@ -123,11 +133,16 @@ async function* tileLocations(r: ArchiveReader): AsyncGenerator<{ tileId: number
 const COMPARED_MEMO = 65_536;
 
 /**
- * The tiles (`z/x/y`) added, removed or changed between two archives of a tileset. Both archives are
+ * The tiles (`z/x/y`) added, removed or changed between two archives of a tileset, read through their
+ * stores (the previous version's folder, this build's folder or a run's store). Both archives are
  * walked in tile-id order side by side, so that memory holds the changed tiles only, not every tile.
  */
-export async function changedTiles(before: string, after: string): Promise<Set<string>> {
-  const [ra, rb] = await Promise.all([openArchiveFile(before), openArchiveFile(after)]);
+export async function changedTiles(before: TilesetArchiveRef, after: TilesetArchiveRef): Promise<Set<string>> {
+  const ra = await openTilesetArchive(before);
+  const rb = await openTilesetArchive(after).catch(async (e: unknown) => {
+    await ra.close();
+    throw e;
+  });
   const out = new Set<string>();
   const add = (tileId: number) => out.add(tileIdToZxy(tileId).join('/'));
   /** `offsetA:offsetB` → equal bytes. */

@@ -11,7 +11,8 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { openArchiveFile, type ArchiveReader } from '../../lib/pmtiles/index.ts';
+import type { ArchiveReader } from '../../lib/pmtiles/index.ts';
+import { openTilesetArchive, type TilesetArchiveRef } from './archive.ts';
 import { metatileKey, TILE_SIZE, viewSourceRange, type Metatile, type SourceGrid } from './metatiles.ts';
 
 /** How a style's pixels depend on the metatile's absolute position besides the tiles it loads. */
@@ -126,18 +127,24 @@ export async function positionRule(style: { sources: Record<string, Json>; layer
   return { ...rule, patternPeriod: [px, py] };
 }
 
-/** A style source whose tiles a view loads: its grid and its archive. */
+/** A style source whose tiles a view loads: its grid and its archive (read through its store, as the render reads it). */
 export interface KeyedSource {
   grid: SourceGrid;
-  archive: string;
+  archive: TilesetArchiveRef;
 }
 
 /** Source tile contents hashed, memoised by stored location (bounded: neighbouring views share tiles). */
 const HASH_MEMO = 4096;
+/**
+ * View keys computed at once: on object storage each new source tile is a ranged read, so keys are
+ * computed in parallel (on a local disk this costs nothing).
+ */
+const KEYS_IN_FLIGHT = 16;
 
 /** Computes view keys for the metatiles of one style × scale. */
 export class ViewKeys {
-  private readonly memo: Map<string, string>[];
+  /** Per source: hash of the stored bytes by location (the promise: concurrent keys read a tile once). */
+  private readonly memo: Map<string, Promise<string>>[];
 
   private constructor(
     private readonly readers: ArchiveReader[],
@@ -153,7 +160,7 @@ export class ViewKeys {
   static async open(sources: KeyedSource[], styleKey: string, margin: number, rule: PositionRule): Promise<ViewKeys> {
     const readers: ArchiveReader[] = [];
     try {
-      for (const s of sources) readers.push(await openArchiveFile(s.archive));
+      for (const s of sources) readers.push(await openTilesetArchive(s.archive));
     } catch (e) {
       await Promise.all(readers.map((r) => r.close()));
       throw e;
@@ -169,9 +176,11 @@ export class ViewKeys {
     const memo = this.memo[i];
     let h = memo.get(id);
     if (h === undefined) {
-      h = createHash('sha256').update(await this.readers[i].readRange(loc.offset, loc.length)).digest('base64');
+      h = this.readers[i].readRange(loc.offset, loc.length).then((bytes) => createHash('sha256').update(bytes).digest('base64'));
       if (memo.size >= HASH_MEMO) memo.delete(memo.keys().next().value!);
       memo.set(id, h);
+      // A failed read is not remembered (the key fails; a later one may read again).
+      h.catch(() => memo.get(id) === h && memo.delete(id));
     }
     return h;
   }
@@ -192,10 +201,11 @@ export class ViewKeys {
       if (r.x0 < 0 || r.x1 >= r.n || r.y0 < 0 || r.y1 >= r.n) absolute = true;
       const scale = 2 ** (r.z - m.z);
       // Where the view lies on the source's tile grid (exact: scale is a power of two).
-      const tiles: string[] = [];
+      const hashes: Promise<string>[] = [];
       for (let ty = Math.max(0, r.y0); ty <= Math.min(r.n - 1, r.y1); ty++) {
-        for (let tx = Math.max(0, r.x0); tx <= Math.min(r.n - 1, r.x1); tx++) tiles.push(await this.tileHash(i, r.z, tx, ty));
+        for (let tx = Math.max(0, r.x0); tx <= Math.min(r.n - 1, r.x1); tx++) hashes.push(this.tileHash(i, r.z, tx, ty));
       }
+      const tiles = await Promise.all(hashes);
       parts.push([r.z, x * scale - r.x0, y * scale - r.y0, r.x1 - r.x0, r.y1 - r.y0, tiles]);
     }
     if (absolute) parts.push(['at', metatileKey(m)]);
@@ -223,8 +233,18 @@ export async function groupViews(metas: Metatile[], keys: ViewKeys): Promise<Vie
   const first = new Map<string, Metatile>();
   const render: Metatile[] = [];
   const copies = new Map<Metatile, Metatile[]>();
-  for (const m of metas) {
-    const k = await keys.key(m);
+  // Keys are computed KEYS_IN_FLIGHT at a time and grouped in order: the grouping does not depend on timing.
+  const keyed: string[] = [];
+  let next = 0;
+  const lane = async () => {
+    while (next < metas.length) {
+      const i = next++;
+      keyed[i] = await keys.key(metas[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(KEYS_IN_FLIGHT, metas.length) }, lane));
+  for (const [i, m] of metas.entries()) {
+    const k = keyed[i];
     const rep = first.get(k);
     if (!rep) {
       first.set(k, m);

@@ -1,11 +1,13 @@
 /**
  * What a prepared style's sources read from the build's tilesets, for the two rules that depend on
  * the tiles under a view: which metatiles an incremental build re-renders (the changed tiles of each
- * tileset since the previous version) and which metatiles share a view (view keys, dedup.ts).
+ * tileset since the previous version) and which metatiles share a view (view keys, dedup.ts). Both
+ * read the archives through a Store, where the render reads them: the build folder, or a shard's run
+ * location (a shared folder or S3) by ranged reads, so they work the same in a build and in a shard.
  */
-import { join } from 'node:path';
-import { readManifestOrEmpty, type Manifest } from '../../lib/manifest.ts';
-import { changedTiles } from './archive.ts';
+import { findManifest, type Manifest } from '../../lib/manifest.ts';
+import type { Store } from '../../lib/storage.ts';
+import { changedTiles, tilesetArchiveRef } from './archive.ts';
 import { ViewKeys, type PositionRule } from './dedup.ts';
 import type { ChangedSource, SourceGrid } from './metatiles.ts';
 
@@ -21,10 +23,13 @@ function tileJsonShape(e: Manifest['tilesets'][string]): string {
   return JSON.stringify(rest);
 }
 
-/** The changed tiles of each tileset between the previous version and this one (lazily, once each). */
-export function changedTilesets(outDir: string, previous: string | undefined, manifest: Manifest): ChangedTilesets {
+/**
+ * The changed tiles of each tileset between the previous version (its store) and this one (`data`:
+ * where this build's tileset archives are read), lazily, once each.
+ */
+export function changedTilesets(data: Store, previous: Store | undefined, manifest: Manifest): ChangedTilesets {
   const memo = new Map<string, Promise<Set<string> | undefined>>();
-  const prevManifest = previous ? readManifestOrEmpty(previous) : undefined;
+  const prevManifest = previous ? findManifest(previous) : undefined;
   return (id) => {
     let p = memo.get(id);
     if (!p) {
@@ -32,7 +37,7 @@ export function changedTilesets(outDir: string, previous: string | undefined, ma
         const before = (await prevManifest)?.tilesets[id];
         const after = manifest.tilesets[id];
         if (!previous || !before || !after || tileJsonShape(before) !== tileJsonShape(after)) return undefined;
-        return changedTiles(join(previous, before.archive), join(outDir, after.archive));
+        return changedTiles(tilesetArchiveRef(previous, before), tilesetArchiveRef(data, after));
       })();
       memo.set(id, p);
     }
@@ -64,8 +69,8 @@ export async function changedSources(style: StyleSources, manifest: Manifest, ch
   return out;
 }
 
-/** View keys of a style at one scale (`styleKey`: its render fingerprint), its tileset sources read from this build's archives in `outDir`. */
-export function viewKeys(style: StyleSources, manifest: Manifest, outDir: string, opts: { styleKey: string; margin: number; rule: PositionRule }): Promise<ViewKeys> {
-  const sources = tilesetSources(style, manifest).flatMap((s) => (s.entry ? [{ grid: s.grid, archive: join(outDir, s.entry.archive) }] : []));
+/** View keys of a style at one scale (`styleKey`: its render fingerprint), its tileset archives read from `data` (where the render reads them). */
+export function viewKeys(style: StyleSources, manifest: Manifest, data: Store, opts: { styleKey: string; margin: number; rule: PositionRule }): Promise<ViewKeys> {
+  const sources = tilesetSources(style, manifest).flatMap((s) => (s.entry ? [{ grid: s.grid, archive: tilesetArchiveRef(data, s.entry) }] : []));
   return ViewKeys.open(sources, opts.styleKey, opts.margin, opts.rule);
 }

@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_KEEP_VERSIONS, newBuildId, pruneVersions, publishVersionToStore } from '../../lib/build-version.ts';
+import { DEFAULT_KEEP_VERSIONS, newBuildId, pruneStoreVersions, pruneVersions, publishVersionToStore } from '../../lib/build-version.ts';
 import { updateManifest, type StyleArchive } from '../../lib/manifest.ts';
 import { FolderStore, openWritableStore, type WritableStore } from '../../lib/object-store.ts';
 import { summarizeArchiveFile } from '../../lib/pmtiles/index.ts';
@@ -24,7 +24,7 @@ export interface PublishOptions {
   out: string;
   /** Merge this archive (`<style>/<scale>x.<format>`) into RUN/merged/ only. */
   archive?: string;
-  /** Versions kept in a folder OUT (default 2). */
+  /** Versions kept in OUT (default 2; lib/build-version.ts versionsToPrune). */
   keep?: number;
   /** Endpoint of an S3-compatible store for an s3:// run or OUT (--s3-endpoint). */
   s3Endpoint?: string;
@@ -115,8 +115,10 @@ export async function publish(opts: PublishOptions): Promise<string | undefined>
     });
     const out = openWritableStore(opts.out, { s3Endpoint: opts.s3Endpoint });
     const id = newBuildId();
-    await publishVersionToStore(out, id, versionDir);
-    const removed = out instanceof FolderStore ? await pruneVersions(out.location, opts.keep ?? DEFAULT_KEEP_VERSIONS) : [];
+    const { previous } = await publishVersionToStore(out, id, versionDir);
+    const keep = opts.keep ?? DEFAULT_KEEP_VERSIONS;
+    // One retention rule (lib/build-version.ts): a folder's servers hold versions by leases; on object storage the previous version is held.
+    const removed = out instanceof FolderStore ? await pruneVersions(out.location, keep) : await pruneStoreVersions(out, keep, id, previous);
     logLine(`publish: run ${run.run} published as ${id} in ${opts.out}${removed.length ? ` (removed old versions ${removed.join(', ')})` : ''}`);
     return id;
   } finally {

@@ -1,5 +1,4 @@
 import type { Argv, CommandModule } from 'yargs';
-import { UserError } from '../../lib/errors.ts';
 
 interface UpdateArgs {
   config: string;
@@ -19,7 +18,8 @@ export const updateCommand: CommandModule<object, UpdateArgs> = {
       .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in <out>/builds/' })
       .option('workers', { type: 'number', describe: 'Render pool size (default: one per two cores)' }) as unknown as Argv<UpdateArgs>,
   handler: async (a) => {
-    if (!Number.isInteger(a.keep) || a.keep < 1) throw new UserError(`--keep: expected a whole number of versions >= 1 (got ${a.keep})`, { exitCode: 2 });
+    const { checkKeep } = await import('../../lib/build-version.ts');
+    checkKeep(a.keep);
     const { loadConfig } = await import('../config/index.ts');
     const { update } = await import('./index.ts');
     const { logLine } = await import('../progress.ts');
