@@ -224,6 +224,8 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     center: [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))],
     archives: {},
     ...(s.maxzoom_served !== undefined ? { maxzoom_served: s.maxzoom_served } : {}),
+    // Rendered on demand above maxzoom with the settings baked with, so the tiles match a deeper build.
+    ...(s.overzoom === 'render' ? { overzoom: 'render' as const, render: { metatile: config.render.metatile, margin: config.render.margin, png: config.render.png, jpeg: config.render.jpeg } } : {}),
   };
   const archives = prep.tilesets.map((id) => ({ store: dataStore, path: manifest.tilesets[id].archive, bytes: manifest.tilesets[id].bytes }));
   const position = await positionRule(prep.style, join(outDir, 'styles', s.id));
@@ -430,7 +432,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       viewKeys: config.render.dedup && !opts.dataStore ? (job: StyleJob, styleKey: string) => viewKeys(job.prep.style, manifest, outDir, { styleKey, margin: config.render.margin, rule: job.position }) : undefined,
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>
-        (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries })),
+        (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries, log: logLine })),
     };
     for (const job of jobs) {
       const entry = await renderStyle(ctx, job);
