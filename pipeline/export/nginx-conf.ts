@@ -125,8 +125,9 @@ export function nginxConf(o: NginxConfOptions, tokensPath: string): { conf: stri
       ...common,
       `add_header Cache-Control ${q(cache.data, 'Cache-Control')};`,
       ...vary(true),
-      block('location ~ ^/styles/[^/]+/style\\.json$', [...common, `add_header Cache-Control ${q(cache.metadata, 'Cache-Control')};`, ...vary(true)], ''),
-      block('location ~ ^/styles/[^/]+\\.json$', [...common, `add_header Cache-Control ${q(cache.metadata, 'Cache-Control')};`, ...vary(false)], ''),
+      // The style (`style.json` and its alias `{style}.json`), and the raster TileJSON (`rendered.json`).
+      block('location ~ ^/styles/([^/]+/style|[^/]+)\\.json$', [...common, `add_header Cache-Control ${q(cache.metadata, 'Cache-Control')};`, ...vary(true)], ''),
+      block('location ~ ^/styles/[^/]+/rendered\\.json$', [...common, `add_header Cache-Control ${q(cache.metadata, 'Cache-Control')};`, ...vary(false)], ''),
     ]),
     block('location ^~ /fonts/', [types(['pbf']), ...common, `add_header Cache-Control ${q(cache.data, 'Cache-Control')};`, ...vary(true)]),
     block('location = /height', [`proxy_pass http://${o.heightUpstream};`, 'proxy_set_header Host $host;', 'proxy_http_version 1.1;', 'proxy_set_header Connection "";']),
