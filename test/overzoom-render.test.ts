@@ -7,14 +7,14 @@ import { readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
-import { metatileContaining, metatileKey } from '../lib/metatiles.ts';
+import { enumerateMetatiles, metatileContaining, metatileKey } from '../lib/metatiles.ts';
 import { tilesInBBox, type BBox } from '../lib/tile-math.ts';
 import { runRenderStage } from '../pipeline/render.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { RenderCache } from '../static-server/overzoom/render-cache.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { buildSampleVector, request, serveOptions, startServe, type RawResponse, type ServeProcess } from './fixtures/server/helpers.ts';
-import { chromiumBrowsersUnder, copyVectorOutput, readTile, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
+import { chromiumBrowsersUnder, readTile, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const TOKEN = randomBytes(18).toString('base64url');
@@ -30,22 +30,23 @@ const RENDER = { metatile: 2, margin: 32, workers: 1 };
 const ARCHIVES = ['1x.png', '1x.jpg', '2x.png', '2x.jpg'] as const;
 const LONG = 300_000;
 
-let shallow: string;
-let deep: string;
+let shallow: Awaited<ReturnType<typeof bakeAt>>;
+let deep: Awaited<ReturnType<typeof bakeAt>>;
 const dirs: string[] = [];
 const servers: RunningServer[] = [];
 
-/** The sample's vector stage, then the render stage of osm-bright over BBOX baked at zoom `z` only. */
-async function bakeAt(z: number, prefix: string): Promise<string> {
-  const vector = (await currentVersionDir(await buildSampleVector()))!;
-  dirs.push(vector.dir);
-  const out = await tempDir(prefix);
-  dirs.push(out);
-  await copyVectorOutput(vector.dir, out);
+/**
+ * The sample's vector stage (a published build version), then the render stage of osm-bright over
+ * BBOX baked at zoom `z` only, into that version. Returns the build folder and the version's folder.
+ */
+async function bakeAt(z: number): Promise<{ root: string; version: string; id: string }> {
+  const root = await buildSampleVector();
+  dirs.push(root);
+  const v = (await currentVersionDir(root))!;
   const style = { bbox: BBOX, minzoom: z, maxzoom: z, scales: [1, 2], formats: ['png', 'jpg'], overzoom: 'render', maxzoom_served: SERVED };
-  const { config } = await writeConfig(out, 'config.json', sampleConfig(out, style, RENDER));
-  await runRenderStage(config, out, { workers: 1 });
-  return out;
+  const { config } = await writeConfig(v.dir, 'config.json', sampleConfig(v.dir, style, RENDER));
+  await runRenderStage(config, v.dir, { workers: 1 });
+  return { root, version: v.dir, id: v.id! };
 }
 
 /** `/styles/osm-bright/z/x/y[@2x].fmt` for an archive key. */
@@ -67,14 +68,14 @@ async function bytesUnder(dir: string): Promise<{ bytes: number; files: number }
 }
 
 async function serveShallow(extra: Parameters<typeof serveOptions>[1]): Promise<RunningServer> {
-  const s = await startServer(serveOptions(shallow, { logLevel: 'silent', workers: 1, ...extra }), { tokenHashes: [hashToken(TOKEN)] });
+  const s = await startServer(serveOptions(shallow.root, { logLevel: 'silent', workers: 1, ...extra }), { tokenHashes: [hashToken(TOKEN)] });
   servers.push(s);
   return s;
 }
 
 beforeAll(async () => {
-  shallow = await bakeAt(BAKED, 'ondemand-z15');
-  deep = await bakeAt(DEEP, 'ondemand-z16');
+  shallow = await bakeAt(BAKED);
+  deep = await bakeAt(DEEP);
 }, LONG);
 
 afterAll(async () => {
@@ -95,7 +96,7 @@ describe('render mode', () => {
   it('a tile rendered on demand is the tile a build baked at that zoom, byte for byte, in every scale and format', { timeout: LONG }, async () => {
     const deepTiles = [...tilesInBBox(BBOX, DEEP, DEEP)];
     expect(deepTiles.length).toBeGreaterThanOrEqual(6);
-    const style = join((await currentVersionDir(deep))!.dir, 'styles', STYLE);
+    const style = join(deep.version, 'styles', STYLE);
     for (const key of ARCHIVES) {
       for (const t of deepTiles) {
         const r = await get(tilePath(key, t.z, t.x, t.y));
@@ -125,11 +126,40 @@ describe('render mode', () => {
     expect(tj.description).toContain('rendered on demand');
   });
 
+  it('/styles/{style}.json is the style, rendered.json the TileJSON, and both work under /v/{build}/, as do rendered tiles', async () => {
+    const style = await get(`/styles/${STYLE}/style.json`);
+    for (const path of [`/styles/${STYLE}.json`, `/v/${shallow.id}/styles/${STYLE}.json`]) {
+      const r = await get(path);
+      expect(r.status, path).toBe(200);
+      expect(r.body.equals(style.body), path).toBe(true);
+      expect(r.headers['content-type'], path).toBe(style.headers['content-type']);
+    }
+    const tj = await get(`/v/${shallow.id}/styles/${STYLE}/rendered.json`);
+    expect(tj.status).toBe(200);
+    expect(tj.headers['cache-control']).toMatch(/immutable/);
+    expect(tj.json()).toMatchObject({ tilejson: '3.0.0', maxzoom: BAKED });
+    const t = [...tilesInBBox(BBOX, DEEP, DEEP)][0];
+    const tile = await get(`/v/${shallow.id}${tilePath('2x.png', t.z, t.x, t.y)}`);
+    expect(tile.status).toBe(200);
+    expect(tile.body.equals(Buffer.from(await readTile(join(deep.version, 'styles', STYLE, '2x.png.pmtiles'), t.z, t.x, t.y)))).toBe(true);
+  });
+
   it('outside the bounds: 204; above maxzoom_served: 404, as in upscale mode', async () => {
     expect((await get(`/styles/${STYLE}/${DEEP}/0/0.png`)).status).toBe(204);
     const r = await get(`/styles/${STYLE}/${SERVED + 1}/0/0.png`);
     expect(r.status).toBe(404);
     expect(r.json()).toMatchObject({ status: 404 });
+  });
+});
+
+describe('the metatile grid', () => {
+  it('metatileContaining finds the metatile of the build\'s grid that holds a tile', () => {
+    for (const metatile of [1, 2, 4]) {
+      for (const m of enumerateMetatiles(BBOX, 14, 19, metatile)) {
+        for (const t of m.tiles) expect(metatileContaining(BBOX, t.z, t.x, t.y, metatile)).toEqual(m);
+      }
+    }
+    expect(metatileContaining(BBOX, DEEP, 0, 0, 2)).toBeUndefined();
   });
 });
 
@@ -227,8 +257,8 @@ describe('serve --workers 2', () => {
   it('shares one disk cache; a killed browser is replaced and the next tiles are still the baked bytes', { timeout: LONG }, async () => {
     const cache = await tempDir('render-cache-cluster');
     dirs.push(cache);
-    serve = await startServe(['--out', shallow, '--port', '0', '--host', '127.0.0.1', '--workers', '2', '--render-cache', cache, '--log-level', 'info'], { TILEBAKE_TOKENS: TOKEN });
-    const style = join((await currentVersionDir(deep))!.dir, 'styles', STYLE);
+    serve = await startServe(['--out', shallow.root, '--port', '0', '--host', '127.0.0.1', '--workers', '2', '--render-cache', cache, '--log-level', 'info'], { TILEBAKE_TOKENS: TOKEN });
+    const style = join(deep.version, 'styles', STYLE);
     const check = async (t: { z: number; x: number; y: number }) => {
       const r = await request(`${serve!.url}${tilePath('1x.png', t.z, t.x, t.y)}`, { headers: AUTH });
       expect(r.status, r.body.toString()).toBe(200);
