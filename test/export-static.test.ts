@@ -123,8 +123,9 @@ describe('an export served by nginx with the generated configuration', () => {
         const [exported, served] = [fromNginx.json(), fromServe.json()];
         expect(exported.maxzoom_served, path).toBe(exported.maxzoom);
         expect(served.maxzoom_served, path).toBeGreaterThan(served.maxzoom);
+        expect([exported.overzoom, served.overzoom], path).toEqual([undefined, 'upscale']);
         const { maxzoom_served: _e, description: _de, ...exportedRest } = exported;
-        const { maxzoom_served: _s, description: _ds, ...servedRest } = served;
+        const { maxzoom_served: _s, description: _ds, overzoom: _o, ...servedRest } = served;
         expect(exportedRest, path).toEqual(servedRest);
       } else expect(fromNginx.body.equals(fromServe.body), path).toBe(true);
       for (const h of ['content-type', 'content-encoding', 'cache-control', 'access-control-allow-origin']) {
