@@ -144,6 +144,11 @@ describe('render mode', () => {
     expect(tile.body.equals(Buffer.from(await readTile(join(deep.version, 'styles', STYLE, '2x.png.pmtiles'), t.z, t.x, t.y)))).toBe(true);
   });
 
+  it('a bad --render-* option stops the server at start, naming the flag', async () => {
+    await expect(serveShallow({ renderQueue: -1 })).rejects.toThrow('--render-queue: expected an integer >= 0, got -1');
+    await expect(serveShallow({ renderTimeoutMs: 0 })).rejects.toThrow('--render-timeout-ms');
+  });
+
   it('outside the bounds: 204; above maxzoom_served: 404, as in upscale mode', async () => {
     expect((await get(`/styles/${STYLE}/${DEEP}/0/0.png`)).status).toBe(204);
     const r = await get(`/styles/${STYLE}/${SERVED + 1}/0/0.png`);

@@ -15,6 +15,7 @@
 import { createHash } from 'node:crypto';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UserError } from '../../lib/errors.ts';
 import type { StyleArchive, StyleEntry, RenderSettings } from '../../lib/manifest.ts';
 import { metatileContaining, metatileKey, type Metatile } from '../../lib/metatiles.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../../lib/raster-encode.ts';
@@ -46,9 +47,21 @@ export interface OnDemandOptions {
   workers: number;
 }
 
-/** The on-demand options of `tilebake serve`'s options. */
+/** `value` of option `flag` when it is a number ≥ `min` (integer unless `fraction`), else a UserError naming the flag. */
+function checked(flag: string, value: number, min: number, fraction = false): number {
+  if (!Number.isFinite(value) || value < min || (!fraction && !Number.isInteger(value))) {
+    throw new UserError(`--${flag}: expected ${fraction ? 'a number' : 'an integer'} >= ${min}, got ${value}`);
+  }
+  return value;
+}
+
+/** The on-demand options of `tilebake serve`'s options; a UserError naming a bad flag. */
 export function onDemandOptions(ctx: ServerContext): OnDemandOptions {
   const o = ctx.options;
+  checked('render-cache-mb', o.renderCacheMb ?? RENDER_DEFAULTS.cacheMb, 0, true);
+  checked('render-queue', o.renderQueue ?? RENDER_DEFAULTS.queue, 0);
+  checked('render-timeout-ms', o.renderTimeoutMs ?? RENDER_DEFAULTS.timeoutMs, 1);
+  checked('render-workers', o.renderWorkers ?? RENDER_DEFAULTS.workers, 1);
   return {
     cacheDir: o.renderCache ?? join(tmpdir(), 'tilebake-render-cache'),
     cacheBytes: (o.renderCacheMb ?? RENDER_DEFAULTS.cacheMb) * 1024 * 1024,
