@@ -5,8 +5,8 @@
  * The processes of `serve --workers N` share the folder. A tile is written to a temp file and renamed
  * into place (lib/atomic.ts), so a reader sees a whole tile or none; recency is the file's mtime
  * (touched on a hit), which every process sees. Each process keeps an index of the files it knows (the
- * folder as last scanned plus its own writes) and evicts from it before writing, so one process holds
- * the cap exactly. With N processes each one scans the folder again once it has written its 1/N share
+ * folder as last scanned plus its own writes) and evicts from it before writing (down to 90 % of the
+ * cap), so one process holds the cap exactly. With N processes each one scans the folder again once it has written its 1/N share
  * of the room left at its last scan, so together they stay within the cap (give or take the metatiles
  * being written at that moment).
  */
@@ -16,6 +16,8 @@ import { writeFileAtomic } from '../../lib/atomic.ts';
 
 /** A hit touches a file's mtime at most this often (recency for other processes' scans). */
 const TOUCH_EVERY_MS = 60_000;
+/** Eviction frees room down to this fraction of the cap. */
+const LOW_WATER = 0.9;
 /** Temp files (`.name.tmp-…`) older than this are left-overs of a killed process: removed by a scan. */
 const STALE_TEMP_MS = 10 * 60_000;
 
@@ -87,7 +89,11 @@ export class RenderCache {
     const incoming = files.reduce((n, f) => n + f.data.byteLength, 0);
     if (incoming > this.capBytes) return;
     if (this.processes > 1 && incoming > this.allowance) await this.scan();
-    await this.evict(this.capBytes - incoming);
+    if (this.total + incoming > this.capBytes) {
+      // Down to a low-water mark, so that the next renders find room without another scan or eviction.
+      await this.evict(this.capBytes * LOW_WATER - incoming);
+      this.allowance = Math.max(0, this.capBytes - this.total) / this.processes;
+    }
     for (const f of files) {
       await writeFileAtomic(this.path(f.rel), f.data);
       this.forget(f.rel);
