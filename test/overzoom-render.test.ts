@@ -11,6 +11,7 @@ import { enumerateMetatiles, metatileContaining, metatileKey } from '../lib/meta
 import { tilesInBBox, type BBox } from '../lib/tile-math.ts';
 import { runRenderStage } from '../pipeline/render.ts';
 import { hashToken } from '../static-server/auth.ts';
+import { RENDER_DEFAULTS } from '../static-server/overzoom/policy.ts';
 import { RenderCache } from '../static-server/overzoom/render-cache.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { buildSampleVector, request, serveOptions, startServe, type RawResponse, type ServeProcess } from './fixtures/server/helpers.ts';
@@ -265,20 +266,36 @@ describe('serve --workers 2', () => {
     dirs.push(cache);
     serve = await startServe(['--out', shallow.root, '--port', '0', '--host', '127.0.0.1', '--workers', '2', '--render-cache', cache, '--log-level', 'info'], { TILEBAKE_TOKENS: TOKEN });
     const style = join(deep.version, 'styles', STYLE);
-    const check = async (t: { z: number; x: number; y: number }) => {
-      const r = await request(`${serve!.url}${tilePath('1x.png', t.z, t.x, t.y)}`, { headers: AUTH });
+    const check = async (t: { z: number; x: number; y: number }, key = '1x.png') => {
+      const r = await request(`${serve!.url}${tilePath(key, t.z, t.x, t.y)}`, { headers: AUTH });
       expect(r.status, r.body.toString()).toBe(200);
-      expect(r.body.equals(Buffer.from(await readTile(join(style, '1x.png.pmtiles'), t.z, t.x, t.y)))).toBe(true);
+      expect(r.body.equals(Buffer.from(await readTile(join(style, `${key}.pmtiles`), t.z, t.x, t.y)))).toBe(true);
     };
     const tiles = [...tilesInBBox(BBOX, DEEP, DEEP)];
     // Both workers get requests (connections are spread between them); every tile is the baked one.
-    await Promise.all(tiles.slice(0, 4).map(check));
+    await Promise.all(tiles.slice(0, 4).map((t) => check(t)));
     const browsers = chromiumBrowsersUnder(serve.proc.pid!);
     expect(browsers.length).toBeGreaterThan(0);
     for (const pid of browsers) process.kill(pid, 'SIGKILL');
-    await Promise.all(tiles.slice(4).map(check));
+    await Promise.all(tiles.slice(4).map((t) => check(t)));
     // Every tile of the metatiles asked for is on disk once, written whole by whichever worker rendered it.
     const names = (await readdir(cache, { recursive: true })).filter((n) => !n.split('/').pop()!.startsWith('.'));
     expect(names.some((n) => n.endsWith(`/1x.png/${tiles[0].z}/${tiles[0].x}/${tiles[0].y}`))).toBe(true);
+
+    // Browsers killed while renders are in flight: every request still gets an answer in time, a tile
+    // (the render retried on a fresh browser) or a JSON 5xx, and the server keeps rendering.
+    const deeper = [...tilesInBBox(BBOX, DEEP + 1, DEEP + 1)].slice(0, 8);
+    const t0 = performance.now();
+    const inFlight = Promise.all(deeper.map((t) => request(`${serve!.url}${tilePath('1x.png', t.z, t.x, t.y)}`, { headers: AUTH })));
+    await new Promise((r) => setTimeout(r, 300));
+    for (const pid of chromiumBrowsersUnder(serve.proc.pid!)) process.kill(pid, 'SIGKILL');
+    for (const r of await inFlight) {
+      if (r.status === 200) expect(r.headers['content-type']).toBe('image/png');
+      else expect([r.status, r.json().status]).toEqual([expect.any(Number), r.status]);
+      expect(r.status === 200 || r.status >= 500).toBe(true);
+    }
+    expect(performance.now() - t0).toBeLessThan(RENDER_DEFAULTS.timeoutMs + 5000);
+    // A render after that (@2x: nothing of it cached) is again the baked tile.
+    await check(tiles[0], '2x.png');
   });
 });
