@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic.ts';
 import { UserError } from './errors.ts';
+import type { JpegSettings, PngSettings } from './raster-encode.ts';
 import type { Store } from './storage.ts';
 
 /**
@@ -85,6 +86,18 @@ export interface StyleEntry {
   archives: Record<string, StyleArchive>;
   /** Deepest raster zoom served, above `maxzoom` by upscaling baked tiles (default 20; static-server/overzoom). */
   maxzoom_served?: number;
+  /** How tiles above `maxzoom` are made: `upscale` (absent: the default) or `render` (on demand, static-server/overzoom/render.ts). */
+  overzoom?: 'upscale' | 'render';
+  /** The render settings the build baked with (set with `overzoom: render`): an on-demand tile is the tile the build would bake. */
+  render?: RenderSettings;
+}
+
+/** What decides a baked tile's bytes besides the style and data: the metatile grid and the encoders. */
+export interface RenderSettings {
+  metatile: number;
+  margin: number;
+  png: PngSettings;
+  jpeg: JpegSettings;
 }
 
 export interface ElevationEntry {

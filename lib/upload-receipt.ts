@@ -12,3 +12,13 @@ export interface UploadReceipt {
   width: number;
   height: number;
 }
+
+/** The render page; `?style=<style.json URL>&ratio=<pixel ratio>` makes it load that style at once. */
+export const RENDER_PAGE_PATH = '/page/render.html';
+/** Pixel uploads: `POST /__upload/{id}?width=&height=` with the raw pixels (application/octet-stream). */
+export const UPLOAD_PREFIX = '/__upload/';
+
+/** The URL of upload slot `id` on a render server at `baseUrl` (no trailing slash). */
+export function uploadUrl(baseUrl: string, id: string): string {
+  return `${baseUrl}${UPLOAD_PREFIX}${encodeURIComponent(id)}`;
+}

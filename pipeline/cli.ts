@@ -1,6 +1,7 @@
 import yargs, { type Argv } from 'yargs';
 import { isUserError, UserError } from '../lib/errors.ts';
 import { DEFAULT_READ_POLICY, isStoreError } from '../lib/store-read.ts';
+import { RENDER_DEFAULTS } from '../static-server/overzoom/policy.ts';
 import { runCommands } from './commands/run.ts';
 import { S3_ENDPOINT_OPTION } from './commands/s3-endpoint.ts';
 import { usageCommand } from './commands/usage.ts';
@@ -129,6 +130,11 @@ export function program(argv: string[]): Argv {
           .option('cache-control', { type: 'string', describe: 'Cache-Control of tiles (default: "private, max-age=86400" with auth, "public, …" with --no-auth)' })
           .option('cors', { type: 'string', default: '*', describe: 'Access-Control-Allow-Origin (empty to disable)' })
           .option('cache-mb', { type: 'number', default: 256, describe: 'Memory for cached tiles and elevation blocks, per worker (MB)' })
+          .option('render-cache', { type: 'string', describe: 'Folder of the on-disk cache of tiles rendered on demand (styles with "overzoom": "render"; default: <tmp>/tilebake-render-cache)' })
+          .option('render-cache-mb', { type: 'number', default: RENDER_DEFAULTS.cacheMb, describe: 'Size cap of that cache, all workers together (MB; least recently used tiles go first)' })
+          .option('render-queue', { type: 'number', default: RENDER_DEFAULTS.queue, describe: 'On-demand renders that may wait for a browser, per worker (beyond: 503 with Retry-After)' })
+          .option('render-timeout-ms', { type: 'number', default: RENDER_DEFAULTS.timeoutMs, describe: 'Longest a request waits for its on-demand render (then 504)' })
+          .option('render-workers', { type: 'number', default: RENDER_DEFAULTS.workers, describe: 'Browsers rendering on demand, per worker (started on the first render)' })
           .option('store-timeout-ms', { type: 'number', default: DEFAULT_READ_POLICY.timeoutMs, describe: 'Deadline of one read from the build folder or object storage, retries included (ms)' })
           .option('store-retries', { type: 'number', default: DEFAULT_READ_POLICY.retries, describe: 'Retries of a read after a transient failure (connection error, HTTP 5xx)' })
           .option('versioned-urls', { type: 'boolean', default: true, describe: 'Put the build version in the URLs of TileJSON and style.json (/v/{build}/…, cached for a year; --no-versioned-urls for plain URLs)' })
@@ -155,6 +161,11 @@ export function program(argv: string[]): Argv {
           storeRetries: a['store-retries'],
           cors: a.cors,
           cacheMb: a['cache-mb'],
+          renderCache: a['render-cache'],
+          renderCacheMb: a['render-cache-mb'],
+          renderQueue: a['render-queue'],
+          renderTimeoutMs: a['render-timeout-ms'],
+          renderWorkers: a['render-workers'],
           versionPollMs: a['version-poll-ms'],
           versionedUrls: a['versioned-urls'],
           logLevel: a['log-level'],

@@ -15,12 +15,12 @@ import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
 import { archiveFromJournal, readIdentity, type RenderIdentity } from './render/archive.ts';
-import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from './render/encode.ts';
+import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../lib/raster-encode.ts';
 import { RenderJournal } from './render/journal.ts';
 import { describeRule, groupViews, type ViewGroups, type ViewKeys } from './render/dedup.ts';
 import { archiveFingerprints, archiveKey, archiveName, prepareJobs, type StyleJob } from './render/jobs.ts';
 import { enumerateMetatiles, inShard, metatileKey, metatilesToRerender, renderOrder, type ChangedSource, type Metatile } from './render/metatiles.ts';
-import { MetatileRenderer, type FirstStyle } from './render/renderer.ts';
+import { MetatileRenderer, type FirstStyle } from '../workers/metatile-renderer.ts';
 import { changedSources, changedTilesets, viewKeys } from './render/sources.ts';
 import { linkFile } from './reuse.ts';
 import { EXIT_PERMANENT } from './run/exit.ts';
@@ -332,7 +332,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       viewKeys: config.render.dedup ? (job: StyleJob, styleKey: string) => viewKeys(job.prep.style, manifest, data, { styleKey, margin: config.render.margin, rule: job.position }) : undefined,
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>
-        (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries })),
+        (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries, log: logLine })),
     };
     for (const job of jobs) {
       const entry = await renderStyle(ctx, job);

@@ -4,6 +4,7 @@ import type { Manifest } from '../lib/manifest.ts';
 import type { Store } from '../lib/storage.ts';
 import type { RenderSession } from './render-session.ts';
 import type { StoreHealth } from './store-health.ts';
+import type { RenderHost } from '../workers/metatile-renderer.ts';
 
 /** HttpError lives in its own module so that modules context.ts refers to (render-session.ts) can throw it without an import cycle. */
 export { HttpError } from './http-error.ts';
@@ -42,6 +43,16 @@ export interface ServeOptions {
   storeTimeoutMs?: number;
   /** Retries of a store read after a transient failure (default 2). */
   storeRetries?: number;
+  /** Folder of the on-disk cache of tiles rendered on demand (`overzoom: render`; default: <tmp>/tilebake-render-cache). */
+  renderCache?: string;
+  /** Its size cap, all workers together, MB (default 1024). */
+  renderCacheMb?: number;
+  /** Renders that may wait for a browser, per worker; beyond them requests get 503 (default 16). */
+  renderQueue?: number;
+  /** Longest a request waits for its on-demand render, ms; then 504 (default 30000). */
+  renderTimeoutMs?: number;
+  /** Browsers rendering on demand, per worker (default 1). */
+  renderWorkers?: number;
   /** Access-Control-Allow-Origin; empty string disables CORS. */
   cors: string;
   /** Memory budget for cached tiles and decoded elevation blocks, per worker, in MB. */
@@ -62,6 +73,11 @@ export interface ServerContext {
   baseUrl(req: FastifyRequest): string;
   /** The render role's page folder, upload slots and failed requests (render-server.ts); unset otherwise. */
   render?: RenderSession;
+  /**
+   * Start a render server over this context's build for on-demand renders (`overzoom: render`,
+   * static-server/overzoom/render.ts); unset where nothing is rendered on demand (the render role, export).
+   */
+  startRenderHost?: () => Promise<RenderHost & { close(): Promise<void> }>;
   /** Cache-Control and Vary of responses. */
   cache: CachePolicy;
   /** Whether the store answers (for /health); logs store failures rate-limited. */

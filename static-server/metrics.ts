@@ -15,7 +15,6 @@ export type RouteKind = 'vector' | 'terrain' | 'raster' | 'tilejson' | 'style' |
 /** Route kinds by fastify route URL (the data tile route depends on the tileset: see routeKind). */
 const KIND_BY_ROUTE: Readonly<Record<string, RouteKind>> = Object.freeze({
   '/styles/:style/:z/:x/:file': 'raster',
-  '/styles/:file': 'tilejson',
   '/data/:file': 'tilejson',
   '/fonts/:fontstack/:file': 'glyph',
   '/height': 'height',
@@ -31,7 +30,7 @@ const KIND_BY_ROUTE: Readonly<Record<string, RouteKind>> = Object.freeze({
 });
 /** The data tile route: vector or terrain tiles by the tileset's kind. */
 const DATA_TILE_ROUTE = '/data/:tileset/:z/:x/:file';
-/** `/styles/{style}/style.json` or a sprite file. */
+/** `/styles/{style}/style.json`, `rendered.json` (raster TileJSON) or a sprite file. */
 const STYLE_FILE_ROUTE = '/styles/:style/:file';
 
 /** Latency buckets in seconds: cached tiles answer in well under a millisecond, store reads take longer. */
@@ -115,6 +114,14 @@ export class ServerMetrics {
     labelNames: ['store'] as const,
     registers: [this.registry],
   });
+  private readonly renders = new Counter({
+    name: `${PREFIX}render_tiles_total`,
+    help: 'On-demand raster tiles above the baked zooms (overzoom: render), by outcome: memory or disk (cache hits), rendered (metatiles), failed, refused (queue full), deadline (request timed out)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  /** The on-demand renderers' queue lengths (one per open build version). */
+  private readonly renderQueues = new Set<() => number>();
   private readonly buildInfo = new Gauge({
     name: `${PREFIX}build_info`,
     help: 'The build being served (1 per served build id and version)',
@@ -159,6 +166,17 @@ export class ServerMetrics {
         for (const [w, s] of watched()) this.inc({ cache: w.name }, s.bytes);
       },
     });
+    const queues = this.renderQueues;
+    new Gauge({
+      name: `${PREFIX}render_queue`,
+      help: 'On-demand renders waiting or running (overzoom: render)',
+      registers: [this.registry],
+      collect() {
+        let n = 0;
+        for (const q of queues) n += q();
+        this.set(n);
+      },
+    });
     collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
   }
 
@@ -184,6 +202,17 @@ export class ServerMetrics {
     this.latency.observe({ kind }, reply.elapsedTime / 1000);
     const length = Number(reply.getHeader('content-length'));
     if (length > 0) this.bytesSent.inc({ kind }, length);
+  }
+
+  /** One outcome of an on-demand tile (static-server/overzoom/render.ts). */
+  rendered(outcome: 'memory' | 'disk' | 'rendered' | 'failed' | 'refused' | 'deadline'): void {
+    this.renders.inc({ outcome });
+  }
+
+  /** Report `length()` as part of the render queue from now on; returns the function that stops it. */
+  watchRenderQueue(length: () => number): () => void {
+    this.renderQueues.add(length);
+    return () => this.renderQueues.delete(length);
   }
 
   /** Points answered by one /height request. */
@@ -230,7 +259,10 @@ export function routeKind(req: FastifyRequest, manifest: Manifest): RouteKind {
     const id = (req.params as { tileset?: string }).tileset;
     return id !== undefined && manifest.tilesets[id]?.kind === 'terrain' ? 'terrain' : 'vector';
   }
-  if (url === STYLE_FILE_ROUTE) return (req.params as { file?: string }).file?.startsWith('sprite') ? 'sprite' : 'style';
+  if (url === STYLE_FILE_ROUTE) {
+    const file = (req.params as { file?: string }).file;
+    return file?.startsWith('sprite') ? 'sprite' : file === 'rendered.json' ? 'tilejson' : 'style';
+  }
   return KIND_BY_ROUTE[url] ?? 'other';
 }
 

@@ -5,7 +5,7 @@ import { buildApp } from './app.ts';
 import { archivesOf } from './archives.ts';
 import type { ServerContext } from './context.ts';
 import { RenderSession } from './render-session.ts';
-import { contextOver } from './serve.ts';
+import { contextOver } from './context-over.ts';
 
 /** Loopback address the render server listens on: only the build's own browsers reach it. */
 const LOOPBACK = '127.0.0.1';
@@ -61,7 +61,9 @@ export async function startRenderServer(opts: RenderServerOptions): Promise<Rend
   };
   const app = await buildApp(ctx, { role: 'render', tokenHashes: null });
   try {
-    await app.listen({ port: 0, host: LOOPBACK });
+    // Exclusive: in a cluster worker (serve --workers N renders on demand) a shared port 0 would hand
+    // the page's uploads to another worker's render server.
+    await app.listen({ port: 0, host: LOOPBACK, exclusive: true });
   } catch (e) {
     await app.close();
     await archivesOf(ctx).close();

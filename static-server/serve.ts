@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { createServer, type Server } from 'node:http';
 import { availableParallelism } from 'node:os';
 import type { AddressInfo } from 'node:net';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { resolveCurrentVersion, versionStore, type CurrentVersion } from '../lib/build-version.ts';
 import { loadManifest, type Manifest } from '../lib/manifest.ts';
@@ -14,11 +14,13 @@ import { loadAllKeys, ownerOptionsOf, startKeys, type KeysRuntime } from './keys
 import { serveLimitsToWorkers } from './keys/owner.ts';
 import { cachePolicy, type ServeOptions, type ServerContext } from './context.ts';
 import { clientErrorHandler, MAX_HEADER_BYTES } from './errors.ts';
-import { FailureLog } from './failure-log.ts';
 import { DEFAULT_VERSION_POLL_MS, VersionFollower, type OpenedVersion } from './follow.ts';
 import { enableClusterMetrics, startMetricsListener, type MetricsListener } from './metrics-cluster.ts';
 import { serverMetrics } from './metrics.ts';
-import { StoreHealth } from './store-health.ts';
+import { contextOver, healthOf } from './context-over.ts';
+import type { StoreHealth } from './store-health.ts';
+import { startRenderServer } from './render-server.ts';
+import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';
 import { useVersionedUrls } from './versioned.ts';
 import { recordDataTimestamps } from './data-age.ts';
 
@@ -108,37 +110,19 @@ export async function createServerContext(options: ServeOptions, logStream?: Nod
   const served = version ?? (await resolveCurrentVersion(root));
   store = versionStore(root, served);
   const ctx = contextOver(store, await loadManifest(store), options, { log, health });
+  // Raster tiles above the baked zooms in `render` mode: the page reads this version's files (static-server/overzoom/render.ts).
+  ctx.startRenderHost = () => startRenderServer({ store, manifest: ctx.manifest, pageDir: RENDER_PAGE_DIR, cacheMb: RENDER_SERVER_CACHE_MB });
   if (options.versionedUrls && served.id !== undefined) useVersionedUrls(ctx, served.id);
   serverMetrics().serving(ctx.manifest, served.id);
   recordDataTimestamps(ctx.manifest);
   return ctx;
 }
 
-/**
- * The context of an app over an open store and a manifest (the render role passes the manifest the
- * page must see): cache headers from the options; a logger and health tracker unless given.
- */
-export function contextOver(store: Store, manifest: Manifest, options: ServeOptions, given: { log?: Logger; health?: StoreHealth } = {}): ServerContext {
-  const log = given.log ?? createLogger(options.logLevel);
-  const publicUrl = options.publicUrl?.replace(/\/+$/, '');
-  return {
-    store,
-    manifest,
-    options,
-    baseUrl: publicUrl ? () => publicUrl : (req: FastifyRequest) => `${req.protocol}://${req.host}`,
-    cache: cachePolicy(options),
-    health: given.health ?? healthOf(() => store, log),
-    log,
-  };
-}
+// Moved to context-over.ts (render-server.ts needs it, and serve.ts needs render-server.ts); kept here for its importers.
+export { contextOver } from './context-over.ts';
 
-/** The health tracker of `store()`: probes its manifest, logs failures rate-limited. */
-function healthOf(store: () => Store, log: Logger): StoreHealth {
-  return new StoreHealth(() => store().readFile(MANIFEST_FILE), new FailureLog(log));
-}
-
-/** The file /health reads to probe the store. */
-const MANIFEST_FILE = 'manifest.json';
+/** Memory of the render server of on-demand renders (its style files and the page's vector tiles), MB. */
+const RENDER_SERVER_CACHE_MB = 64;
 
 /** Open one build version: its context and an app per listener role. */
 async function openVersion(options: ServeOptions, start: StartOptions, keys: KeysRuntime | null, roles: AppRole[], version: CurrentVersion): Promise<OpenedVersion> {

@@ -74,6 +74,9 @@ describe('parseConfig', () => {
     expect(userErrorOf(() => parseConfig({ ...base, styles: { x: { style: 's.json', minzoom: 9, maxzoom: 3 } } }, file))).toContain('$.styles.x.minzoom: expected minzoom <= maxzoom');
     expect(userErrorOf(() => parseConfig({ ...base, styles: { x: { style: 's.json', maxzoom: 14, maxzoom_served: 12 } } }, file))).toContain('$.styles.x.maxzoom_served: expected maxzoom_served >= maxzoom (12 < 14)');
     expect(parseConfig({ ...base, styles: { x: { style: 's.json', maxzoom: 14, maxzoom_served: 18 } } }, file).styles.x.maxzoom_served).toBe(18);
+    expect(parseConfig({ ...base, styles: { x: { style: 's.json' } } }, file).styles.x.overzoom).toBe('upscale');
+    expect(parseConfig({ ...base, styles: { x: { style: 's.json', overzoom: 'render' } } }, file).styles.x.overzoom).toBe('render');
+    expect(userErrorOf(() => parseConfig({ ...base, styles: { x: { style: 's.json', overzoom: 'magnify' } } }, file))).toContain('$.styles.x.overzoom: expected "upscale" or "render"');
     expect(userErrorOf(() => parseConfig({ ...base, styles: { x: { style: 's.json', bbox: [8, 43, 7, 44] } } }, file))).toMatch(/\$\.styles\.x\.bbox: expected \[west, south, east, north\]/);
     expect(userErrorOf(() => parseConfig({ ...base, styles: { x: { style: 's.json', tileset: 'nope' } } }, file))).toContain('$.styles.x.tileset: expected one of the configured tileset ids (omt)');
   });

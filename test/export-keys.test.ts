@@ -183,7 +183,7 @@ describe('the versioned layout', () => {
 
   it('documents hand out /v/{build}/ URLs; versioned answers are immutable, unversioned ones short-lived', async () => {
     expect(exp.result.versionId).toBe('b1');
-    const tileJson = await request(`${url}/styles/${STYLE_ID}.json`, { headers: auth });
+    const tileJson = await request(`${url}/styles/${STYLE_ID}/rendered.json`, { headers: auth });
     expect(tileJson.json().tiles).toEqual([`${url}/v/b1/styles/${STYLE_ID}/{z}/{x}/{y}.png`]);
     expect(tileJson.headers['cache-control']).toBe('private, no-cache');
     const styleJson = (await request(`${url}/styles/${STYLE_ID}/style.json`, { headers: auth })).json();
@@ -195,7 +195,7 @@ describe('the versioned layout', () => {
     expect(versioned.headers['cache-control']).toBe('private, max-age=31536000, immutable');
     expect(versioned.body.equals(plain.body)).toBe(true);
     expect(plain.headers['cache-control']).toBe('private, max-age=86400');
-    for (const p of [`/v/b1/styles/${STYLE_ID}.json`, `/v/b1/styles/${STYLE_ID}/style.json`, `/v/b1/styles/${STYLE_ID}/sprite.json`]) {
+    for (const p of [`/v/b1/styles/${STYLE_ID}/rendered.json`, `/v/b1/styles/${STYLE_ID}/style.json`, `/v/b1/styles/${STYLE_ID}/sprite.json`]) {
       const r = await request(`${url}${p}`, { headers: auth });
       expect([p, r.status, r.headers['cache-control']]).toEqual([p, 200, 'private, max-age=31536000, immutable']);
     }
@@ -225,7 +225,7 @@ describe('the versioned layout', () => {
     const r2 = await exp.reexport();
     expect(r2.versionId).toBe('b2');
     expect(r2.removed).toEqual([]);
-    expect((await request(`${url}/styles/${STYLE_ID}.json`, { headers: auth })).json().tiles).toEqual([`${url}/v/b2/styles/${STYLE_ID}/{z}/{x}/{y}.png`]);
+    expect((await request(`${url}/styles/${STYLE_ID}/rendered.json`, { headers: auth })).json().tiles).toEqual([`${url}/v/b2/styles/${STYLE_ID}/{z}/{x}/{y}.png`]);
     expect(await spriteOf(`v/b1/${sprite}`)).toEqual(b1);
     expect(await spriteOf(`v/b2/${sprite}`)).toEqual({ status: 200, icon: 'icon-b2', cache: 'private, max-age=31536000, immutable' });
     expect((await spriteOf(sprite)).icon).toBe('icon-b2');

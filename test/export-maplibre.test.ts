@@ -92,7 +92,7 @@ describe('clients of an export', () => {
   }, IDLE_TIMEOUT_MS + 30_000);
 
   it('MapLibre shows the exported raster tiles through the raster TileJSON', async () => {
-    const style = { version: 8, sources: { r: { type: 'raster', url: `${authedUrl}/styles/osm-bright.json`, tileSize: 256 } }, layers: [{ id: 'r', type: 'raster', source: 'r' }] };
+    const style = { version: 8, sources: { r: { type: 'raster', url: `${authedUrl}/styles/osm-bright/rendered.json`, tileSize: 256 } }, layers: [{ id: 'r', type: 'raster', source: 'r' }] };
     const run = await runMap(client, { style, server: authedUrl, token: TOKEN, center: MONACO, zoom: 8, timeoutMs: IDLE_TIMEOUT_MS });
     expect(run.errors).toEqual([]);
     expect(run.requested.some((u) => new RegExp(`/v/${BUILD}/styles/osm-bright/8/\\d+/\\d+\\.png$`).test(u))).toBe(true);

@@ -111,19 +111,21 @@ describe('an export served by nginx with the generated configuration', () => {
     expect(files).toContain('data/openmaptiles.json');
     expect(files).toContain('styles/osm-bright/style.json');
     expect(files).toContain('styles/osm-bright.json');
+    expect(files).toContain('styles/osm-bright/rendered.json');
     expect(files).toContain('styles/osm-bright/sprite@2x.png');
     expect(files.some((f) => f.startsWith('fonts/Noto Sans Regular/'))).toBe(true);
     for (const path of files) {
       const [fromServe, fromNginx] = await Promise.all([request(urlOf(server.url, path), { headers: GZIP }), request(urlOf(publicUrl, path), { headers: GZIP })]);
       expect([path, fromServe.status]).toEqual([path, 200]);
       expect([path, fromNginx.status]).toEqual([path, 200]);
-      if (/^styles\/[^/]+\.json$/.test(path)) {
+      if (/^styles\/[^/]+\/rendered\.json$/.test(path)) {
         // A static export has only the baked tiles: its raster TileJSON does not offer the zooms serve upscales.
         const [exported, served] = [fromNginx.json(), fromServe.json()];
         expect(exported.maxzoom_served, path).toBe(exported.maxzoom);
         expect(served.maxzoom_served, path).toBeGreaterThan(served.maxzoom);
+        expect([exported.overzoom, served.overzoom], path).toEqual([undefined, 'upscale']);
         const { maxzoom_served: _e, description: _de, ...exportedRest } = exported;
-        const { maxzoom_served: _s, description: _ds, ...servedRest } = served;
+        const { maxzoom_served: _s, description: _ds, overzoom: _o, ...servedRest } = served;
         expect(exportedRest, path).toEqual(servedRest);
       } else expect(fromNginx.body.equals(fromServe.body), path).toBe(true);
       for (const h of ['content-type', 'content-encoding', 'cache-control', 'access-control-allow-origin']) {

@@ -1,11 +1,11 @@
 /**
- * Slicing and encoding a rendered metatile (pipeline/render/encode.ts): the WebGL drawing buffer is
+ * Slicing and encoding a rendered metatile (lib/raster-encode.ts): the WebGL drawing buffer is
  * turned the right way up (RGB when opaque, else un-premultiplied RGBA), tiles are cut at the right
  * place, and a blank or partial image is refused instead of written.
  */
 import sharp from 'sharp';
 import { describe, expect, test } from 'vitest';
-import { fromDrawingBuffer, sliceMetatile, type SliceOptions } from '../pipeline/render/encode.ts';
+import { fromDrawingBuffer, sliceMetatile, type SliceOptions } from '../lib/raster-encode.ts';
 import { canvasSize, type Metatile } from '../pipeline/render/metatiles.ts';
 
 const OPTS: SliceOptions = {

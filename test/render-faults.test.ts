@@ -4,14 +4,14 @@
  */
 import { currentVersionDir } from '../lib/build-version.ts';
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { runRenderStage } from '../pipeline/render.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
-import { archiveTiles, copyVectorOutput, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
+import { archiveTiles, chromiumBrowsersUnder, copyVectorOutput, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const ROOT = resolve(import.meta.dirname, '..');
@@ -19,27 +19,6 @@ const ROOT = resolve(import.meta.dirname, '..');
 const STYLE = { minzoom: 13, maxzoom: 14, scales: [1], formats: ['png'] };
 const RENDER = { metatile: 1, margin: 64, timeoutMs: 120_000, retries: 2 };
 const LONG = 300_000;
-
-/** Chromium main processes (not their renderer/GPU helpers) among the descendants of `root`. */
-function chromiumBrowsersUnder(root: number): number[] {
-  const parent = new Map<number, number>();
-  const cmd = new Map<number, string>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-      cmd.set(Number(d), readFileSync(`/proc/${d}/cmdline`, 'utf8'));
-    } catch {
-      // the process exited meanwhile
-    }
-  }
-  const under = (pid: number): boolean => {
-    for (let p = parent.get(pid); p && p > 1; p = parent.get(p)) if (p === root) return true;
-    return false;
-  };
-  return [...cmd].filter(([pid, c]) => c.includes('chromium') && !c.includes('--type=') && under(pid)).map(([pid]) => pid);
-}
 
 describe.sequential('render faults', () => {
   let base: string;

@@ -74,13 +74,19 @@ describe('/tiles/{style}/{z}/{x}/{y}{@2x}.{png|jpg}', () => {
   });
 });
 
-describe('/styles/{style}/rendered.json', () => {
-  it('is the raster TileJSON of /styles/{style}.json, errors included', async () => {
-    const r = await same(`/styles/${STYLE_ID}/rendered.json`, `/styles/${STYLE_ID}.json`, { headers: AUTH });
+describe('/styles/{style}.json', () => {
+  it('is the style of /styles/{style}/style.json, errors included', async () => {
+    const r = await same(`/styles/${STYLE_ID}.json`, `/styles/${STYLE_ID}/style.json`, { headers: AUTH });
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({ version: 8, layers: expect.any(Array) });
+    expect((await same('/styles/nope.json', '/styles/nope/style.json', { headers: AUTH })).status).toBe(404);
+    expect((await same(`/styles/${STYLE_ID}.json`, `/styles/${STYLE_ID}/style.json`)).status).toBe(401);
+  });
+
+  it('the raster TileJSON is /styles/{style}/rendered.json', async () => {
+    const r = await request(`${server.url}/styles/${STYLE_ID}/rendered.json`, { headers: AUTH });
     expect(r.status).toBe(200);
     expect(r.json().tiles[0]).toContain(`/styles/${STYLE_ID}/{z}/{x}/{y}.png`);
-    expect((await same('/styles/nope/rendered.json', '/styles/nope.json', { headers: AUTH })).status).toBe(404);
-    expect((await same(`/styles/${STYLE_ID}/rendered.json`, `/styles/${STYLE_ID}.json`)).status).toBe(401);
   });
 });
 

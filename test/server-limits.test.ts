@@ -138,7 +138,7 @@ describe('cache headers', () => {
   it('authenticated answers are private by default; documents built from Host vary by Host; errors are not stored', async () => {
     const t = await request(`${server.url}${tilePath()}`, { headers: AUTH });
     expect(t.headers['cache-control']).toBe('private, max-age=86400');
-    for (const doc of [`/data/${VECTOR_TILESET}.json`, `/styles/${STYLE_ID}.json`, `/styles/${STYLE_ID}/style.json`]) {
+    for (const doc of [`/data/${VECTOR_TILESET}.json`, `/styles/${STYLE_ID}/rendered.json`, `/styles/${STYLE_ID}.json`, `/styles/${STYLE_ID}/style.json`]) {
       const r = await request(`${server.url}${doc}`, { headers: AUTH });
       expect(r.status, doc).toBe(200);
       expect(r.headers['cache-control'], doc).toBe('private, max-age=300');

@@ -111,9 +111,9 @@ describe('upscale mode', () => {
   });
 
   it('TileJSON reports the baked and the served maxzoom', async () => {
-    const grid = (await get(`/styles/${GRID_STYLE}.json`)).json();
+    const grid = (await get(`/styles/${GRID_STYLE}/rendered.json`)).json();
     expect([grid.maxzoom, grid.maxzoom_served]).toEqual([GRID_MAXZOOM, SERVED]);
-    const bright = (await get(`/styles/${STYLE_ID}.json`)).json();
+    const bright = (await get(`/styles/${STYLE_ID}/rendered.json`)).json();
     expect([bright.maxzoom, bright.maxzoom_served]).toEqual([8, 20]);
   });
 

@@ -128,7 +128,7 @@ describe('MapLibre GL JS against the server', () => {
     responses.length = 0;
     const style = {
       version: 8,
-      sources: { raster: { type: 'raster', url: `${server.url}/styles/osm-bright.json`, tileSize: 256 } },
+      sources: { raster: { type: 'raster', url: `${server.url}/styles/osm-bright/rendered.json`, tileSize: 256 } },
       layers: [{ id: 'raster', type: 'raster', source: 'raster' }],
     };
     const run = await runMap(client, { style, server: server.url, token: TOKEN, center: MONACO, zoom: RENDER_MAXZOOM, timeoutMs: IDLE_TIMEOUT_MS });

@@ -178,7 +178,7 @@ describe('style.json', () => {
 
 describe('raster TileJSON', () => {
   it('describes the rendered style with absolute tile URLs and the @2x variant', async () => {
-    const r = await get(`/styles/${STYLE_ID}.json`);
+    const r = await get(`/styles/${STYLE_ID}/rendered.json`);
     expect(r.status).toBe(200);
     const tj = r.json();
     const e = fixture.entry;
@@ -206,9 +206,9 @@ describe('raster TileJSON', () => {
   });
 
   it('uses --public-url when set and 404s an unknown style', async () => {
-    const tj = (await get(`/styles/${STYLE_ID}.json`, {}, publicServer.url)).json();
+    const tj = (await get(`/styles/${STYLE_ID}/rendered.json`, {}, publicServer.url)).json();
     expect(tj.tiles).toEqual([`${PUBLIC_URL}/styles/${STYLE_ID}/{z}/{x}/{y}.png`]);
-    expectJsonError(await get('/styles/nope.json'), 404);
+    expectJsonError(await get('/styles/nope/rendered.json'), 404);
   });
 });
 
@@ -349,6 +349,7 @@ describe('auth', () => {
     `/styles/${STYLE_ID}/0/0/0.jpg`,
     `/styles/${STYLE_ID}/style.json`,
     `/styles/${STYLE_ID}.json`,
+    `/styles/${STYLE_ID}/rendered.json`,
     `/styles/${STYLE_ID}/sprite.json`,
     `/styles/${STYLE_ID}/sprite@2x.png`,
     '/fonts/Noto%20Sans%20Regular/0-255.pbf',

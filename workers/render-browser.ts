@@ -151,7 +151,7 @@ export class BrowserRenderer {
    * Render `views` of `styleUrl` at `pixelRatio`, in order, in one call to the page (each view's tiles
    * start loading while the previous view's pixels are read). The page POSTs each drawing buffer's
    * pixels (RGBA, bottom row first, premultiplied: see fromDrawingBuffer in
-   * pipeline/render/encode.ts) to the view's `upload` URL in the background: `flush()` waits for the
+   * lib/raster-encode.ts) to the view's `upload` URL in the background: `flush()` waits for the
    * uploads. Stops at the first view the map reported problems with (`failure`).
    */
   async renderViews(styleUrl: string, pixelRatio: number, views: (PageView & PageUpload)[]): Promise<PageRenders> {

@@ -123,7 +123,7 @@ async function main(): Promise<void> {
       if (Date.now() - t > 60_000) throw new Error('serve not ready after 60 s');
       await new Promise((r) => setTimeout(r, 250));
     }
-    const tj = (await (await fetchOk(`${base}/styles/${STYLE}.json`)).json()) as { bounds: BBox; maxzoom: number; maxzoom_served: number };
+    const tj = (await (await fetchOk(`${base}/styles/${STYLE}/rendered.json`)).json()) as { bounds: BBox; maxzoom: number; maxzoom_served: number };
     if (tj.maxzoom_served < UPSCALED_ZOOM) throw new Error(`style serves up to z${tj.maxzoom_served}, the bench needs z${UPSCALED_ZOOM} (maxzoom_served)`);
 
     // Lists: views, baked @2x tiles at z12-14, upscaled z16 tiles.

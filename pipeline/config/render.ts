@@ -15,6 +15,11 @@ export const styleSchema = z.strictObject({
   maxzoom: z.number().int().min(0).max(24).default(14),
   /** Deepest raster zoom `serve` answers, above `maxzoom` by upscaling baked tiles (default 20; static-server/overzoom). */
   maxzoom_served: z.number().int().min(0).max(24).optional(),
+  /**
+   * How `serve` answers raster zooms above `maxzoom`: `upscale` the deepest baked tile (the server stays
+   * static), or `render` them on demand in headless Chromium, byte-identical to a build baked that deep.
+   */
+  overzoom: z.enum(['upscale', 'render'], { error: 'expected "upscale" or "render"' }).default('upscale'),
   /** Area to render; default: the tileset's bounds. */
   bbox: bboxSchema.optional(),
   scales: z.array(z.union([z.literal(1), z.literal(2)], { error: 'expected 1 or 2' })).min(1).default([1, 2]),

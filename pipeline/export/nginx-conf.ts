@@ -125,8 +125,9 @@ export function nginxConf(o: NginxConfOptions, tokensPath: string): { conf: stri
     const styleDocs = versioned
       ? []
       : [
-          block('location ~ ^/styles/[^/]+/style\\.json$', [...base, cacheLine(metadata), ...vary(true)], ''),
-          block('location ~ ^/styles/[^/]+\\.json$', [...base, cacheLine(metadata), ...vary(false)], ''),
+          // The style (`style.json` and its alias `{style}.json`), and the raster TileJSON (`rendered.json`).
+          block('location ~ ^/styles/([^/]+/style|[^/]+)\\.json$', [...base, cacheLine(metadata), ...vary(true)], ''),
+          block('location ~ ^/styles/[^/]+/rendered\\.json$', [...base, cacheLine(metadata), ...vary(false)], ''),
         ];
     out.push(
       block(at('/data/[^/]+\\.json$', false), [types(['json']), 'charset utf-8;', ...base, cacheLine(metadata), ...vary(false)], indent),

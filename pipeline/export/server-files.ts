@@ -80,7 +80,8 @@ export interface ServerFilesOptions {
 /**
  * Every document, sprite and glyph range of the build, as `tilebake serve --public-url` answers them
  * (URLs in documents under `/v/{id}/` with `versionId`):
- * `data/{tileset}.json`, `styles/{style}.json`, `styles/{style}/style.json`, `styles/{style}/sprite*`,
+ * `data/{tileset}.json`, `styles/{style}/style.json` (and its alias `styles/{style}.json`),
+ * `styles/{style}/rendered.json` (raster TileJSON), `styles/{style}/sprite*`,
  * and `fonts/{stack}/{start}-{end}.pbf` for every range of every stack the styles use.
  */
 export async function* serverFiles(build: BuildToExport, opts: ServerFilesOptions): AsyncGenerator<ServerFile> {
@@ -115,8 +116,10 @@ export async function* serverFiles(build: BuildToExport, opts: ServerFilesOption
       for (const s of fontStacksOf(JSON.parse(style.toString('utf8')) as { layers?: unknown })) stacks.add(s);
       if (!opts.parts.has('styles')) continue;
       yield { path: `styles/${id}/style.json`, bytes: style, part: 'styles', document: true };
-      const tileJson = await get(app, `${base}.json`);
-      if (tileJson) yield { path: `styles/${id}.json`, bytes: tileJson, part: 'styles', document: true };
+      const alias = await get(app, `${base}.json`);
+      if (alias) yield { path: `styles/${id}.json`, bytes: alias, part: 'styles', document: true };
+      const tileJson = await get(app, `${base}/rendered.json`);
+      if (tileJson) yield { path: `styles/${id}/rendered.json`, bytes: tileJson, part: 'styles', document: true };
       if (!styles[id].sprite) continue;
       for (const f of SPRITE_FILES) {
         const bytes = await get(app, `${base}/${f}`);

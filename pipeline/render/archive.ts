@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import { createRequire } from 'node:module';
 import { Compression, openArchiveFile, openStoreArchive, PMTilesWriter, summarizeArchiveFile, tileIdToZxy, TileType, type ArchiveReader, type ArchiveSummary } from '../../lib/pmtiles/index.ts';
 import type { Store } from '../../lib/storage.ts';
-import type { RasterFormat } from './encode.ts';
+import type { RasterFormat } from '../../lib/raster-encode.ts';
 import type { RenderJournal } from './journal.ts';
 
 /** Metadata key holding the render fingerprint (and shard) of an archive. */

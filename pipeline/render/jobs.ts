@@ -12,7 +12,7 @@ import { LocalStore, type Store } from '../../lib/storage.ts';
 import type { BuildConfig } from '../config/index.ts';
 import { renderFingerprints, tilesetArchiveRef, type TilesetArchiveRef } from './archive.ts';
 import { positionRule, type PositionRule } from './dedup.ts';
-import type { RasterFormat } from './encode.ts';
+import type { RasterFormat } from '../../lib/raster-encode.ts';
 import { prepareStyle, type PreparedStyle } from './style.ts';
 
 type StyleConfig = BuildConfig['styles'][string];
@@ -75,6 +75,8 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     center: [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))],
     archives: {},
     ...(s.maxzoom_served !== undefined ? { maxzoom_served: s.maxzoom_served } : {}),
+    // Rendered on demand above maxzoom with the settings baked with, so the tiles match a deeper build.
+    ...(s.overzoom === 'render' ? { overzoom: 'render' as const, render: { metatile: config.render.metatile, margin: config.render.margin, png: config.render.png, jpeg: config.render.jpeg } } : {}),
   };
   const archives = prep.tilesets.map((id) => tilesetArchiveRef(dataStore, manifest.tilesets[id]));
   const position = await positionRule(prep.style, join(outDir, 'styles', s.id));

@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { StyleEntry } from '../../lib/manifest.ts';
 import type { WritableStore } from '../../lib/object-store.ts';
-import type { RasterFormat } from '../render/encode.ts';
+import type { RasterFormat } from '../../lib/raster-encode.ts';
 import { permanent } from './exit.ts';
 
 export const RUN_FILE = 'run.json';

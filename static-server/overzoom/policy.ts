@@ -1,6 +1,7 @@
 /**
  * Raster zooms served above the baked ones: per style, `maxzoom_served` (default 20, never below the
- * baked maxzoom) and the mode that answers them (`upscale`: the deepest baked ancestor resampled).
+ * baked maxzoom) and the mode that answers them (`upscale`: the deepest baked ancestor resampled;
+ * `render`: rendered on demand, static-server/overzoom/render.ts).
  */
 import type { StyleEntry } from '../../lib/manifest.ts';
 
@@ -14,3 +15,15 @@ export function servedMaxzoom(entry: Pick<StyleEntry, 'maxzoom' | 'maxzoom_serve
 
 /** Header naming the zoom of the baked tiles an upscaled tile or a static image was made from. */
 export const SOURCE_ZOOM_HEADER = 'x-tilebake-source-zoom';
+
+/** Defaults of the `--render-*` options of `serve`. */
+export const RENDER_DEFAULTS = {
+  /** Disk cache cap, MB (all processes together). */
+  cacheMb: 1024,
+  /** Renders that may wait for a browser, per process. */
+  queue: 16,
+  /** Longest a request waits for its render, ms. */
+  timeoutMs: 30_000,
+  /** Browsers per process. */
+  workers: 1,
+};

@@ -3,24 +3,19 @@ import { HttpError, type ServerContext } from '../context.ts';
 import type { RenderSession } from '../render-session.ts';
 import { StaticFolder } from '../static-files.ts';
 import { HttpStatus } from '../http-status.ts';
+import { UPLOAD_PREFIX } from '../../lib/upload-receipt.ts';
 
-/** The render page; `?style=<style.json URL>&ratio=<pixel ratio>` makes it load that style at once. */
-export const RENDER_PAGE_PATH = '/page/render.html';
+// The page's path and upload URLs are the contract between the page, this server and the renderer (lib/upload-receipt.ts).
+export { RENDER_PAGE_PATH, uploadUrl } from '../../lib/upload-receipt.ts';
+
 /** The render page's files: `/page/render.html` and the modules and worker scripts it loads. */
 const PAGE_PREFIX = '/page/';
-/** Pixel uploads: `POST /__upload/{id}?width=&height=` with the raw pixels (application/octet-stream). */
-export const UPLOAD_PREFIX = '/__upload/';
 /** Where the page sends requests for URLs that are not on this server: `GET /__blocked?url=`. */
 const BLOCKED_PATH = '/__blocked';
 /** Content type of uploads. */
 const UPLOAD_TYPE = 'application/octet-stream';
 /** Largest upload body accepted at all (each upload is further limited to the size its slot expects). */
 const MAX_UPLOAD_BYTES = 1024 * 1024 * 1024;
-
-/** The URL of upload slot `id` on a server at `baseUrl` (no trailing slash). */
-export function uploadUrl(baseUrl: string, id: string): string {
-  return `${baseUrl}${UPLOAD_PREFIX}${encodeURIComponent(id)}`;
-}
 
 /** A positive integer query parameter, or a 400 naming it. */
 function dimension(query: Record<string, string | undefined>, name: string): number {

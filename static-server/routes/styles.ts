@@ -11,6 +11,7 @@ import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
 import { rewriteNeutralUrls, type StyleUrls } from '../styles/style-json.ts';
 import { serverMetrics } from '../metrics.ts';
 import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
+import { OnDemandRenderer, onDemandOptions } from '../overzoom/render.ts';
 import { Upscaler } from '../overzoom/upscale.ts';
 import { decodedTilesOf } from '../static-map/decoded-tiles.ts';
 import { appendVary, sendTile, TILE_CONTENT_TYPES, tileBody, type TileBody } from '../tile-response.ts';
@@ -30,10 +31,10 @@ const GLYPHS_TYPE = 'application/x-protobuf';
 const SPRITE_FILE = /^sprite(@2x)?\.(json|png)$/;
 /** Glyph range files: `{start}-{end}.pbf`. */
 const GLYPH_FILE_SUFFIX = '.pbf';
-/** Suffix of the raster TileJSON route `/styles/{style}.json`. */
-const JSON_SUFFIX = '.json';
-/** The prepared style document's file name in `/styles/{style}/style.json`. */
+/** The prepared style document's file name in `/styles/{style}/style.json` (also `/styles/{style}.json`: static-server/aliases.ts). */
 const STYLE_FILE = 'style.json';
+/** The raster TileJSON's file name in `/styles/{style}/rendered.json`. */
+export const RASTER_TILEJSON_FILE = 'rendered.json';
 
 interface TileParams {
   style: string;
@@ -43,13 +44,18 @@ interface TileParams {
 }
 
 /**
- * `/styles/{style}/{z}/{x}/{y}[@2x].{png|jpg}` (rendered raster tiles), `/styles/{style}.json` (raster
- * TileJSON), `/styles/{style}/style.json` (prepared style with absolute URLs on this server),
+ * `/styles/{style}/{z}/{x}/{y}[@2x].{png|jpg}` (rendered raster tiles; above the baked maxzoom upscaled
+ * or rendered on demand: static-server/overzoom/), `/styles/{style}/rendered.json` (raster TileJSON),
+ * `/styles/{style}/style.json` (prepared style with absolute URLs on this server; `/styles/{style}.json` is its alias),
  * `/styles/{style}/sprite[@2x].{json,png}` and `/fonts/{fontstack}/{start}-{end}.pbf` (combined font stacks).
  */
 export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx: ServerContext) => {
   const archives = archivesOf(ctx);
   const upscaler = new Upscaler(archives, decodedTilesOf(ctx));
+  // Styles in `render` mode: their browser starts with the first render and stops with this app.
+  const rendersOnDemand = Object.values(ctx.manifest.styles).some((e) => e.overzoom === 'render');
+  const onDemand = ctx.startRenderHost && rendersOnDemand ? new OnDemandRenderer(ctx, archives, onDemandOptions(ctx), ctx.startRenderHost) : undefined;
+  if (onDemand) app.addHook('onClose', () => onDemand.close());
   const styles = new Map(Object.entries(ctx.manifest.styles));
   const cacheBytes = Math.max(MIN_STYLE_FILES_CACHE_BYTES, cacheBudgetBytes(ctx, 'styleFiles'));
   const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => ENTRY_OVERHEAD_BYTES + (v ? v.bytes.byteLength : 0));
@@ -123,9 +129,10 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
       throw new HttpError(HttpStatus.NotFound, `style "${id}" has no ${key} tiles; built: ${built.join(', ') || 'none'}`, { built });
     }
     checkZoom(z, entry.minzoom, servedMaxzoom(entry), `style "${id}"`);
-    const upscaled = z > entry.maxzoom;
-    const tile = upscaled ? await upscaler.tile(entry, archive, z, x, y) : await archives.tile(archive.archive, z, x, y);
-    if (upscaled) reply.header(SOURCE_ZOOM_HEADER, String(entry.maxzoom));
+    const above = z > entry.maxzoom;
+    const rendered = above && onDemand !== undefined && entry.overzoom === 'render';
+    const tile = rendered ? await onDemand.tile(id, entry, archive, z, x, y) : above ? await upscaler.tile(entry, archive, z, x, y) : await archives.tile(archive.archive, z, x, y);
+    if (above && !rendered) reply.header(SOURCE_ZOOM_HEADER, String(entry.maxzoom));
     if (tile === null) {
       reply.header('cache-control', cacheControl);
       return reply.code(HttpStatus.NoContent).send();
@@ -139,27 +146,20 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     if (file === STYLE_FILE) {
       return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req)), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
     }
+    if (file === RASTER_TILEJSON_FILE) {
+      reply.header('cache-control', ctx.cache.metadata);
+      if (ctx.cache.metadataVary) appendVary(reply, ctx.cache.metadataVary);
+      return rasterTileJson(id, entry, ctx.baseUrl(req));
+    }
     const m = SPRITE_FILE.exec(file);
     if (!m) {
-      throw new HttpError(HttpStatus.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (style "${id}" serves style.json and sprite[@2x].{json,png})`);
+      throw new HttpError(HttpStatus.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (style "${id}" serves style.json, rendered.json and sprite[@2x].{json,png})`);
     }
     if (!entry.sprite) throw new HttpError(HttpStatus.NotFound, `style "${id}" has no sprite`);
     const rel = `${entry.sprite}${m[1] ?? ''}.${m[2]}`;
     const body = await smallFile(rel);
     if (!body) throw new HttpError(HttpStatus.NotFound, `style "${id}": sprite file ${posix.basename(rel)} is not in the build`);
     return sendSmall(req, reply, body, m[2] === 'png' ? TILE_CONTENT_TYPES.png : JSON_TYPE, cacheControl);
-  });
-
-  app.get<{ Params: { file: string } }>('/styles/:file', async (req, reply) => {
-    const { file } = req.params;
-    if (!file.endsWith(JSON_SUFFIX)) {
-      throw new HttpError(HttpStatus.NotFound, `no route for ${req.method} ${req.url.split('?')[0]} (raster TileJSON is /styles/{style}.json)`);
-    }
-    const id = file.slice(0, -JSON_SUFFIX.length);
-    const entry = styleOr404(id);
-    reply.header('cache-control', ctx.cache.metadata);
-    if (ctx.cache.metadataVary) appendVary(reply, ctx.cache.metadataVary);
-    return rasterTileJson(id, entry, ctx.baseUrl(req));
   });
 
   app.get<{ Params: { fontstack: string; file: string } }>('/fonts/:fontstack/:file', async (req, reply) => {

@@ -1,7 +1,7 @@
 import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
 import { servedMaxzoom } from '../overzoom/policy.ts';
 
-/** TileJSON version of `/styles/{style}.json`. */
+/** TileJSON version of `/styles/{style}/rendered.json`. */
 export const RASTER_TILEJSON_VERSION = '3.0.0';
 /** Pixel size of a 1x raster tile. */
 export const TILE_SIZE_1X = 256;
@@ -41,14 +41,17 @@ export function rasterTileJson(id: string, entry: StyleEntry, baseUrl: string): 
       `Raster tiles of style "${id}": /styles/${id}/{z}/{x}/{y}.{format} are ${TILE_SIZE_1X} px tiles, ` +
       `/styles/${id}/{z}/{x}/{y}@2x.{format} are ${TILE_SIZE_1X * 2} px high-DPI tiles (tiles_2x). ` +
       `Built (scale.format): ${built.join(', ') || 'none'}.` +
-      (servedMaxzoom(entry) > entry.maxzoom ? ` Baked to zoom ${entry.maxzoom}; zooms ${entry.maxzoom + 1}-${servedMaxzoom(entry)} are upscaled from it.` : ''),
+      (servedMaxzoom(entry) > entry.maxzoom
+        ? ` Baked to zoom ${entry.maxzoom}; zooms ${entry.maxzoom + 1}-${servedMaxzoom(entry)} are ${entry.overzoom === 'render' ? 'rendered on demand' : 'upscaled from it'}.`
+        : ''),
     ...(entry.attribution ? { attribution: entry.attribution } : {}),
     scheme: 'xyz',
     tiles: main ? [`${root}${main.scale === 2 ? '@2x' : ''}.${main.format}`] : [],
     minzoom: entry.minzoom,
     maxzoom: entry.maxzoom,
-    // Extension: the deepest zoom this server answers; tiles above `maxzoom` are upscaled from it.
+    // Extensions: the deepest zoom this server answers, and how tiles above `maxzoom` are made.
     maxzoom_served: servedMaxzoom(entry),
+    ...(servedMaxzoom(entry) > entry.maxzoom ? { overzoom: entry.overzoom ?? 'upscale' } : {}),
     bounds: entry.bounds,
     center: entry.center,
     tileSize: main?.scale === 2 ? TILE_SIZE_1X * 2 : TILE_SIZE_1X,

@@ -1,16 +1,18 @@
+/**
+ * Metatiles to pixels with a Piscina pool of browsers: the build bakes with it (pipeline/render.ts),
+ * `serve` renders above the baked zooms with it (static-server/overzoom/render.ts).
+ */
 import type { Piscina } from 'piscina';
-import { UserError } from '../../lib/errors.ts';
-import type { RenderServer } from '../../static-server/render-server.ts';
-import { RENDER_PAGE_PATH, uploadUrl } from '../../static-server/routes/render-page.ts';
-import { chromiumCommand, createProfiles, removeProfiles } from '../../workers/chromium-process.ts';
-import { createPool } from '../../workers/pool.ts';
-import type { CloseTask, RenderResult, RenderTask, RenderWorkerData } from '../../workers/render-task.ts';
-import { logLine } from '../progress.ts';
-import { CHANNELS, fromDrawingBuffer, type RawImage } from './encode.ts';
-import { canvasSize, metatileKey, metatileView, type Metatile } from './metatiles.ts';
+import { UserError } from '../lib/errors.ts';
+import { canvasSize, metatileKey, metatileView, type Metatile } from '../lib/metatiles.ts';
+import { CHANNELS, fromDrawingBuffer, type RawImage } from '../lib/raster-encode.ts';
+import { RENDER_PAGE_PATH, uploadUrl } from '../lib/upload-receipt.ts';
+import { chromiumCommand, createProfiles, removeProfiles } from './chromium-process.ts';
+import { createPool } from './pool.ts';
+import type { CloseTask, RenderResult, RenderTask, RenderWorkerData } from './render-task.ts';
 
 /** The render pool's worker module: plain JavaScript that starts the thread's browser first. */
-const WORKER_MODULE = new URL('../../workers/render-worker.mjs', import.meta.url).href;
+const WORKER_MODULE = new URL('./render-worker.mjs', import.meta.url).href;
 /** Extra time the main thread grants a task beyond its own timeout before aborting the thread. */
 const ABORT_GRACE_MS = 15_000;
 /** How long a thread may take to kill its browser at the end before the thread is ended anyway. */
@@ -22,6 +24,27 @@ export interface MetatileRendererOptions {
   margin: number;
   timeoutMs: number;
   retries: number;
+  /** Where retries are reported (default: nowhere). */
+  log?: (line: string) => void;
+}
+
+/** An image the page uploaded into a slot. */
+interface SlotImage {
+  body: Buffer;
+  width: number;
+  height: number;
+}
+
+/**
+ * The render server the browsers load the page, styles and tiles from, as the renderer uses it
+ * (static-server/render-server.ts): its URL, the upload slots of the pixels, and the page's failed requests.
+ */
+export interface RenderHost {
+  url: string;
+  session: {
+    uploads: { expect(maxBytes: number, onArrive?: (image: SlotImage) => void): string; take(id: string): SlotImage | undefined };
+    takeFailures(): { url: string; status: number; error: string }[];
+  };
 }
 
 /** The style the browsers open the render page with: they start loading it at once. */
@@ -31,7 +54,7 @@ export interface FirstStyle {
 }
 
 /** URL of the render page on `server`, loading `first` as soon as it opens. */
-function renderPageUrl(server: RenderServer, first: FirstStyle): string {
+function renderPageUrl(server: RenderHost, first: FirstStyle): string {
   const url = new URL(RENDER_PAGE_PATH, server.url);
   url.searchParams.set('style', first.styleUrl);
   url.searchParams.set('ratio', String(first.pixelRatio));
@@ -52,14 +75,14 @@ export class MetatileRenderer {
   private readonly readyAt = new Map<number, number>();
 
   private constructor(
-    private readonly server: RenderServer,
+    private readonly server: RenderHost,
     private readonly pool: Piscina,
     private readonly profiles: string,
     private readonly opts: MetatileRendererOptions,
   ) {}
 
   /** Start the pool: `opts.workers` threads, each starting its browser on `server`'s render page with `first`. */
-  static async start(server: RenderServer, first: FirstStyle, opts: MetatileRendererOptions): Promise<MetatileRenderer> {
+  static async start(server: RenderHost, first: FirstStyle, opts: MetatileRendererOptions): Promise<MetatileRenderer> {
     const profiles = await createProfiles();
     const workerData: RenderWorkerData = { browser: chromiumCommand(renderPageUrl(server, first)), profiles };
     const pool = createPool(WORKER_MODULE, opts.workers, { workerData, tsx: false, background: true });
@@ -144,7 +167,7 @@ export class MetatileRenderer {
         // The batch renders in order: the first metatile not delivered is the one that failed.
         const msg = error ?? result?.failure ?? 'the page uploaded no image';
         failures.push(msg);
-        if (attempt < this.opts.retries) logLine(`${label}: metatile ${metatileKey(failed[0])} failed (${msg.split('\n')[0]}); retrying with a fresh browser (${attempt + 1}/${this.opts.retries})`);
+        if (attempt < this.opts.retries) this.opts.log?.(`${label}: metatile ${metatileKey(failed[0])} failed (${msg.split('\n')[0]}); retrying with a fresh browser (${attempt + 1}/${this.opts.retries})`);
       }
       pending = failed;
     }

@@ -1,8 +1,11 @@
+/**
+ * Rendered metatiles to tiles: the WebGL drawing buffer the render page uploads, sliced into the
+ * metatile's tiles and encoded as PNG and JPEG. The build bakes with it and `serve` renders on demand
+ * with it, so both give the same bytes for the same pixels and settings.
+ */
 import { endianness } from 'node:os';
 import sharp from 'sharp';
-import type { RenderConfig } from '../config/render.ts';
-import { canvasSize, tileRect, type Metatile } from './metatiles.ts';
-import type { JournalTile } from './journal.ts';
+import { canvasSize, tileRect, type Metatile, type TileId } from './metatiles.ts';
 
 /** Raster formats a style is rendered to. */
 export type RasterFormat = 'png' | 'jpg';
@@ -49,12 +52,28 @@ function opaqueRgb(pixels: Uint8Array, width: number, height: number): Uint8Arra
   return rgb;
 }
 
+/** PNG encoder settings (the build config's `render.png`). */
+export interface PngSettings {
+  compressionLevel: number;
+  palette: boolean;
+}
+
+/** JPEG encoder settings (the build config's `render.jpeg`). */
+export interface JpegSettings {
+  quality: number;
+}
+
+/** One encoded tile. */
+export interface EncodedTile extends TileId {
+  data: Uint8Array;
+}
+
 /** How to slice and encode one metatile image. */
 export interface SliceOptions {
   pixelRatio: number;
   formats: RasterFormat[];
-  png: RenderConfig['png'];
-  jpeg: RenderConfig['jpeg'];
+  png: PngSettings;
+  jpeg: JpegSettings;
   /** The style draws an opaque background everywhere: any transparent tile pixel means a partial render. */
   opaqueBackground: boolean;
 }
@@ -129,12 +148,12 @@ function alphaStats(raw: Uint8Array, width: number, r: { left: number; top: numb
  * Cut the tiles of metatile `m` out of its image (the metatile's tiles, margin already cropped) and
  * encode each in every format, all from the same pixels. Throws when the image is blank or partial.
  */
-export async function sliceMetatile(image: RawImage, m: Metatile, opts: SliceOptions): Promise<Record<RasterFormat, JournalTile[]>> {
+export async function sliceMetatile(image: RawImage, m: Metatile, opts: SliceOptions): Promise<Record<RasterFormat, EncodedTile[]>> {
   const want = canvasSize(m, 0, opts.pixelRatio);
   if (image.width !== want.width || image.height !== want.height) {
     throw new Error(`metatile ${m.z}/${m.x0}/${m.y0}: image is ${image.width}×${image.height}, expected ${want.width}×${want.height}`);
   }
-  const out: Record<RasterFormat, JournalTile[]> = { png: [], jpg: [] };
+  const out: Record<RasterFormat, EncodedTile[]> = { png: [], jpg: [] };
   await Promise.all(
     m.tiles.map(async (t) => {
       const rect = tileRect(m, t, 0, opts.pixelRatio);
