@@ -8,8 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tileBounds, worldToLonLat } from '../lib/tile-math.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
+import type { Camera } from '../static-server/static-map/camera.ts';
 import { parseColour } from '../static-server/static-map/colour.ts';
-import { DEFAULT_STATIC_MAP_LIMITS, staticMapLimitsFromEnv } from '../static-server/static-map/params.ts';
+import { encodeImage } from '../static-server/static-map/compose.ts';
+import { overlaySvg } from '../static-server/static-map/overlay.ts';
+import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest, staticMapLimitsFromEnv } from '../static-server/static-map/params.ts';
 import { request, serveOptions, type RawResponse } from './fixtures/server/helpers.ts';
 import { buildStyleOutput, type StyleOutput } from './fixtures/styles/output.ts';
 import { addGridStyle, GRID_MAXZOOM, GRID_STYLE } from './fixtures/styles/world-grid.ts';
@@ -261,6 +264,31 @@ describe('metrics', () => {
 });
 
 describe('units', () => {
+  it('overlays drawn over their box only equal the whole-image SVG composited by sharp, also where they leave the image', async () => {
+    const cam: Camera = { cx: 0.5, cy: 0.5, zoom: 2, bearing: 0, width: 600, height: 400, scale: 2 };
+    // z2, 300x200 logical px around the world centre: world px 362-662 x 412-612 at 1x.
+    const pt = (x: number, y: number) => lonLatAt(2, x, y);
+    const query = {
+      path: [`stroke:%23e0245ed0|width:5|${pt(380, 430)}|${pt(500, 470)}|${pt(700, 520)}`, `fill:%2300ff0060|stroke:blue|${pt(420, 560)}|${pt(480, 560)}|${pt(450, 640)}`].map(decodeURIComponent),
+      marker: [`${pt(600, 450)}|label:AB`, `${pt(370, 600)}|color:%23ffcc00`].map(decodeURIComponent),
+    };
+    const req = parseStaticMapRequest(`${pt(512, 512)},2`, '300x200@2x.png', query, DEFAULT_STATIC_MAP_LIMITS);
+    const box = overlaySvg(cam, req.paths, req.markers)!;
+    expect(box.width * box.height).toBeLessThan(cam.width * cam.height);
+    const whole = Buffer.from(box.svg.toString().replace(/^<svg [^>]*>/, `<svg xmlns="http://www.w3.org/2000/svg" width="${cam.width}" height="${cam.height}" viewBox="0 0 ${cam.width} ${cam.height}">`));
+    for (const channels of [3, 4] as const) {
+      const base = Buffer.alloc(cam.width * cam.height * channels);
+      for (let i = 0; i < base.length; i++) base[i] = channels === 4 && i % 4 === 3 ? (i < base.length / 2 ? 255 : 90) : (i * 31) % 256;
+      const raw = { raw: { width: cam.width, height: cam.height, channels } };
+      const want = await sharp(await sharp(base, raw).composite([{ input: whole }]).png().toBuffer()).ensureAlpha().raw().toBuffer();
+      const got = await sharp(await encodeImage({ data: Buffer.from(base), width: cam.width, height: cam.height, channels }, box, 'png')).ensureAlpha().raw().toBuffer();
+      let worst = 0;
+      for (let i = 0; i < want.length; i += 4) for (let c = 0; c < channels; c++) worst = Math.max(worst, Math.abs(got[i + c] - want[i + c]));
+      expect(worst, `${channels} channels`).toBeLessThanOrEqual(2);
+      expect(got.equals(await sharp(base, raw).ensureAlpha().raw().toBuffer())).toBe(false);
+    }
+  });
+
   it('colours parse into #rrggbb and an opacity, nothing else passes', () => {
     expect(parseColour('f00')).toEqual({ hex: '#ff0000', opacity: 1 });
     expect(parseColour('#00ff0080')).toEqual({ hex: '#00ff00', opacity: 128 / 255 });

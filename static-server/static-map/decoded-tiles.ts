@@ -13,8 +13,14 @@ export interface DecodedTile {
   /** RGBA, `size`×`size`. */
   data: Buffer;
   size: number;
-  /** True when the encoded tile had an alpha channel. */
+  /** True when some pixel is not opaque. */
   alpha: boolean;
+}
+
+/** Whether any pixel of RGBA pixels is not opaque. */
+function anyTranslucent(rgba: Buffer): boolean {
+  for (let i = 3; i < rgba.length; i += 4) if (rgba[i] !== 255) return true;
+  return false;
 }
 
 /** Share of the tile cache's budget given to decoded tiles. */
@@ -35,11 +41,11 @@ export class DecodedTiles {
     let p = this.pending.get(key);
     if (!p) {
       p = (async () => {
-        const img = sharp(bytes);
-        const { hasAlpha } = await img.metadata();
-        const { data, info } = await img.ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+        // sRGB: grey tiles get three bands too. An RGBA tile whose pixels are all opaque counts as opaque.
+        const { data, info } = await sharp(bytes).toColourspace('srgb').ensureAlpha().raw().toBuffer({ resolveWithObject: true });
         if (info.width !== info.height) throw new Error(`raster tile ${key} is ${info.width}x${info.height} px, not square`);
-        const tile = { data, size: info.width, alpha: hasAlpha === true };
+        if (info.channels !== 4) throw new Error(`raster tile ${key} decoded to ${info.channels} bands, expected RGBA`);
+        const tile = { data, size: info.width, alpha: anyTranslucent(data) };
         this.cache.set(key, tile, data.length);
         return tile;
       })();
