@@ -81,7 +81,7 @@ for (let pass = 0; pass < 2; pass++) {
     }
     const png = await timed('encode PNG', () => encodeImage(base, undefined, 'png'));
     bytes += png.length;
-    if (base.channels === 3) rgb++;
+    if (!base.alpha) rgb++;
     if (plan.f > 1) upscaled++;
   }
 }

@@ -1,26 +1,37 @@
 /**
- * Decoded raster tiles (raw RGBA) for static maps and upscaled tiles: decoding dominates composing an
- * image from tiles already in the tile cache, and nearby views share tiles. An LRU bounded in bytes (a
- * quarter of the tile cache's share of `--cache-mb`), concurrent decodes of one tile shared.
+ * Decoded raster tiles for static maps and upscaled tiles: decoding dominates composing an image
+ * from tiles already in the tile cache, and nearby views share tiles. An LRU bounded in bytes (a
+ * quarter of the tile cache's share of `--cache-mb`), concurrent decodes of one tile shared. Kept as
+ * premultiplied RGB and an alpha plane, the form static-map/compose.ts works in.
  */
 import sharp from 'sharp';
 import { ByteLru } from '../../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from '../context.ts';
 import { serverMetrics } from '../metrics.ts';
 
-/** One decoded tile. */
+/** One decoded tile: RGB premultiplied by alpha, and the alpha plane unless every pixel is opaque. */
 export interface DecodedTile {
-  /** RGBA, `size`×`size`. */
-  data: Buffer;
+  /** `size`×`size` RGB, premultiplied. */
+  rgb: Buffer;
+  /** `size`×`size` alpha, or null when every pixel is opaque. */
+  alpha: Buffer | null;
   size: number;
-  /** True when some pixel is not opaque. */
-  alpha: boolean;
 }
 
-/** Whether any pixel of RGBA pixels is not opaque. */
-function anyTranslucent(rgba: Buffer): boolean {
-  for (let i = 3; i < rgba.length; i += 4) if (rgba[i] !== 255) return true;
-  return false;
+/** Split RGBA into premultiplied RGB and an alpha plane (null when every pixel is opaque). */
+function splitAlpha(rgba: Buffer): Pick<DecodedTile, 'rgb' | 'alpha'> {
+  const px = rgba.length / 4;
+  const rgb = Buffer.allocUnsafe(px * 3), alpha = Buffer.allocUnsafe(px);
+  let opaque = true;
+  for (let i = 0, j = 0, k = 0; k < px; i += 4, j += 3, k++) {
+    const a = rgba[i + 3];
+    alpha[k] = a;
+    if (a !== 255) opaque = false;
+    rgb[j] = (rgba[i] * a + 127) / 255;
+    rgb[j + 1] = (rgba[i + 1] * a + 127) / 255;
+    rgb[j + 2] = (rgba[i + 2] * a + 127) / 255;
+  }
+  return { rgb, alpha: opaque ? null : alpha };
 }
 
 /** Share of the tile cache's budget given to decoded tiles. */
@@ -42,11 +53,11 @@ export class DecodedTiles {
     if (!p) {
       p = (async () => {
         // sRGB: grey tiles get three bands too. An RGBA tile whose pixels are all opaque counts as opaque.
-        const { data, info } = await sharp(bytes).toColourspace('srgb').ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+        const { data, info } = await sharp(bytes).toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
         if (info.width !== info.height) throw new Error(`raster tile ${key} is ${info.width}x${info.height} px, not square`);
-        if (info.channels !== 4) throw new Error(`raster tile ${key} decoded to ${info.channels} bands, expected RGBA`);
-        const tile = { data, size: info.width, alpha: anyTranslucent(data) };
-        this.cache.set(key, tile, data.length);
+        if (info.channels !== 3 && info.channels !== 4) throw new Error(`raster tile ${key} decoded to ${info.channels} bands, expected RGB or RGBA`);
+        const tile: DecodedTile = { ...(info.channels === 3 ? { rgb: data, alpha: null } : splitAlpha(data)), size: info.width };
+        this.cache.set(key, tile, tile.rgb.length + (tile.alpha?.length ?? 0));
         return tile;
       })();
       p.finally(() => this.pending.delete(key)).catch(() => undefined);

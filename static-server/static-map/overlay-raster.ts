@@ -1,6 +1,6 @@
 /**
  * Overlays as pixels: the overlay SVG rasterised by librsvg (through sharp) and blended over the
- * base image in place, only over the overlay's box (straight alpha). Blending here costs
+ * base image in place, only over the overlay's box. Blending here costs
  * a fraction of sharp's composite, which converts and blends every pixel of the image in float.
  */
 import sharp from 'sharp';
@@ -25,30 +25,21 @@ export async function rasteriseOverlay(o: OverlaySvg): Promise<OverlayRaster> {
   return { data, left: o.left, top: o.top, width: o.width, height: o.height };
 }
 
-/** Blend `o` over `base` in place ("over", straight alpha; the overlay lies inside the base). */
+/** Blend `o` over `base` in place (the overlay lies inside the base; the base is premultiplied). */
 export function blendOverlay(base: RawImage, o: OverlayRaster): void {
-  const b = base.data, s = o.data, bc = base.channels;
+  const rgb = base.rgb, alpha = base.alpha, s = o.data;
   for (let row = 0; row < o.height; row++) {
     let si = row * o.width * 4;
-    let bi = ((o.top + row) * base.width + o.left) * bc;
-    for (let i = 0; i < o.width; i++, si += 4, bi += bc) {
+    let k = (o.top + row) * base.width + o.left;
+    for (let i = 0; i < o.width; i++, si += 4, k++) {
       const a = s[si + 3];
       if (a === 0) continue;
-      if (bc === 3 || b[bi + 3] === 255) {
-        // Opaque below: out = src·a + dst·(1 − a), rounded.
-        const keep = 255 - a;
-        b[bi] = (s[si] * a + b[bi] * keep + 127) / 255;
-        b[bi + 1] = (s[si + 1] * a + b[bi + 1] * keep + 127) / 255;
-        b[bi + 2] = (s[si + 2] * a + b[bi + 2] * keep + 127) / 255;
-        continue;
-      }
-      // Translucent below: outA = a + dA·(1 − a); outC = (src·a + dst·dA·(1 − a)) / outA.
-      const da = (b[bi + 3] * (255 - a)) / 255;
-      const oa = a + da;
-      b[bi] = (s[si] * a + b[bi] * da) / oa + 0.5;
-      b[bi + 1] = (s[si + 1] * a + b[bi + 1] * da) / oa + 0.5;
-      b[bi + 2] = (s[si + 2] * a + b[bi + 2] * da) / oa + 0.5;
-      b[bi + 3] = oa + 0.5;
+      // Premultiplied "over": out = src·a + dst·(1 − a), alpha likewise.
+      const keep = 255 - a, j = k * 3;
+      rgb[j] = (s[si] * a + rgb[j] * keep + 127) / 255;
+      rgb[j + 1] = (s[si + 1] * a + rgb[j + 1] * keep + 127) / 255;
+      rgb[j + 2] = (s[si + 2] * a + rgb[j + 2] * keep + 127) / 255;
+      if (alpha) alpha[k] = (a * 255 + alpha[k] * keep + 127) / 255;
     }
   }
 }
