@@ -4,7 +4,6 @@
  * a fraction of sharp's composite, which converts and blends every pixel of the image in float.
  */
 import sharp from 'sharp';
-import type { RawImage } from './compose.ts';
 import type { OverlaySvg } from './overlay.ts';
 
 /** RGBA pixels (straight alpha) to draw at (left, top) of the image. */
@@ -25,8 +24,8 @@ export async function rasteriseOverlay(o: OverlaySvg): Promise<OverlayRaster> {
   return { data, left: o.left, top: o.top, width: o.width, height: o.height };
 }
 
-/** Blend `o` over `base` in place (the overlay lies inside the base; the base is premultiplied). */
-export function blendOverlay(base: RawImage, o: OverlayRaster): void {
+/** Blend `o` over an image `width` px wide in place: `rgb` premultiplied by `alpha` (null: opaque); the overlay lies inside it. */
+export function blendOverlay(base: { rgb: Buffer; alpha: Buffer | null; width: number }, o: OverlayRaster): void {
   const rgb = base.rgb, alpha = base.alpha, s = o.data;
   for (let row = 0; row < o.height; row++) {
     let si = row * o.width * 4;
