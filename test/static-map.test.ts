@@ -256,6 +256,26 @@ describe('bad parameters: 400 with a JSON body', () => {
 });
 
 describe('metrics', () => {
+  it('an image asked again, however its URL is spelled, comes from the static image cache, counted on its own', async () => {
+    const hits = async () => {
+      const text = (await request(`${server.url}/metrics`, { headers: AUTH })).body.toString();
+      return Number(/tilebake_cache_hits_total\{cache="static-images"\} (\d+)/.exec(text)?.[1] ?? 0);
+    };
+    const path = `${lonLatAt(2, 420, 333)},2.37/120x90.png?path=stroke:red|width:3|${lonLatAt(2, 400, 320)}|${lonLatAt(2, 440, 350)}`;
+    const first = await get(path);
+    expect(first.status).toBe(200);
+    const before = await hits();
+    const again = await get(path.replace('stroke:red', 'stroke:%23ff0000'));
+    expect(again.status).toBe(200);
+    expect(again.body.equals(first.body)).toBe(true);
+    expect(again.headers.etag).toBe(first.headers.etag);
+    expect(again.headers['x-tilebake-source-zoom']).toBe(first.headers['x-tilebake-source-zoom']);
+    expect(await hits()).toBe(before + 1);
+    // A different view is composed, not a hit.
+    expect((await get(path.replace(',2.37/', ',2.38/'))).status).toBe(200);
+    expect(await hits()).toBe(before + 1);
+  });
+
   it('counts static images under their own route kind', async () => {
     expect((await get('0,0,1/20x20.png')).status).toBe(200);
     const text = (await request(`${server.url}/metrics`, { headers: AUTH })).body.toString();

@@ -5,9 +5,10 @@
  * premultiplied RGB and an alpha plane, the form static-map/compose.ts works in.
  */
 import sharp from 'sharp';
-import { ByteLru } from '../../lib/lru.ts';
+import type { ByteLru } from '../../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from '../context.ts';
 import { serverMetrics } from '../metrics.ts';
+import { CoalescedCache } from './coalesced-cache.ts';
 
 /** One decoded tile: RGB premultiplied by alpha, and the alpha plane unless every pixel is opaque. */
 export interface DecodedTile {
@@ -37,33 +38,30 @@ function splitAlpha(rgba: Buffer): Pick<DecodedTile, 'rgb' | 'alpha'> {
 /** Share of the tile cache's budget given to decoded tiles. */
 const DECODED_SHARE = 1 / 4;
 
+/** Decode encoded tile bytes into the compose form. */
+async function decode(key: string, bytes: Uint8Array): Promise<DecodedTile> {
+  // sRGB: grey tiles get three bands too. An RGBA tile whose pixels are all opaque counts as opaque.
+  const { data, info } = await sharp(bytes).toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+  if (info.width !== info.height) throw new Error(`raster tile ${key} is ${info.width}x${info.height} px, not square`);
+  if (info.channels !== 3 && info.channels !== 4) throw new Error(`raster tile ${key} decoded to ${info.channels} bands, expected RGB or RGBA`);
+  return { ...(info.channels === 3 ? { rgb: data, alpha: null } : splitAlpha(data)), size: info.width };
+}
+
 export class DecodedTiles {
-  readonly cache: ByteLru<string, DecodedTile>;
-  private readonly pending = new Map<string, Promise<DecodedTile>>();
+  private readonly tiles: CoalescedCache<DecodedTile>;
 
   constructor(maxBytes: number) {
-    this.cache = new ByteLru(maxBytes);
+    this.tiles = new CoalescedCache(maxBytes, (t) => t.rgb.length + (t.alpha?.length ?? 0));
+  }
+
+  /** The LRU (for metrics and tests). */
+  get cache(): ByteLru<string, DecodedTile> {
+    return this.tiles.cache;
   }
 
   /** The decoded pixels of encoded `bytes`, cached under `key`. */
   get(key: string, bytes: Uint8Array): Promise<DecodedTile> {
-    const hit = this.cache.get(key);
-    if (hit) return Promise.resolve(hit);
-    let p = this.pending.get(key);
-    if (!p) {
-      p = (async () => {
-        // sRGB: grey tiles get three bands too. An RGBA tile whose pixels are all opaque counts as opaque.
-        const { data, info } = await sharp(bytes).toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
-        if (info.width !== info.height) throw new Error(`raster tile ${key} is ${info.width}x${info.height} px, not square`);
-        if (info.channels !== 3 && info.channels !== 4) throw new Error(`raster tile ${key} decoded to ${info.channels} bands, expected RGB or RGBA`);
-        const tile: DecodedTile = { ...(info.channels === 3 ? { rgb: data, alpha: null } : splitAlpha(data)), size: info.width };
-        this.cache.set(key, tile, tile.rgb.length + (tile.alpha?.length ?? 0));
-        return tile;
-      })();
-      p.finally(() => this.pending.delete(key)).catch(() => undefined);
-      this.pending.set(key, p);
-    }
-    return p;
+    return this.tiles.get(key, () => decode(key, bytes));
   }
 }
 
