@@ -9,6 +9,8 @@
  *
  * `--quick` (smoke run): 3 s runs, 8 connections, no warm-up, 200 views, the sample baked to z13 (served to z16).
  * Without `--out` the sample's osm-bright style is built (vector + render, @2x PNG) into bench/results/.
+ * Also prints the server's CPU ms per static image (comparable on a loaded machine, unlike images/s);
+ * bench/static-map/profile.ts splits an image's CPU into its steps.
  * Writes bench/static-map/RESULTS.md.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -17,6 +19,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
 import { freePort } from '../../test/fixtures/server/helpers.ts';
+import { treeCpuMs } from '../rss.ts';
 import { parseWrk, shuffle, stop, type WrkFigures } from '../wrk.ts';
 import { buildSample, root, STYLE, UPSCALED_ZOOM, views, work } from './sample.ts';
 
@@ -54,8 +57,9 @@ async function main(): Promise<void> {
   mkdirSync(work, { recursive: true });
   const out = args.out ? resolve(args.out) : buildSample(BAKED_MAXZOOM);
   const port = await freePort();
+  const metricsPort = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const proc: ChildProcess = spawn(process.execPath, [join(root, 'bin/tilebake.js'), 'serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', '--version-poll-ms', '0'], {
+  const proc: ChildProcess = spawn(process.execPath, [join(root, 'bin/tilebake.js'), 'serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--metrics-port', String(metricsPort), '--log-level', 'warn', '--version-poll-ms', '0'], {
     env: { ...process.env, TILEBAKE_TOKENS: TOKEN },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -94,7 +98,14 @@ async function main(): Promise<void> {
     if (bytes.readUInt32BE(16) !== 1280 || bytes.readUInt32BE(20) !== 960) throw new Error('a 640x480@2x image is not 1280x960 px');
 
     if (warmup > 0) wrk(base, viewList, `/styles/${STYLE}/static/`, warmup);
+    // CPU of the server's processes (primary and workers) per image answered, and how many answers were
+    // cache hits (wrk may come round to a view again): CPU per image compares across a loaded machine.
+    const cacheHits = async () => Number(/tilebake_cache_hits_total\{cache="static-images"\} (\d+)/.exec(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())?.[1] ?? 0);
+    const [cpu0, hits0] = [treeCpuMs(proc.pid!), await cacheHits()];
     const images = wrk(base, viewList, `/styles/${STYLE}/static/`, duration);
+    const answered = images.rps * duration;
+    const cpuPerImage = (treeCpuMs(proc.pid!) - cpu0) / answered;
+    const hits = (await cacheHits()) - hits0;
     const tiles = wrk(base, bakedList, `/styles/${STYLE}/`, duration);
 
     // Upscaled tiles: cold (every tile once, 16 requests in flight), then cached under wrk.
@@ -126,6 +137,7 @@ async function main(): Promise<void> {
       ...rows.map(([name, f]) => `| ${name} | ${f.rps.toFixed(0)} | ${f.p50.toFixed(1)} | ${f.p99.toFixed(1)} | ${f.errors} |`),
       `| upscaled z${UPSCALED_ZOOM} @2x tiles, cold (each once, 16 in flight) | ${coldPerS.toFixed(0)} | | | 0 |`,
       '',
+      `Server CPU per static image: ${cpuPerImage.toFixed(1)} ms (all server processes, ${answered.toFixed(0)} images, ${hits} of them from the image cache).`,
       `Static images per baked tile served: ${(images.rps / tiles.rps).toFixed(3)}x; upscaled cached vs baked tiles: ${(cached.rps / tiles.rps).toFixed(2)}x; upscaled cold vs cached: ${(coldPerS / cached.rps).toFixed(3)}x.`,
       `Target: >= 200 images/s on 2 cores (${images.rps >= 200 ? 'met' : 'not met'} in this run).`,
       '',

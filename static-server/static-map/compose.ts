@@ -169,7 +169,7 @@ async function perPlane(img: RawImage, op: (s: Sharp) => Sharp): Promise<RawImag
 /**
  * Kernels scaling down (between baked zooms) and up (above the deepest). Up: bilinear, as MapLibre
  * draws overzoomed raster tiles; half the CPU of bicubic (libvips upsizes with a non-separable affine)
- * for a mean difference under 0.1 of 255 (docs/static-map-speed.md).
+ * for a mean difference under 1 of 255, slightly softer hard edges (docs/static-map-speed.md).
  */
 const DOWN_KERNEL: MaskKernel = 'lanczos3';
 const UP_KERNEL: MaskKernel = 'linear';
