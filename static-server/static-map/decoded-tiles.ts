@@ -40,8 +40,8 @@ const DECODED_SHARE = 1 / 4;
 
 /** Decode encoded tile bytes into the compose form. */
 async function decode(key: string, bytes: Uint8Array): Promise<DecodedTile> {
-  // sRGB: grey tiles get three bands too. An RGBA tile whose pixels are all opaque counts as opaque.
-  const { data, info } = await sharp(bytes).toColourspace('srgb').raw().toBuffer({ resolveWithObject: true });
+  // sRGB, 8 bits: grey or 16-bit tiles come out as RGB(A) bytes too. An RGBA tile whose pixels are all opaque counts as opaque.
+  const { data, info } = await sharp(bytes).toColourspace('srgb').raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
   if (info.width !== info.height) throw new Error(`raster tile ${key} is ${info.width}x${info.height} px, not square`);
   if (info.channels !== 3 && info.channels !== 4) throw new Error(`raster tile ${key} decoded to ${info.channels} bands, expected RGB or RGBA`);
   return { ...(info.channels === 3 ? { rgb: data, alpha: null } : splitAlpha(data)), size: info.width };
