@@ -8,8 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tileBounds, worldToLonLat } from '../lib/tile-math.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
+import type { Camera } from '../static-server/static-map/camera.ts';
 import { parseColour } from '../static-server/static-map/colour.ts';
-import { DEFAULT_STATIC_MAP_LIMITS, staticMapLimitsFromEnv } from '../static-server/static-map/params.ts';
+import { encodeImage } from '../static-server/static-map/compose.ts';
+import { overlaySvg } from '../static-server/static-map/overlay.ts';
+import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest, staticMapLimitsFromEnv } from '../static-server/static-map/params.ts';
 import { request, serveOptions, type RawResponse } from './fixtures/server/helpers.ts';
 import { buildStyleOutput, type StyleOutput } from './fixtures/styles/output.ts';
 import { addGridStyle, GRID_MAXZOOM, GRID_STYLE } from './fixtures/styles/world-grid.ts';
@@ -253,6 +256,26 @@ describe('bad parameters: 400 with a JSON body', () => {
 });
 
 describe('metrics', () => {
+  it('an image asked again, however its URL is spelled, comes from the static image cache, counted on its own', async () => {
+    const hits = async () => {
+      const text = (await request(`${server.url}/metrics`, { headers: AUTH })).body.toString();
+      return Number(/tilebake_cache_hits_total\{cache="static-images"\} (\d+)/.exec(text)?.[1] ?? 0);
+    };
+    const path = `${lonLatAt(2, 420, 333)},2.37/120x90.png?path=stroke:red|width:3|${lonLatAt(2, 400, 320)}|${lonLatAt(2, 440, 350)}`;
+    const first = await get(path);
+    expect(first.status).toBe(200);
+    const before = await hits();
+    const again = await get(path.replace('stroke:red', 'stroke:%23ff0000'));
+    expect(again.status).toBe(200);
+    expect(again.body.equals(first.body)).toBe(true);
+    expect(again.headers.etag).toBe(first.headers.etag);
+    expect(again.headers['x-tilebake-source-zoom']).toBe(first.headers['x-tilebake-source-zoom']);
+    expect(await hits()).toBe(before + 1);
+    // A different view is composed, not a hit.
+    expect((await get(path.replace(',2.37/', ',2.38/'))).status).toBe(200);
+    expect(await hits()).toBe(before + 1);
+  });
+
   it('counts static images under their own route kind', async () => {
     expect((await get('0,0,1/20x20.png')).status).toBe(200);
     const text = (await request(`${server.url}/metrics`, { headers: AUTH })).body.toString();
@@ -261,6 +284,39 @@ describe('metrics', () => {
 });
 
 describe('units', () => {
+  it('overlays drawn over their box only equal the whole-image SVG composited by sharp, also where they leave the image', async () => {
+    const cam: Camera = { cx: 0.5, cy: 0.5, zoom: 2, bearing: 0, width: 600, height: 400, scale: 2 };
+    // z2, 300x200 logical px around the world centre: world px 362-662 x 412-612 at 1x.
+    const pt = (x: number, y: number) => lonLatAt(2, x, y);
+    const query = {
+      path: [`stroke:%23e0245ed0|width:5|${pt(380, 430)}|${pt(500, 470)}|${pt(700, 520)}`, `fill:%2300ff0060|stroke:blue|${pt(420, 560)}|${pt(480, 560)}|${pt(450, 640)}`].map(decodeURIComponent),
+      marker: [`${pt(600, 450)}|label:AB`, `${pt(370, 600)}|color:%23ffcc00`].map(decodeURIComponent),
+    };
+    const req = parseStaticMapRequest(`${pt(512, 512)},2`, '300x200@2x.png', query, DEFAULT_STATIC_MAP_LIMITS);
+    const box = overlaySvg(cam, req.paths, req.markers)!;
+    expect(box.width * box.height).toBeLessThan(cam.width * cam.height);
+    const whole = Buffer.from(box.svg.toString().replace(/^<svg [^>]*>/, `<svg xmlns="http://www.w3.org/2000/svg" width="${cam.width}" height="${cam.height}" viewBox="0 0 ${cam.width} ${cam.height}">`));
+    for (const channels of [3, 4] as const) {
+      const base = Buffer.alloc(cam.width * cam.height * channels);
+      for (let i = 0; i < base.length; i++) base[i] = channels === 4 && i % 4 === 3 ? (i < base.length / 2 ? 255 : 90) : (i * 31) % 256;
+      const raw = { raw: { width: cam.width, height: cam.height, channels } };
+      const want = await sharp(await sharp(base, raw).composite([{ input: whole }]).png().toBuffer()).ensureAlpha().raw().toBuffer();
+      // The compose form: RGB premultiplied by alpha, and the alpha plane.
+      const n = cam.width * cam.height;
+      const rgb = Buffer.alloc(n * 3), alpha = channels === 4 ? Buffer.alloc(n) : null;
+      for (let k = 0; k < n; k++) {
+        const a = alpha ? (alpha[k] = base[k * 4 + 3]) : 255;
+        for (let c = 0; c < 3; c++) rgb[k * 3 + c] = Math.round((base[k * channels + c] * a) / 255);
+      }
+      const got = await sharp(await encodeImage({ rgb, alpha, width: cam.width, height: cam.height }, box, 'png')).ensureAlpha().raw().toBuffer();
+      let worst = 0;
+      for (let i = 0; i < want.length; i += 4) for (let c = 0; c < channels; c++) worst = Math.max(worst, Math.abs(got[i + c] - want[i + c]));
+      // Over a translucent base (alpha 90) 8-bit premultiplied colours are up to ~1.5 units off before blending.
+      expect(worst, `${channels} channels`).toBeLessThanOrEqual(channels === 3 ? 2 : 4);
+      expect(got.equals(await sharp(base, raw).ensureAlpha().raw().toBuffer())).toBe(false);
+    }
+  });
+
   it('colours parse into #rrggbb and an opacity, nothing else passes', () => {
     expect(parseColour('f00')).toEqual({ hex: '#ff0000', opacity: 1 });
     expect(parseColour('#00ff0080')).toEqual({ hex: '#00ff00', opacity: 128 / 255 });

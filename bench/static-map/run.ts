@@ -9,18 +9,20 @@
  *
  * `--quick` (smoke run): 3 s runs, 8 connections, no warm-up, 200 views, the sample baked to z13 (served to z16).
  * Without `--out` the sample's osm-bright style is built (vector + render, @2x PNG) into bench/results/.
+ * Also prints the server's CPU ms per static image (comparable on a loaded machine, unlike images/s);
+ * bench/static-map/profile.ts splits an image's CPU into its steps.
  * Writes bench/static-map/RESULTS.md.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { lonLatToWorld, tileRangeForBBox, worldToLonLat, type BBox } from '../../lib/tile-math.ts';
+import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
 import { freePort } from '../../test/fixtures/server/helpers.ts';
+import { treeCpuMs } from '../rss.ts';
 import { parseWrk, shuffle, stop, type WrkFigures } from '../wrk.ts';
+import { buildSample, root, STYLE, UPSCALED_ZOOM, views, work } from './sample.ts';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: args } = parseArgs({
   options: {
     duration: { type: 'string', default: '20' },
@@ -37,64 +39,8 @@ const warmup = QUICK ? 0 : Number(args.warmup);
 const VIEWS = QUICK ? 200 : Number(args.views);
 const CONNECTIONS = QUICK ? 8 : Number(args.connections);
 const BAKED_MAXZOOM = QUICK ? 13 : 14;
-const UPSCALED_ZOOM = 16;
-const PATH_POINTS = 50;
-const STYLE = 'osm-bright';
 const TOKEN = 'bench-token-not-secret';
-const work = join(root, 'bench/results/static-map');
 const LUA = join(root, 'bench/serve-vector/tiles.lua');
-
-/** Build the sample's osm-bright at @2x PNG (vector, then render) unless a build was given. */
-function build(): string {
-  if (args.out) return resolve(args.out);
-  const out = join(work, `build-z${BAKED_MAXZOOM}`);
-  if (existsSync(join(out, 'current.json')) || existsSync(join(out, 'manifest.json'))) return out;
-  const sample = JSON.parse(readFileSync(join(root, 'data/sample/config.json'), 'utf8')) as Record<string, unknown> & { tilesets: Record<string, { source: string }> };
-  const abs = (p: string) => join(root, 'data/sample', p);
-  const config = {
-    out,
-    attribution: sample.attribution,
-    tilesets: { openmaptiles: { ...sample.tilesets.openmaptiles, source: abs(sample.tilesets.openmaptiles.source) } },
-    styles: { [STYLE]: { style: abs(`styles/${STYLE}/style.json`), tileset: 'openmaptiles', minzoom: 0, maxzoom: BAKED_MAXZOOM, maxzoom_served: UPSCALED_ZOOM, scales: [2], formats: ['png'] } },
-    fonts: abs('fonts'),
-  };
-  mkdirSync(work, { recursive: true });
-  const file = join(work, 'config.json');
-  writeFileSync(file, JSON.stringify(config, null, 2));
-  for (const only of ['vector', 'render']) {
-    execFileSync(process.execPath, [join(root, 'bin/tilebake.js'), 'build', '--config', file, '--only', only], { stdio: 'inherit', env: { ...process.env, TILEBAKE_QUIET: '1' } });
-  }
-  return out;
-}
-
-/** A seeded random number generator (the same views every run). */
-function rng(seed: number): () => number {
-  let s = seed;
-  return () => (s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
-}
-
-/** Random 640x480@2x views over `bounds`, each with a 50-point random-walk path inside the view. */
-function views(bounds: BBox, n: number): string[] {
-  const rnd = rng(7);
-  const out: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const lon = bounds[0] + rnd() * (bounds[2] - bounds[0]);
-    const lat = bounds[1] + rnd() * (bounds[3] - bounds[1]);
-    const zoom = Math.round((12 + rnd() * 3.75) * 100) / 100;
-    const c = lonLatToWorld(lon, lat);
-    const span = 200 / (256 * 2 ** zoom);
-    let x = c.x, y = c.y;
-    const pts: string[] = [];
-    for (let k = 0; k < PATH_POINTS; k++) {
-      x += (rnd() - 0.5) * span * 0.3;
-      y += (rnd() - 0.5) * span * 0.3;
-      const p = worldToLonLat(x, y);
-      pts.push(`${p.lon.toFixed(6)},${p.lat.toFixed(6)}`);
-    }
-    out.push(`${lon.toFixed(5)},${lat.toFixed(5)},${zoom}/640x480@2x.png?path=stroke:%23e0245e|width:4|${pts.join('|')}&marker=${lon.toFixed(5)},${lat.toFixed(5)}`);
-  }
-  return out;
-}
 
 async function fetchOk(url: string): Promise<Response> {
   const r = await fetch(url, { headers: { Authorization: `Bearer ${TOKEN}` } });
@@ -109,10 +55,11 @@ function wrk(base: string, list: string, prefix: string, seconds: number): WrkFi
 
 async function main(): Promise<void> {
   mkdirSync(work, { recursive: true });
-  const out = build();
+  const out = args.out ? resolve(args.out) : buildSample(BAKED_MAXZOOM);
   const port = await freePort();
+  const metricsPort = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const proc: ChildProcess = spawn(process.execPath, [join(root, 'bin/tilebake.js'), 'serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', '--version-poll-ms', '0'], {
+  const proc: ChildProcess = spawn(process.execPath, [join(root, 'bin/tilebake.js'), 'serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--metrics-port', String(metricsPort), '--log-level', 'warn', '--version-poll-ms', '0'], {
     env: { ...process.env, TILEBAKE_TOKENS: TOKEN },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -151,7 +98,14 @@ async function main(): Promise<void> {
     if (bytes.readUInt32BE(16) !== 1280 || bytes.readUInt32BE(20) !== 960) throw new Error('a 640x480@2x image is not 1280x960 px');
 
     if (warmup > 0) wrk(base, viewList, `/styles/${STYLE}/static/`, warmup);
+    // CPU of the server's processes (primary and workers) per image answered, and how many answers were
+    // cache hits (wrk may come round to a view again): CPU per image compares across a loaded machine.
+    const cacheHits = async () => Number(/tilebake_cache_hits_total\{cache="static-images"\} (\d+)/.exec(await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text())?.[1] ?? 0);
+    const [cpu0, hits0] = [treeCpuMs(proc.pid!), await cacheHits()];
     const images = wrk(base, viewList, `/styles/${STYLE}/static/`, duration);
+    const answered = images.rps * duration;
+    const cpuPerImage = (treeCpuMs(proc.pid!) - cpu0) / answered;
+    const hits = (await cacheHits()) - hits0;
     const tiles = wrk(base, bakedList, `/styles/${STYLE}/`, duration);
 
     // Upscaled tiles: cold (every tile once, 16 requests in flight), then cached under wrk.
@@ -183,6 +137,7 @@ async function main(): Promise<void> {
       ...rows.map(([name, f]) => `| ${name} | ${f.rps.toFixed(0)} | ${f.p50.toFixed(1)} | ${f.p99.toFixed(1)} | ${f.errors} |`),
       `| upscaled z${UPSCALED_ZOOM} @2x tiles, cold (each once, 16 in flight) | ${coldPerS.toFixed(0)} | | | 0 |`,
       '',
+      `Server CPU per static image: ${cpuPerImage.toFixed(1)} ms (all server processes, ${answered.toFixed(0)} images, ${hits} of them from the image cache).`,
       `Static images per baked tile served: ${(images.rps / tiles.rps).toFixed(3)}x; upscaled cached vs baked tiles: ${(cached.rps / tiles.rps).toFixed(2)}x; upscaled cold vs cached: ${(coldPerS / cached.rps).toFixed(3)}x.`,
       `Target: >= 200 images/s on 2 cores (${images.rps >= 200 ? 'met' : 'not met'} in this run).`,
       '',

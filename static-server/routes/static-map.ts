@@ -12,6 +12,7 @@ import { styleRasterSource } from '../overzoom/upscale.ts';
 import { cameraFor } from '../static-map/camera.ts';
 import { composeBase, encodeImage } from '../static-map/compose.ts';
 import { decodedTilesOf } from '../static-map/decoded-tiles.ts';
+import { staticImageKey, staticImagesOf } from '../static-map/image-cache.ts';
 import { WorkLimiter } from '../static-map/limiter.ts';
 import { overlaySvg } from '../static-map/overlay.ts';
 import { parseStaticMapRequest, staticMapLimitsFromEnv, type StaticMapLimits } from '../static-map/params.ts';
@@ -27,6 +28,7 @@ export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
   return async (app: FastifyInstance, ctx: ServerContext) => {
     const archives = archivesOf(ctx);
     const decoded = decodedTilesOf(ctx);
+    const images = staticImagesOf(ctx);
     const limiter = new WorkLimiter(limits.concurrency, limits.queue, 'static images');
     app.get<{ Params: { style: string; view: string; size: string } }>('/styles/:style/static/:view/:size', async (req, reply) => {
       const { style: id, view, size } = req.params;
@@ -41,12 +43,16 @@ export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
         const what = request.view.kind === 'center' ? `zoom ${cam.zoom}` : `the fitted zoom ${cam.zoom.toFixed(2)}`;
         throw new HttpError(HttpStatus.BadRequest, `${what} is outside the zoom range of style "${id}": ${entry.minzoom}-${maxzoom}`, { minzoom: entry.minzoom, maxzoom });
       }
-      const { base, image } = await limiter.run(async () => {
-        const base = await composeBase(cam, styleRasterSource(archives, decoded, entry, archive));
-        return { base, image: await encodeImage(base, overlaySvg(cam, request.paths, request.markers), request.format) };
-      });
-      reply.header(SOURCE_ZOOM_HEADER, String(base.sourceZoom));
-      return sendTile(req, reply, tileBody(image), { contentType: TILE_CONTENT_TYPES[request.format], gzip: false, cacheControl: ctx.cache.data });
+      // A cached image skips the limiter: only compositions are bounded.
+      const image = await images.get(staticImageKey(id, archive.archive, request), () =>
+        limiter.run(async () => {
+          const base = await composeBase(cam, styleRasterSource(archives, decoded, entry, archive));
+          const bytes = await encodeImage(base, overlaySvg(cam, request.paths, request.markers), request.format);
+          return { body: tileBody(bytes), sourceZoom: base.sourceZoom };
+        }),
+      );
+      reply.header(SOURCE_ZOOM_HEADER, String(image.sourceZoom));
+      return sendTile(req, reply, image.body, { contentType: TILE_CONTENT_TYPES[request.format], gzip: false, cacheControl: ctx.cache.data });
     });
   };
 }

@@ -2,11 +2,19 @@
  * Static map images composed from baked raster tiles with sharp, no browser: the tiles under the view
  * are decoded and copied into one region, resampled when the view's zoom falls between the baked
  * zooms (or above the deepest: upscaled), cropped, rotated for a bearing, overlaid with the paths'
- * and markers' SVG and encoded. A view on the tile grid at a baked zoom is the tiles' pixels exactly.
+ * and markers' raster and encoded. A view on the tile grid at a baked zoom is the tiles' pixels exactly.
+ *
+ * Pixels are premultiplied RGB and an alpha plane (none while every pixel is opaque), and libvips
+ * resamples only the RGB: RGBA makes it premultiply and unpremultiply in float around every resize
+ * (2.5× the CPU of RGB), and the alpha of missing tiles follows from the tile grid (tile-mask.ts).
+ * Pixels without a tile are 0 in both planes. docs/static-map-speed.md has the measurements.
  */
-import sharp from 'sharp';
+import sharp, { type Sharp } from 'sharp';
 import { worldPixels, type Camera } from './camera.ts';
 import type { DecodedTile } from './decoded-tiles.ts';
+import { blendOverlay, rasteriseOverlay } from './overlay-raster.ts';
+import type { OverlaySvg } from './overlay.ts';
+import { resampledMask, type MaskKernel, type TileMask } from './tile-mask.ts';
 
 /** Baked raster tiles of one archive. */
 export interface RasterSource {
@@ -18,20 +26,24 @@ export interface RasterSource {
   tile(z: number, x: number, y: number): Promise<DecodedTile | null>;
 }
 
-/** Raw RGBA pixels. */
+/** Raw pixels: RGB premultiplied by alpha, and the alpha plane (null when every pixel is opaque). */
 export interface RawImage {
-  data: Buffer;
+  rgb: Buffer;
+  alpha: Buffer | null;
   width: number;
   height: number;
-  /** False when every pixel is opaque (every tile present and without alpha). */
-  alpha: boolean;
+}
+
+/** A stitched region: its pixels, which tiles are present, and whether a present tile has alpha of its own. */
+export interface StitchedRegion extends RawImage {
+  mask: TileMask;
+  translucentTiles: boolean;
 }
 
 /** Most source pixels stitched for one image (64 MB of RGBA); beyond it a shallower source zoom is read. */
 const MAX_REGION_PX = 16 * 1024 * 1024;
 /** Zoom differences below this are treated as none (floating point noise). */
 const ZOOM_EPSILON = 1e-9;
-const RGBA = 4;
 
 /** The source zoom whose tiles are read for a view drawn with `worldPx` pixels per world. */
 export function sourceZoom(src: Pick<RasterSource, 'tileSize' | 'minzoom' | 'maxzoom'>, worldPx: number): number {
@@ -39,21 +51,27 @@ export function sourceZoom(src: Pick<RasterSource, 'tileSize' | 'minzoom' | 'max
   return Math.min(src.maxzoom, Math.max(src.minzoom, z));
 }
 
-/** Copy a decoded tile into the region at (left, top), clipped. */
-function blit(region: Buffer, rw: number, rh: number, tile: Buffer, size: number, left: number, top: number): void {
-  const x0 = Math.max(0, left), x1 = Math.min(rw, left + size);
-  if (x1 <= x0) return;
-  for (let row = Math.max(0, top); row < Math.min(rh, top + size); row++) {
-    const src = ((row - top) * size + (x0 - left)) * RGBA;
-    tile.copy(region, (row * rw + x0) * RGBA, src, src + (x1 - x0) * RGBA);
-  }
+/** Which source pixels a `w`×`h` view around the camera's centre reads, and how they are scaled. */
+export interface RegionPlan {
+  /** Zoom of the tiles read. */
+  tz: number;
+  /** Image pixels per source pixel. */
+  f: number;
+  /** True on the tile grid at a baked zoom: the region is the image, no resampling. */
+  exact: boolean;
+  /** The stitched rectangle in world source pixels (x1, y1 exclusive). */
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+  /** Left/top edge of the view in world source pixels. */
+  sxL: number;
+  syT: number;
+  w: number;
+  h: number;
 }
 
-/**
- * The view's pixels, `w`×`h` around the camera's centre, without rotation or overlays, and the zoom
- * of the tiles it was made from.
- */
-async function region(cam: Camera, src: RasterSource, w: number, h: number): Promise<RawImage & { sourceZoom: number }> {
+export function planRegion(cam: Camera, src: RasterSource, w: number, h: number): RegionPlan {
   const worldPx = worldPixels(cam);
   let tz = sourceZoom(src, worldPx);
   const T = src.tileSize;
@@ -65,68 +83,131 @@ async function region(cam: Camera, src: RasterSource, w: number, h: number): Pro
   const n = 2 ** tz;
   const f = worldPx / (T * n);
   const exact = Math.abs(f - 1) < ZOOM_EPSILON;
-  // Left/top edge of the view in source pixels; one pixel of margin for resampling.
   const sxL = cam.cx * T * n - w / 2 / f;
   const syT = cam.cy * T * n - h / 2 / f;
+  // One pixel of margin for resampling.
   const x0 = exact ? Math.round(sxL) : Math.floor(sxL) - 1;
   const y0 = exact ? Math.round(syT) : Math.floor(syT) - 1;
   const x1 = exact ? x0 + w : Math.ceil(sxL + w / f) + 1;
   const y1 = exact ? y0 + h : Math.ceil(syT + h / f) + 1;
-  const rw = x1 - x0, rh = y1 - y0;
-  const data = Buffer.alloc(rw * rh * RGBA);
-  let alpha = false;
-  const jobs: Promise<void>[] = [];
+  return { tz, f, exact, x0, y0, x1, y1, sxL, syT, w, h };
+}
+
+/** Copy a decoded tile into the region at (left, top), clipped. */
+function blit(region: RawImage, tile: DecodedTile, left: number, top: number): void {
+  const { width: rw, height: rh } = region;
+  const size = tile.size;
+  const x0 = Math.max(0, left), x1 = Math.min(rw, left + size);
+  if (x1 <= x0) return;
+  for (let row = Math.max(0, top); row < Math.min(rh, top + size); row++) {
+    const src = (row - top) * size + (x0 - left);
+    const dst = row * rw + x0;
+    tile.rgb.copy(region.rgb, dst * 3, src * 3, (src + x1 - x0) * 3);
+    if (!region.alpha) continue;
+    if (tile.alpha) tile.alpha.copy(region.alpha, dst, src, src + x1 - x0);
+    else region.alpha.fill(255, dst, dst + x1 - x0);
+  }
+}
+
+/** Region-relative edges of the tiles spanning source pixels a … b (tile size T), clipped to the region. */
+function edges(a: number, b: number, T: number): number[] {
+  const out = [0];
+  for (let t = (Math.floor(a / T) + 1) * T; t < b; t += T) out.push(t - a);
+  out.push(b - a);
+  return out;
+}
+
+/** The plan's rectangle of source pixels from the tiles (transparent where the build has none). */
+export async function stitchRegion(src: RasterSource, plan: RegionPlan): Promise<StitchedRegion> {
+  const { tz, x0, y0, x1, y1 } = plan;
+  const T = src.tileSize;
+  const n = 2 ** tz;
+  const jobs: Promise<DecodedTile | null>[] = [];
+  const cols = Math.floor((x1 - 1) / T) - Math.floor(x0 / T) + 1;
   for (let ty = Math.floor(y0 / T); ty <= Math.floor((y1 - 1) / T); ty++) {
     for (let tx = Math.floor(x0 / T); tx <= Math.floor((x1 - 1) / T); tx++) {
-      if (ty < 0 || ty >= n) {
-        alpha = true;
-        continue;
-      }
       const wrapped = ((tx % n) + n) % n;
       jobs.push(
-        (async () => {
-          const tile = await src.tile(tz, wrapped, ty);
-          if (!tile) {
-            alpha = true;
-            return;
-          }
-          if (tile.size !== T) throw new Error(`raster tile ${tz}/${wrapped}/${ty} is ${tile.size} px, expected ${T}`);
-          if (tile.alpha) alpha = true;
-          blit(data, rw, rh, tile.data, T, tx * T - x0, ty * T - y0);
-        })(),
+        ty < 0 || ty >= n
+          ? Promise.resolve(null)
+          : src.tile(tz, wrapped, ty).then((t) => {
+              if (t && t.size !== T) throw new Error(`raster tile ${tz}/${wrapped}/${ty} is ${t.size} px, expected ${T}`);
+              return t;
+            }),
       );
     }
   }
-  await Promise.all(jobs);
-  if (exact) return { data, width: w, height: h, alpha, sourceZoom: tz };
-  const sw = Math.round(rw * f), sh = Math.round(rh * f);
-  const left = Math.min(sw - w, Math.max(0, Math.round((sxL - x0) * f)));
-  const top = Math.min(sh - h, Math.max(0, Math.round((syT - y0) * f)));
-  const out = await sharp(data, { raw: { width: rw, height: rh, channels: RGBA } })
-    .resize(sw, sh, { fit: 'fill', kernel: f < 1 ? 'lanczos3' : 'cubic' })
-    .extract({ left, top, width: w, height: h })
-    .raw()
-    .toBuffer();
-  return { data: out, width: w, height: h, alpha, sourceZoom: tz };
+  const tiles = await Promise.all(jobs);
+  const rw = x1 - x0, rh = y1 - y0;
+  const opaque = tiles.every((t) => t && !t.alpha);
+  // Opaque: the tiles cover every pixel. Otherwise pixels without a tile stay 0 (transparent).
+  const region: StitchedRegion = {
+    rgb: opaque ? Buffer.allocUnsafe(rw * rh * 3) : Buffer.alloc(rw * rh * 3),
+    alpha: opaque ? null : Buffer.alloc(rw * rh),
+    width: rw,
+    height: rh,
+    mask: { colEdges: edges(x0, x1, T), rowEdges: edges(y0, y1, T), present: tiles.map((t) => t !== null) },
+    translucentTiles: tiles.some((t) => t?.alpha),
+  };
+  const tx0 = Math.floor(x0 / T), ty0 = Math.floor(y0 / T);
+  tiles.forEach((t, i) => {
+    if (t) blit(region, t, (tx0 + (i % cols)) * T - x0, (ty0 + Math.floor(i / cols)) * T - y0);
+  });
+  return region;
+}
+
+/** Run one sharp pipeline over both planes of an image (alpha as a one-band image, which sharp would otherwise output as sRGB). */
+async function perPlane(img: RawImage, op: (s: Sharp) => Sharp): Promise<RawImage> {
+  const run = (data: Buffer, channels: 1 | 3) => {
+    const s = op(sharp(data, { raw: { width: img.width, height: img.height, channels } }));
+    return (channels === 1 ? s.toColourspace('b-w') : s).raw().toBuffer({ resolveWithObject: true });
+  };
+  const [rgb, alpha] = await Promise.all([run(img.rgb, 3), img.alpha ? run(img.alpha, 1) : null]);
+  return { rgb: rgb.data, alpha: alpha?.data ?? null, width: rgb.info.width, height: rgb.info.height };
+}
+
+/**
+ * Kernels scaling down (between baked zooms) and up (above the deepest). Up: bilinear, as MapLibre
+ * draws overzoomed raster tiles; half the CPU of bicubic (libvips upsizes with a non-separable affine)
+ * for a mean difference under 1 of 255, slightly softer hard edges (docs/static-map-speed.md).
+ */
+const DOWN_KERNEL: MaskKernel = 'lanczos3';
+const UP_KERNEL: MaskKernel = 'linear';
+
+/** The view's `w`×`h` pixels out of the stitched region: resampled by the plan's factor and cropped. */
+export async function resampleRegion(region: StitchedRegion, plan: RegionPlan): Promise<RawImage> {
+  const { f, w, h } = plan;
+  if (plan.exact) return { rgb: region.rgb, alpha: region.alpha, width: w, height: h };
+  const sw = Math.round(region.width * f), sh = Math.round(region.height * f);
+  const left = Math.min(sw - w, Math.max(0, Math.round((plan.sxL - plan.x0) * f)));
+  const top = Math.min(sh - h, Math.max(0, Math.round((plan.syT - plan.y0) * f)));
+  const kernel = f < 1 ? DOWN_KERNEL : UP_KERNEL;
+  const resize = (s: Sharp) => s.resize(sw, sh, { fit: 'fill', kernel }).extract({ left, top, width: w, height: h });
+  if (!region.alpha || region.translucentTiles) return perPlane(region, resize);
+  const rgb = await resize(sharp(region.rgb, { raw: { width: region.width, height: region.height, channels: 3 } })).raw().toBuffer();
+  const alpha = resampledMask(region.mask, { n: region.width, scale: sw / region.width, offset: left, m: w }, { n: region.height, scale: sh / region.height, offset: top, m: h }, kernel);
+  return { rgb, alpha, width: w, height: h };
+}
+
+/** The view's pixels, `w`×`h` around the camera's centre, without rotation or overlays, and the zoom of the tiles it was made from. */
+async function region(cam: Camera, src: RasterSource, w: number, h: number): Promise<RawImage & { sourceZoom: number }> {
+  const plan = planRegion(cam, src, w, h);
+  const image = await resampleRegion(await stitchRegion(src, plan), plan);
+  return { ...image, sourceZoom: plan.tz };
 }
 
 /** The image's base pixels (tiles, resampled, rotated by the bearing), before overlays. */
 export async function composeBase(cam: Camera, src: RasterSource): Promise<RawImage & { sourceZoom: number }> {
   if (cam.bearing % 360 === 0) return region(cam, src, cam.width, cam.height);
   // Rotate a square covering the image's diagonal about its centre, then crop the image out of it.
+  // The corners the rotation uncovers are 0 in both planes: transparent.
   const d = Math.ceil(Math.hypot(cam.width, cam.height)) + 2;
   const square = await region(cam, src, d, d);
-  const rotated = await sharp(square.data, { raw: { width: d, height: d, channels: RGBA } })
-    .rotate(-cam.bearing, { background: { r: 0, g: 0, b: 0, alpha: 0 } })
-    .raw()
-    .toBuffer({ resolveWithObject: true });
-  const left = Math.floor((rotated.info.width - cam.width) / 2);
-  const top = Math.floor((rotated.info.height - cam.height) / 2);
-  const data = await sharp(rotated.data, { raw: { width: rotated.info.width, height: rotated.info.height, channels: RGBA } })
-    .extract({ left, top, width: cam.width, height: cam.height })
-    .raw()
-    .toBuffer();
-  return { ...square, data, width: cam.width, height: cam.height };
+  const rotated = await perPlane(square, (s) => s.rotate(-cam.bearing, { background: { r: 0, g: 0, b: 0 } }));
+  const left = Math.floor((rotated.width - cam.width) / 2);
+  const top = Math.floor((rotated.height - cam.height) / 2);
+  const image = await perPlane(rotated, (s) => s.extract({ left, top, width: cam.width, height: cam.height }));
+  return { ...image, sourceZoom: square.sourceZoom };
 }
 
 /** JPEG quality of static images. */
@@ -134,10 +215,35 @@ const JPEG_QUALITY = 90;
 /** zlib level of static images: encoding dominates an image's cost, and level 3 is ~2.5x faster than 6 for a few % more bytes. */
 const PNG_COMPRESSION = 3;
 
-/** Encode the base with the overlay SVG on top. */
-export function encodeImage(base: RawImage, overlay: Buffer | undefined, format: 'png' | 'jpg'): Promise<Buffer> {
-  let img = sharp(base.data, { raw: { width: base.width, height: base.height, channels: RGBA } });
-  if (overlay) img = img.composite([{ input: overlay, left: 0, top: 0 }]);
+/** Undo the premultiplication of RGB where alpha is neither 0 nor 255 (in place; resampling may leave a colour above its alpha). */
+function unpremultiply(rgb: Buffer, alpha: Buffer): void {
+  // Four alpha bytes at a time: nearly all are 0 or 255 (partial alpha is only along the edges of the data).
+  const words = alpha.byteOffset % 4 === 0 ? new Uint32Array(alpha.buffer, alpha.byteOffset, alpha.length >> 2) : new Uint32Array(0);
+  for (let w = 0; w < words.length; w++) {
+    const v = words[w];
+    if (v === 0 || v === 0xffffffff) continue;
+    for (let k = w * 4; k < w * 4 + 4; k++) unpremultiplyPixel(rgb, alpha, k);
+  }
+  for (let k = words.length * 4; k < alpha.length; k++) unpremultiplyPixel(rgb, alpha, k);
+}
+
+function unpremultiplyPixel(rgb: Buffer, alpha: Buffer, k: number): void {
+  const a = alpha[k];
+  if (a === 255 || a === 0) return;
+  const j = k * 3;
+  rgb[j] = Math.min(255, (rgb[j] * 255 + (a >> 1)) / a);
+  rgb[j + 1] = Math.min(255, (rgb[j + 1] * 255 + (a >> 1)) / a);
+  rgb[j + 2] = Math.min(255, (rgb[j + 2] * 255 + (a >> 1)) / a);
+}
+
+/** Encode the base with the overlay rasterised and blended on top (the base's buffers are changed). */
+export async function encodeImage(base: RawImage, overlay: OverlaySvg | undefined, format: 'png' | 'jpg'): Promise<Buffer> {
+  if (overlay) blendOverlay(base, await rasteriseOverlay(overlay));
+  let img = sharp(base.rgb, { raw: { width: base.width, height: base.height, channels: 3 } });
+  if (base.alpha) {
+    unpremultiply(base.rgb, base.alpha);
+    img = img.joinChannel(base.alpha, { raw: { width: base.width, height: base.height, channels: 1 } });
+  }
   if (format === 'jpg') return img.flatten({ background: '#ffffff' }).jpeg({ quality: JPEG_QUALITY }).toBuffer();
-  return (base.alpha ? img : img.removeAlpha()).png({ compressionLevel: PNG_COMPRESSION }).toBuffer();
+  return img.png({ compressionLevel: PNG_COMPRESSION }).toBuffer();
 }

@@ -1,0 +1,99 @@
+/**
+ * CPU per step of one static image (the bench's 640×480 @2x views with a 50-point path and a marker),
+ * calling the compose functions in a loop without HTTP: tile fetch + decode (decoded-tile cache
+ * cold), stitch, resample, overlay (SVG text, librsvg raster, blend), encode. CPU time of the whole
+ * process (process.cpuUsage, libvips threads included), so a loaded machine skews it less than wall time.
+ *
+ *   node --import tsx bench/static-map/profile.ts [--out BUILD] [--views 60]
+ *
+ * Without `--out` the bench's z14 build of the sample (bench/static-map/sample.ts) is used (built if absent).
+ */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { archivesOf } from '../../static-server/archives.ts';
+import { styleRasterSource } from '../../static-server/overzoom/upscale.ts';
+import { createServerContext } from '../../static-server/serve.ts';
+import { cameraFor } from '../../static-server/static-map/camera.ts';
+import { encodeImage, planRegion, resampleRegion, stitchRegion } from '../../static-server/static-map/compose.ts';
+import { DecodedTiles } from '../../static-server/static-map/decoded-tiles.ts';
+import { blendOverlay, rasteriseOverlay } from '../../static-server/static-map/overlay-raster.ts';
+import { overlaySvg } from '../../static-server/static-map/overlay.ts';
+import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest } from '../../static-server/static-map/params.ts';
+import type { BBox } from '../../lib/tile-math.ts';
+import { buildSample, STYLE, views } from './sample.ts';
+
+const { values: args } = parseArgs({ options: { out: { type: 'string' }, views: { type: 'string', default: '60' } } });
+const N = Number(args.views);
+const out = args.out ? resolve(args.out) : buildSample(14);
+
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+const ctx = await createServerContext({ out, port: 0, host: '127.0.0.1', auth: false, cors: '', cacheMb: 256, logLevel: 'warn' });
+const entry = ctx.manifest.styles[STYLE];
+const archive = Object.values(entry.archives).find((a) => a.scale === 2 && a.format === 'png');
+if (!archive) throw new Error(`${out}: style ${STYLE} has no @2x PNG tiles`);
+const archives = archivesOf(ctx);
+const requests = views(entry.bounds as BBox, N).map((v) => {
+  const [path, q] = v.split('?');
+  const [view, size] = path.split('/');
+  const query: Record<string, string[]> = {};
+  for (const kv of q.split('&')) {
+    const [k, val] = kv.split('=');
+    (query[k] ??= []).push(decodeURIComponent(val));
+  }
+  return parseStaticMapRequest(view, size, query, DEFAULT_STATIC_MAP_LIMITS);
+});
+
+const steps = ['fetch+decode (cold)', 'stitch', 'resample', 'overlay SVG text', 'overlay raster (librsvg)', 'overlay blend', 'encode PNG'] as const;
+const total = Object.fromEntries(steps.map((s) => [s, 0])) as Record<(typeof steps)[number], number>;
+let tiles = 0, rgb = 0, bytes = 0, upscaled = 0;
+const warm = new DecodedTiles(1024 * 1024 * 1024);
+async function timed<T>(step: (typeof steps)[number], fn: () => Promise<T> | T): Promise<T> {
+  const c = cpuMs();
+  const r = await fn();
+  total[step] += cpuMs() - c;
+  return r;
+}
+
+for (let pass = 0; pass < 2; pass++) {
+  // Pass 0 warms the archive reader, tile cache and JIT; pass 1 is measured.
+  for (const s of steps) total[s] = 0;
+  tiles = rgb = bytes = upscaled = 0;
+  for (const req of requests) {
+    const cam = cameraFor(req, entry.maxzoom);
+    const cold = new DecodedTiles(1024 * 1024 * 1024);
+    const plan = planRegion(cam, styleRasterSource(archives, cold, entry, archive), cam.width, cam.height);
+    await timed('fetch+decode (cold)', () => stitchRegion(styleRasterSource(archives, cold, entry, archive), plan));
+    tiles += cold.cache.size;
+    const src = styleRasterSource(archives, warm, entry, archive);
+    await stitchRegion(src, plan);
+    const before = total.stitch;
+    const region = await timed('stitch', () => stitchRegion(src, plan));
+    total['fetch+decode (cold)'] -= total.stitch - before; // the cold pass stitched too
+    const base = await timed('resample', () => resampleRegion(region, plan));
+    const svg = await timed('overlay SVG text', () => overlaySvg(cam, req.paths, req.markers));
+    if (svg) {
+      const raster = await timed('overlay raster (librsvg)', () => rasteriseOverlay(svg));
+      await timed('overlay blend', () => blendOverlay(base, raster));
+    }
+    const png = await timed('encode PNG', () => encodeImage(base, undefined, 'png'));
+    bytes += png.length;
+    if (!base.alpha) rgb++;
+    if (plan.f > 1) upscaled++;
+  }
+}
+const sum = steps.reduce((a, s) => a + total[s], 0);
+const lines = [
+  `${N} views (${upscaled} upscaled above the baked z${entry.maxzoom}, ${rgb} opaque), ${(tiles / N).toFixed(1)} tiles and ${(bytes / N / 1024).toFixed(0)} KB per image.`,
+  '',
+  '| step | CPU ms per image |',
+  '| --- | ---: |',
+  ...steps.map((s) => `| ${s} | ${(total[s] / N).toFixed(1)} |`),
+  `| **all steps** | **${(sum / N).toFixed(1)}** |`,
+  `| all but fetch+decode (decoded tiles cached) | ${((sum - total['fetch+decode (cold)']) / N).toFixed(1)} |`,
+];
+console.log(lines.join('\n'));
+process.exit(0);

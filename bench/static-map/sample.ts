@@ -1,0 +1,69 @@
+/**
+ * What bench/static-map/run.ts and profile.ts share: the sample's osm-bright baked at @2x PNG, and
+ * the bench's random views (640×480 @2x, a 50-point path and a marker each).
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { lonLatToWorld, worldToLonLat, type BBox } from '../../lib/tile-math.ts';
+
+export const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+export const STYLE = 'osm-bright';
+export const UPSCALED_ZOOM = 16;
+export const PATH_POINTS = 50;
+export const work = join(root, 'bench/results/static-map');
+
+/** Build the sample's osm-bright at @2x PNG to `bakedMaxzoom` (vector, then render) into bench/results/, once. */
+export function buildSample(bakedMaxzoom: number): string {
+  const out = join(work, `build-z${bakedMaxzoom}`);
+  if (existsSync(join(out, 'current.json')) || existsSync(join(out, 'manifest.json'))) return out;
+  const sample = JSON.parse(readFileSync(join(root, 'data/sample/config.json'), 'utf8')) as Record<string, unknown> & { tilesets: Record<string, { source: string }> };
+  const abs = (p: string) => join(root, 'data/sample', p);
+  const config = {
+    out,
+    attribution: sample.attribution,
+    tilesets: { openmaptiles: { ...sample.tilesets.openmaptiles, source: abs(sample.tilesets.openmaptiles.source) } },
+    styles: { [STYLE]: { style: abs(`styles/${STYLE}/style.json`), tileset: 'openmaptiles', minzoom: 0, maxzoom: bakedMaxzoom, maxzoom_served: UPSCALED_ZOOM, scales: [2], formats: ['png'] } },
+    fonts: abs('fonts'),
+  };
+  mkdirSync(work, { recursive: true });
+  const file = join(work, 'config.json');
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  for (const only of ['vector', 'render']) {
+    execFileSync(process.execPath, [join(root, 'bin/tilebake.js'), 'build', '--config', file, '--only', only], { stdio: 'inherit', env: { ...process.env, TILEBAKE_QUIET: '1' } });
+  }
+  return out;
+}
+
+/** A seeded random number generator (the same views every run). */
+function rng(seed: number): () => number {
+  let s = seed;
+  return () => (s = (s * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+}
+
+/**
+ * Random 640x480@2x views over `bounds` (zoom 12–15.75), each with a 50-point random-walk path inside
+ * the view and a marker at the centre: the part of the URL after `/styles/{style}/static/`.
+ */
+export function views(bounds: BBox, n: number): string[] {
+  const rnd = rng(7);
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const lon = bounds[0] + rnd() * (bounds[2] - bounds[0]);
+    const lat = bounds[1] + rnd() * (bounds[3] - bounds[1]);
+    const zoom = Math.round((12 + rnd() * 3.75) * 100) / 100;
+    const c = lonLatToWorld(lon, lat);
+    const span = 200 / (256 * 2 ** zoom);
+    let x = c.x, y = c.y;
+    const pts: string[] = [];
+    for (let k = 0; k < PATH_POINTS; k++) {
+      x += (rnd() - 0.5) * span * 0.3;
+      y += (rnd() - 0.5) * span * 0.3;
+      const p = worldToLonLat(x, y);
+      pts.push(`${p.lon.toFixed(6)},${p.lat.toFixed(6)}`);
+    }
+    out.push(`${lon.toFixed(5)},${lat.toFixed(5)},${zoom}/640x480@2x.png?path=stroke:%23e0245e|width:4|${pts.join('|')}&marker=${lon.toFixed(5)},${lat.toFixed(5)}`);
+  }
+  return out;
+}
