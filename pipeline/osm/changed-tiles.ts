@@ -12,6 +12,11 @@
  * profile over the "before" and the "after" small extracts over the extract's tile box; the tiles whose
  * features differ (compared with the `_…` instructions kept, so a changed label order counts) are the
  * changed tiles. A change of the coastline changes the sea of every tile: `undefined` then (generate all).
+ *
+ * tilemaker 2.2 spends a fixed ~3 s of CPU on any run that writes z0–2 tiles (it looks up every z14
+ * tile under each of them: 4^14 under z0), so the small runs start at z3 (measured: the same tiles at
+ * z3–14 as a run from z0). An object shown at z0–2 is shown at z3 too (the profile only sets minimum
+ * zooms), so z0–2 tiles count as changed whenever either run has a z3 tile there.
  */
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -38,6 +43,10 @@ export interface ChangedTilesJob {
   pidFile: string;
   label: string;
 }
+
+/** The first zoom of the small runs (see the module comment). */
+const FIRST_ZOOM = 3;
+const MAX_ZOOM = 14;
 
 /** Rounds of `getparents` at most (node → way → relation → parent relation …). */
 const MAX_PARENT_ROUNDS = 8;
@@ -75,7 +84,7 @@ async function generate(job: ChangedTilesJob, which: string, file: string, ids: 
   const coast = await runTool(job.osmium, ['tags-filter', '--no-progress', '-R', '-f', 'opl', '-o', '-', small, 'w/natural=coastline'], { pidFile: job.pidFile });
   if (coast.trim()) return undefined;
   const output = join(job.workDir, `${which}.mbtiles`);
-  await runTilemaker(job.tilemaker, { input: small, output, box: job.box, workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} ${which}` });
+  await runTilemaker(job.tilemaker, { input: small, output, box: job.box, zooms: [FIRST_ZOOM, MAX_ZOOM], workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} ${which}` });
   let source;
   try {
     source = await openMbtiles(output);
@@ -83,7 +92,11 @@ async function generate(job: ChangedTilesJob, which: string, file: string, ids: 
     return tiles; // the objects show in no layer
   }
   try {
-    for await (const t of source.tiles()) if (job.keep(t.z, t.x, t.y)) tiles.set(`${t.z}/${t.x}/${t.y}`, comparableTile(t.data));
+    for await (const t of source.tiles()) {
+      const features = comparableTile(t.data);
+      // tilemaker writes a tile over any object, also where none shows at that zoom.
+      if (features.length > 0 && job.keep(t.z, t.x, t.y)) tiles.set(`${t.z}/${t.x}/${t.y}`, features);
+    }
   } finally {
     await source.close();
   }
@@ -114,7 +127,12 @@ export async function changedTiles(job: ChangedTilesJob): Promise<Set<string> | 
     const [before, after] = await Promise.all([generate(job, 'before', job.before, inBefore), generate(job, 'after', job.after, inAfter)]);
     if (!before || !after) return undefined;
     const keys = new Set<string>();
-    for (const k of new Set([...before.keys(), ...after.keys()])) if (!sameBytes(before.get(k), after.get(k))) keys.add(k);
+    for (const k of new Set([...before.keys(), ...after.keys()])) {
+      if (!sameBytes(before.get(k), after.get(k))) keys.add(k);
+      const [z, x, y] = k.split('/').map(Number);
+      // The tiles above a z3 tile either run shows something in (see the module comment).
+      if (z === FIRST_ZOOM) for (let up = 1; up <= FIRST_ZOOM; up++) if (job.keep(z - up, x >> up, y >> up)) keys.add(`${z - up}/${x >> up}/${y >> up}`);
+    }
     return keys;
   } finally {
     await rm(job.workDir, { recursive: true, force: true });

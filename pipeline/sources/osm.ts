@@ -186,7 +186,9 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       try {
         const shapeLayers = await oceanLayers(sea.polygons, box, workDir, 'box');
         const runBox = only ? boxOfTiles(only, box, Object.keys(shapeLayers).length > 0) : box;
-        await runTilemaker(tilemaker, { input, output: mbtiles, box: runBox, shapeLayers, workDir, pidFile, label: opts.label });
+        // From the lowest zoom asked for: a run writing z0–2 costs seconds more (see osm/changed-tiles.ts).
+        const first = zooms && Math.min(...zooms);
+        await runTilemaker(tilemaker, { input, output: mbtiles, box: runBox, shapeLayers, zooms: first ? [first, MAX_ZOOM] : undefined, workDir, pidFile, label: opts.label });
       } catch (e) {
         throw new UserError(`${path}: ${(e as Error).message}`, { cause: e });
       }
