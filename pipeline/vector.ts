@@ -138,7 +138,12 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
     const packOpts: PackOptions = { name: t.name, attribution: t.attribution, description: t.description, label };
     const patch = opts.patches?.[t.id];
     let r: PackResult | undefined;
-    if (patch && opts.previous && prevEntry && !t.bbox && prevDeps[`vector:${t.id}`] === (await fingerprintOf(recipe, patch.previous))) {
+    const patchable = patch && opts.previous && prevEntry && !t.bbox && prevDeps[`vector:${t.id}`] === (await fingerprintOf(recipe, patch.previous));
+    if (patch && !patchable) {
+      const why = t.bbox ? 'the tileset is cut to a bbox' : `the current archive was not generated from ${patch.previous} with these settings`;
+      logLine(`${label}: ${why}: generating every tile`);
+    }
+    if (patch && opts.previous && prevEntry && patchable) {
       const outcome = await patchOsmArchive(t.source, join(opts.previous, prevEntry.archive), output, patch, { ...packOpts, label, workDir });
       if (outcome?.unchanged) {
         await reuse(await osmDataState(t.source, t.replication));
