@@ -20,6 +20,8 @@ export interface BuildOptions {
   full?: boolean;
   /** Versions kept after publishing (default 2); see lib/build-version.ts for the rule. */
   keep?: number;
+  /** OSM tilesets whose source is the current version's with change files applied (`tilebake update` passes them). */
+  vectorPatches?: StageContext['vectorPatches'];
   /** Last change to the new version's manifest before it is published (`tilebake update` records the OSM state). */
   manifest?: (m: Manifest) => void;
 }
@@ -82,7 +84,7 @@ export async function build(config: BuildConfig, opts: BuildOptions = {}): Promi
       await linkTree(base.dir, incoming, base.id === undefined ? NOT_A_VERSION : new Set(['.work']));
       for (const f of stageNamed(opts.only).writes(await readManifestOrEmpty(incoming))) await rm(join(incoming, f), { recursive: true, force: true });
     }
-    const sc: StageContext = { outDir: incoming, previous: opts.full ? undefined : base?.dir, workDir: join(root, '.work'), workers: opts.workers };
+    const sc: StageContext = { outDir: incoming, previous: opts.full ? undefined : base?.dir, workDir: join(root, '.work'), workers: opts.workers, vectorPatches: opts.vectorPatches };
     timings = await runStages(config, sc, (s) => !opts.only || opts.only === s.name, opts.manifest);
     const final = join(root, BUILDS_DIR, id);
     await rename(incoming, final);

@@ -6,6 +6,7 @@
 import type { Manifest } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
 import type { RenderStageOptions } from './render.ts';
+import type { VectorStageOptions } from './vector.ts';
 
 /** Stage names, in the order a build runs them. */
 export const STAGE_NAMES = ['vector', 'elevation', 'render'] as const;
@@ -21,6 +22,8 @@ export interface StageContext {
   workDir: string;
   /** Render pool size (render stage). */
   workers?: number;
+  /** Vector stage only: OSM tilesets whose source is the previous version's with change files applied (`tilebake update`). */
+  vectorPatches?: VectorStageOptions['patches'];
   /** Render stage only: one shard of a distributed run (`tilebake shard`), see RenderStageOptions. */
   render?: Pick<RenderStageOptions, 'shard' | 'dataStore' | 'expect'>;
 }

@@ -1,6 +1,7 @@
 /**
  * The OSM source's pure parts: coastline → water polygons, canonical tile re-encoding and label grid
- * ranks, the OSM PBF header, the tile box, tilemaker's failure lines and the bbox config field.
+ * ranks, the OSM PBF header, the tile box, tilemaker's failure lines and the bbox config field, and
+ * what generating some tiles only (tilebake update) computes.
  */
 import { gunzipSync } from 'node:zlib';
 import fc from 'fast-check';
@@ -9,11 +10,12 @@ import { isUserError } from '../lib/errors.ts';
 import { tileBounds, type BBox } from '../lib/tile-math.ts';
 import { parseConfig } from '../pipeline/config/index.ts';
 import { decodeTile, encodeTile, type RawFeature, type RawLayer } from '../lib/mvt.ts';
-import { canonicalLayers, canonicalTile, firstPoint, publicVectorLayers } from '../pipeline/osm/canonical.ts';
+import { canonicalLayers, canonicalTile, comparableTile, firstPoint, publicVectorLayers } from '../pipeline/osm/canonical.ts';
 import { assembleChains, clipPolyline, parseCoastlineOpl, pointInRing, signedArea2, waterPolygons, type Point } from '../pipeline/osm/coastline.ts';
 import { isOsmPbfHead, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { failureReason, runConfig } from '../pipeline/osm/tilemaker.ts';
-import { parseOsmiumBBox, tileBox } from '../pipeline/sources/osm.ts';
+import { layersForZooms } from '../pipeline/osm/shape-runs.ts';
+import { boxOfTiles, parseOsmiumBBox, tileBox } from '../pipeline/sources/osm.ts';
 
 const MONACO_PBF = 'data/sample/monaco-latest.osm.pbf';
 const BOX: BBox = [0, 0, 10, 10];
@@ -270,5 +272,38 @@ describe('OSM PBF header, tile box, tilemaker config and failures', () => {
       expect(isUserError(e)).toBe(true);
       expect((e as Error).message).toContain('$.tilesets.osm.bbox');
     }
+  });
+});
+
+describe('generating some tiles only (tilebake update)', () => {
+  const box = tileBox([9.5, 47.1, 9.6, 47.2]);
+  it("tilemaker's box is the tiles' area within the tile box, grown by one z14 tile when shapefiles go in", () => {
+    const [a, b] = [tileBounds(14, 8627, 5751), tileBounds(14, 8628, 5752)];
+    expect(boxOfTiles(['14/8627/5751', '14/8628/5752'], box, false)).toEqual([a[0], b[1], b[2], a[3]]);
+    const grown = boxOfTiles(['14/8627/5751', '14/8628/5752'], box, true);
+    const [nw, se] = [tileBounds(14, 8626, 5750), tileBounds(14, 8629, 5753)];
+    // Grown by a tile on every side, and clamped to the tile box (its east edge is the grown box's).
+    expect(se[2]).toBeGreaterThan(box[2]);
+    expect(grown).toEqual([nw[0], se[1], box[2], nw[3]]);
+    // A low-zoom tile covers more than the tile box: its part inside it.
+    expect(boxOfTiles(['0/0/0'], box, false)).toEqual(box);
+    // Tiles outside the tile box only: the whole box (nothing to shrink to).
+    expect(boxOfTiles(['14/0/0'], box, false)).toEqual(box);
+  });
+
+  it('Natural Earth layers are kept by whole runs (3 zooms each)', () => {
+    const layer = (z: number) => ({ minzoom: z, maxzoom: z, source: `z${z}.shp`, write_to: 'water' });
+    const layers = Object.fromEntries([0, 1, 2, 3, 4, 6, 7].map((z) => [`l${z}`, layer(z)]));
+    expect(Object.keys(layersForZooms(layers, new Set([4])))).toEqual(['l3', 'l4']);
+    expect(Object.keys(layersForZooms(layers, new Set([2, 13, 14])))).toEqual(['l0', 'l1', 'l2']);
+    expect(layersForZooms(layers, new Set([13, 14]))).toEqual({});
+  });
+
+  it('comparable tiles: equal for the same features in any order, different when only a `_…` instruction differs', () => {
+    const f = (name: string, order: number): RawFeature => ({ type: 1, geometry: new Uint8Array([9, 2, 2]), tags: new Map<string, string | number>([['name', name], ['_rank_order', order]]) });
+    const tile = (...features: RawFeature[]) => encodeTile([{ name: 'poi', version: 2, extent: 4096, features }]);
+    expect(Buffer.from(comparableTile(tile(f('a', 1), f('b', 2))))).toEqual(Buffer.from(comparableTile(tile(f('b', 2), f('a', 1)))));
+    expect(Buffer.from(comparableTile(tile(f('a', 1))))).not.toEqual(Buffer.from(comparableTile(tile(f('a', 2)))));
+    expect(comparableTile(encodeTile([{ name: 'poi', version: 2, extent: 4096, features: [] }]))).toHaveLength(0);
   });
 });

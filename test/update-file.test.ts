@@ -66,6 +66,9 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
     await night(3048);
     let r = await run();
     expect(r.tilesets).toEqual([{ id: 'omt', from: { sequence: 3047, timestamp: '2021-08-01T20:21:40Z' }, to: { sequence: 3048, timestamp: '2021-08-02T20:21:57Z' }, files: 1, changes: 1, base: fileUrl(served) }]);
+    // 3048 changes one relation (a tag of NATO's, whose members are France's maritime borders): generated alone, before and after, it shows the same.
+    expect(text()).toContain('vector omt: the change can change 0 tiles');
+    expect(text()).toContain('vector omt: the change leaves every tile as it was, archive reused from the previous build');
     const v1 = (await currentVersionDir(out))!;
     expect((await readManifestOrEmpty(v1.dir)).osm?.omt).toMatchObject({ sequence: 3048, timestamp: '2021-08-02T20:21:57Z' });
 
@@ -89,6 +92,8 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
     const r = await run();
     expect(r.tilesets[0]).toMatchObject({ from: { sequence: 3049 }, to: { sequence: 3076, timestamp: '2021-08-30T20:21:43Z' }, files: 27 });
     expect(text().match(/update omt: sequence \d+ \([^)]+\): 0 changed objects/g)).toHaveLength(15);
+    // The month touches Monaco's coastline (a coastline way among the changed objects or their parents): the sea may change anywhere, so every tile is generated.
+    expect(text()).toContain('vector omt: the change touches the coastline: generating every tile');
     const after = (await currentVersionDir(out))!;
     const m = await readManifestOrEmpty(after.dir);
     expect(m.osm?.omt).toEqual({ sequence: 3076, timestamp: '2021-08-30T20:21:43Z', replication: fileUrl(served) });

@@ -146,6 +146,9 @@ describe.sequential('tilebake update over HTTP (Liechtenstein 2019-11-18 + daili
     const r = await runCli(['update', '--config', configFile]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain('update omt: sequence 2434 → 2437 (2019-11-21T21:19:02Z): 3 change files');
+    // The vector stage generated only the tiles the change files can change and copied the others.
+    expect(r.stderr).toMatch(/vector omt: the change can change [1-9]\d* tiles/);
+    expect(r.stderr).toMatch(/vector omt: generated \d+ changed tiles \(\d+ not empty\) and copied the others from the previous archive/);
     // The change files were downloaded once: the second run verified and used the first run's.
     const access = await nginx.accessLog();
     for (const s of ['435', '436', '437']) expect(access.split(`/good/000/002/${s}.osc.gz`).length - 1, access).toBe(1);

@@ -3,7 +3,9 @@
  * 2434): a full build, then the three real dailies 2435–2437 one night at a time with `tilebake
  * update` (replication folder over file://), while `tilebake serve` runs on the output. Per night:
  * the update's wall time ÷ the full build's, the metatiles re-rendered, and the time from the end of
- * `update` to the server answering /health with the new sequence.
+ * `update` to the server answering /health with the new sequence. Then an empty night: sequence 2438
+ * served as a real empty Geofabrik daily (Monaco's of 2021-08-03, the same bytes every empty day has)
+ * with a state file one day after 2437.
  *
  *   node --import tsx bench/update/run.ts [--quick] [--workers N]
  *
@@ -12,11 +14,13 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { replicationFolder } from '../../test/update-helpers.ts';
+import { fixtureFile, MONACO, replicationFolder } from '../../test/update-helpers.ts';
+import { sequencePath } from '../../pipeline/update/replication.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
@@ -28,6 +32,8 @@ const STYLES = QUICK ? ['osm-bright'] : ['osm-bright', 'positron'];
 const MAXZOOM = QUICK ? 12 : 14;
 const SCALES = QUICK ? [1] : [1, 2];
 const NIGHTS = [2435, 2436, 2437];
+/** The empty night: its sequence, time, and the empty daily served as it. */
+const EMPTY = { sequence: 2438, timestamp: '2019-11-22T21\\:19\\:02Z', osc: fixtureFile(MONACO, 3049, 'osc.gz') };
 const WORK = join(ROOT, 'build', 'bench-update');
 const MS_PER_S = 1000;
 const POLL_MS = 50;
@@ -101,9 +107,17 @@ async function main(): Promise<void> {
   const server = await startServer(out);
   const rows: string[][] = [];
   try {
-    for (const seq of NIGHTS) {
+    for (const seq of [...NIGHTS, EMPTY.sequence]) {
       rmSync(served, { recursive: true, force: true });
-      await replicationFolder({ replication: join(FIXTURE, 'replication') }, served, seq);
+      await replicationFolder({ replication: join(FIXTURE, 'replication') }, served, Math.min(seq, NIGHTS[NIGHTS.length - 1]));
+      if (seq === EMPTY.sequence) {
+        const state = `sequenceNumber=${seq}\ntimestamp=${EMPTY.timestamp}\n`;
+        const at = join(served, sequencePath(seq));
+        mkdirSync(dirname(at), { recursive: true });
+        copyFileSync(EMPTY.osc, `${at}.osc.gz`);
+        writeFileSync(`${at}.state.txt`, state);
+        writeFileSync(join(served, 'state.txt'), state);
+      }
       const night = await cli(['update', '--config', config]);
       const switchS = await untilServed(server.url, seq);
       const changes = /: (\d+) change files, (\d+) changed objects/.exec(night.stderr);
@@ -116,10 +130,10 @@ async function main(): Promise<void> {
     '| run | changed objects | seconds | × full build | metatiles re-rendered | update end → served (s) |',
     '|---|---:|---:|---:|---|---:|',
     `| full build (2434) | | ${full.seconds.toFixed(1)} | 1 | ${rerendered(full.stderr)} | |`,
-    ...rows.map((r) => `| night ${r[0]} | ${r[1]} | ${r[2]} | ${r[3]} | ${r[4]} | ${r[5]} |`),
+    ...rows.map((r) => `| night ${r[0]}${Number(r[0]) === EMPTY.sequence ? ' (empty)' : ''} | ${r[1]} | ${r[2]} | ${r[3]} | ${r[4]} | ${r[5]} |`),
   ].join('\n');
   const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`;
-  const text = `# bench/update${QUICK ? ' (--quick)' : ''}\n\nLiechtenstein 2019-11-18 (sequence 2434) and the Geofabrik dailies 2435–2437 over file://; styles ${STYLES.join(', ')}, z0–${MAXZOOM}, ${SCALES.map((s) => `${s}x`).join(' and ')}, PNG; \`tilebake serve --workers 2\` running. ${machine} (a shared machine: indicative only). Target: each night ≤ 0.1 × the full build.\n\n${table}\n`;
+  const text = `# bench/update${QUICK ? ' (--quick)' : ''}\n\nLiechtenstein 2019-11-18 (sequence 2434) and the Geofabrik dailies 2435–2437 over file://, then an empty daily as 2438; styles ${STYLES.join(', ')}, z0–${MAXZOOM}, ${SCALES.map((s) => `${s}x`).join(' and ')}, PNG; \`tilebake serve --workers 2\` running. ${machine} (a shared machine: indicative only). Target: each night ≤ 0.1 × the full build.\n\n${table}\n`;
   process.stdout.write(`${text}\n`);
   writeFileSync(join(import.meta.dirname, QUICK ? 'RESULTS-quick.md' : 'RESULTS.md'), text);
 }

@@ -83,12 +83,17 @@ function gridRanks(layer: RawLayer, grid: GridRank, x: number, y: number): void 
   }
 }
 
+/** A layer with its features sorted by content (`_zorder` first). */
+function sortedLayer(l: RawLayer): RawLayer {
+  const keyed = l.features.map((f) => Object.assign(f, { key: tagsKey(f) }));
+  keyed.sort(compareFeatures);
+  return { ...l, features: keyed.map(({ key: _key, ...f }) => f) };
+}
+
 /** Canonical layers: features sorted by content, label grid ranks set, `_…` attributes removed. */
 export function canonicalLayers(layers: RawLayer[], x: number, y: number, grids: Record<string, GridRank> = GRID_RANKS): RawLayer[] {
   return layers.map((l) => {
-    const keyed = l.features.map((f) => Object.assign(f, { key: tagsKey(f) }));
-    keyed.sort(compareFeatures);
-    const layer: RawLayer = { ...l, features: keyed.map(({ key: _key, ...f }) => f) };
+    const layer = sortedLayer(l);
     const grid = grids[l.name];
     if (grid) gridRanks(layer, grid, x, y);
     for (const f of layer.features) {
@@ -122,6 +127,15 @@ export function mergeLayers(tiles: RawLayer[][]): RawLayer[] {
 export function canonicalTile(data: Uint8Array, x: number, y: number, ...more: Uint8Array[]): Uint8Array {
   const layers = mergeLayers([data, ...more].map((d) => decodeTile(unzipped(d))));
   return gzipSync(encodeTile(canonicalLayers(layers, x, y)), { level: GZIP_LEVEL });
+}
+
+/**
+ * The generator's features of one tile in canonical order with the `_…` instructions kept (no ranks
+ * computed): equal bytes for equal features, so two runs over different data can be compared tile by
+ * tile, instructions that change other features' ranks included (see pipeline/osm/changed-tiles.ts).
+ */
+export function comparableTile(data: Uint8Array): Uint8Array {
+  return encodeTile(decodeTile(unzipped(data)).filter((l) => l.features.length > 0).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(sortedLayer));
 }
 
 /** Remove `_…` fields from TileJSON `vector_layers` (and list `rank` where it is computed here). */

@@ -31,6 +31,18 @@ export interface ShapeRunsJob {
   label: string;
 }
 
+/** The zooms of the run that generates zoom `z`. */
+const runOf = (z: number) => Math.floor(z / GROUP);
+
+/**
+ * The layers of the runs that generate any of `zooms` (whole runs: a run's tiles are the same with or
+ * without the other runs, but not necessarily with some of its own layers left out).
+ */
+export function layersForZooms(layers: Record<string, ShapeLayer>, zooms: ReadonlySet<number>): Record<string, ShapeLayer> {
+  const runs = new Set([...zooms].map(runOf));
+  return Object.fromEntries(Object.entries(layers).filter(([, l]) => runs.has(runOf(l.minzoom))));
+}
+
 /** Run tilemaker over the layers; resolves with the tiles that have features, by `z/x/y`. */
 export async function runShapeLayers(job: ShapeRunsJob): Promise<Map<string, Uint8Array>> {
   const tiles = new Map<string, Uint8Array>();

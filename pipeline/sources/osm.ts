@@ -15,7 +15,7 @@ import { canonicalTile, publicVectorLayers } from '../osm/canonical.ts';
 import { naturalEarthLayers, NE_MAXZOOM } from '../osm/natural-earth.ts';
 import { oceanLayers } from '../osm/ocean.ts';
 import { readOsmHeader } from '../osm/pbf-header.ts';
-import { runShapeLayers } from '../osm/shape-runs.ts';
+import { layersForZooms, runShapeLayers } from '../osm/shape-runs.ts';
 import { buildSea } from '../osm/sea.ts';
 import { runTilemaker } from '../osm/tilemaker.ts';
 import { findTool, killLeftovers, OSMIUM, runTool, TILEMAKER, ToolError } from '../osm/tools.ts';
@@ -33,6 +33,12 @@ export interface OsmSourceOptions {
   workDir: string;
   /** Prefix of progress lines. */
   label: string;
+  /**
+   * Generate only these tiles (`z/x/y`, of the tile box): tilemaker writes the tiles over their box
+   * (the data is read whole, so their content is the full run's), the Natural Earth runs of their
+   * zooms only; the source yields these tiles alone (those it lacks are empty).
+   */
+  only?: ReadonlySet<string>;
 }
 
 /** Zoom whose tile grid the generated tiles' box is aligned to (the deepest zoom generated). */
@@ -58,6 +64,30 @@ export function inTileBox(box: BBox): (z: number, x: number, y: number) => boole
     const r = ranges[z];
     return r !== undefined && x >= r.minX && x <= r.maxX && y >= r.minY && y <= r.maxY;
   };
+}
+
+/** Parse `z/x/y`. */
+const zxyOf = (key: string) => key.split('/').map(Number) as [number, number, number];
+
+/**
+ * tilemaker's box for generating `tiles` of the tile `box`: their area within it, grown by one tile of
+ * the deepest zoom when shapefile layers (the sea) go into the run, as tilemaker clips those to its box
+ * and a tile's features reach a little beyond its edges.
+ */
+export function boxOfTiles(tiles: Iterable<string>, box: BBox, shapes: boolean): BBox {
+  let [w, s, e, n] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const key of tiles) {
+    const b = tileBounds(...zxyOf(key));
+    const c: BBox = [Math.max(b[0], box[0]), Math.max(b[1], box[1]), Math.min(b[2], box[2]), Math.min(b[3], box[3])];
+    if (!(c[0] < c[2] && c[1] < c[3])) continue;
+    [w, s, e, n] = [Math.min(w, c[0]), Math.min(s, c[1]), Math.max(e, c[2]), Math.max(n, c[3])];
+  }
+  if (!(w < e && s < n)) return box;
+  if (!shapes) return [w, s, e, n];
+  const r = tileRangeForBBox([w, s, e, n], MAX_ZOOM);
+  const nw = tileBounds(MAX_ZOOM, r.minX - 1, r.minY - 1);
+  const se = tileBounds(MAX_ZOOM, r.maxX + 1, r.maxY + 1);
+  return [Math.max(nw[0], box[0]), Math.max(se[1], box[1]), Math.min(se[2], box[2]), Math.min(nw[3], box[3])];
 }
 
 /** Parse osmium's `(w,s,e,n)` bbox output; undefined for an empty file's `()`. */
@@ -122,6 +152,8 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       if (!bounds) throw new UserError(`${path}: the extract holds no nodes`);
     }
     const box = tileBox(bounds);
+    const { only } = opts;
+    const zooms = only && new Set([...only].map((k) => zxyOf(k)[0]));
 
     const t1 = performance.now();
     let sea;
@@ -137,7 +169,9 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
     const lowZooms = async () => {
       const t = performance.now();
       try {
-        const layers = { ...(await naturalEarthLayers(box, workDir)), ...(await oceanLayers(sea.polygons, box, workDir, 'around')) };
+        const ocean = await oceanLayers(sea.polygons, box, workDir, 'around');
+        const ne = !zooms || Math.min(...zooms) <= NE_MAXZOOM ? await naturalEarthLayers(box, workDir) : {};
+        const layers = zooms ? layersForZooms({ ...ne, ...ocean }, zooms) : { ...ne, ...ocean };
         const tiles = await runShapeLayers({ tilemaker, osmium, box, layers, workDir, pidFile, label: opts.label });
         phases.push({ name: 'natural earth', seconds: seconds(t) });
         logLine(`${opts.label}: Natural Earth z0-${NE_MAXZOOM} and the ocean beyond the extract: ${tiles.size} tiles in ${elapsed(t)}`);
@@ -151,7 +185,10 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       const t = performance.now();
       try {
         const shapeLayers = await oceanLayers(sea.polygons, box, workDir, 'box');
-        await runTilemaker(tilemaker, { input, output: mbtiles, box, shapeLayers, workDir, pidFile, label: opts.label });
+        const runBox = only ? boxOfTiles(only, box, Object.keys(shapeLayers).length > 0) : box;
+        // From the lowest zoom asked for: a run writing z0–2 costs seconds more (see osm/changed-tiles.ts).
+        const first = zooms && Math.min(...zooms);
+        await runTilemaker(tilemaker, { input, output: mbtiles, box: runBox, shapeLayers, zooms: first ? [first, MAX_ZOOM] : undefined, workDir, pidFile, label: opts.label });
       } catch (e) {
         throw new UserError(`${path}: ${(e as Error).message}`, { cause: e });
       }
@@ -163,14 +200,16 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
     if (lowRun.status === 'rejected') throw lowRun.reason;
     const low = lowRun.value;
 
-    let source: TileSource;
+    let source: TileSource | undefined;
     try {
       source = await openMbtiles(mbtiles);
     } catch (e) {
-      throw new UserError(`${path}: tilemaker generated no tiles (nothing in the extract maps to the OpenMapTiles layers)`, { cause: e });
+      // Generating some tiles only, finding none means they are all empty now.
+      if (!only) throw new UserError(`${path}: tilemaker generated no tiles (nothing in the extract maps to the OpenMapTiles layers)`, { cause: e });
     }
-    const wanted = inTileBox(box);
-    const m = source.metadata;
+    const inBox = inTileBox(box);
+    const wanted = only ? (z: number, x: number, y: number) => only.has(`${z}/${x}/${y}`) && inBox(z, x, y) : inBox;
+    const m = source?.metadata ?? { bounds, center: defaultCenter(bounds, 0, MAX_ZOOM), minzoom: 0, maxzoom: MAX_ZOOM, extra: {} };
     const metadata = {
       ...m,
       bounds,
@@ -183,10 +222,10 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       format: 'pbf',
       compression: Compression.Gzip,
       metadata,
-      count: source.count,
+      count: source?.count ?? low.size,
       phases,
       async *tiles(): AsyncIterable<SourceTile> {
-        for await (const t of source.tiles()) {
+        for await (const t of source?.tiles() ?? []) {
           if (!wanted(t.z, t.x, t.y)) continue;
           const key = `${t.z}/${t.x}/${t.y}`;
           const more = low.get(key);
@@ -199,7 +238,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
         }
       },
       async close() {
-        await source.close();
+        await source?.close();
         await rm(workDir, { recursive: true, force: true });
       },
     };

@@ -9,7 +9,7 @@ export const vectorStage: Stage = {
   writes: (m) => tilesetArchives(m, 'vector'),
   async run(config, sc) {
     const { runVectorStage } = await import('../vector.ts');
-    await runVectorStage(config, sc.outDir, { previous: sc.previous, workDir: sc.workDir });
+    await runVectorStage(config, sc.outDir, { previous: sc.previous, workDir: sc.workDir, patches: sc.vectorPatches });
   },
   tiles: (config, m) => Object.keys(config.tilesets).reduce((n, id) => n + (m.tilesets[id]?.tiles ?? 0), 0),
 };

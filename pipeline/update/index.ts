@@ -20,6 +20,7 @@ import { currentVersionDir } from '../../lib/build-version.ts';
 import { UserError } from '../../lib/errors.ts';
 import { readManifestOrEmpty, setOsmState, type Manifest, type OsmDataState } from '../../lib/manifest.ts';
 import { build, type StageTiming } from '../build.ts';
+import type { OsmPatch } from '../vector-patch.ts';
 import type { BuildConfig } from '../config/index.ts';
 import { copyWithHeaderBBox } from '../osm/pbf-bounds.ts';
 import { readOsmHeader } from '../osm/pbf-header.ts';
@@ -170,6 +171,7 @@ async function updateLocked(config: BuildConfig, root: string, currentDir: strin
 
   const sources: Record<string, string> = {};
   const updates: TilesetUpdate[] = [];
+  const patches: Record<string, OsmPatch> = {};
   const states: Record<string, OsmDataState> = {};
   for (const id of ids) {
     const label = `update ${id}`;
@@ -194,6 +196,8 @@ async function updateLocked(config: BuildConfig, root: string, currentDir: strin
     const next = await applyChanges(osmium, dir, fromCopy, files.map((f) => f.path), to, base, changes);
     logLine(`${label}: sequence ${from.sequence} → ${to.sequence} (${to.timestamp}): ${files.length} change files, ${changes} changed objects`);
     sources[id] = await useCopy(dir, next);
+    // The vector stage generates only the tiles these files can change (when the current archive shows fromCopy).
+    if (changes > 0) patches[id] = { previous: fromCopy, changes: files.map((f) => f.path) };
     updates.push({ id, from, to, files: files.length, changes, base });
     states[id] = { sequence: to.sequence, timestamp: to.timestamp, replication: base };
   }
@@ -204,6 +208,7 @@ async function updateLocked(config: BuildConfig, root: string, currentDir: strin
     out: root,
     keep: opts.keep,
     workers: opts.workers,
+    vectorPatches: patches,
     manifest: (m) => {
       for (const [id, s] of Object.entries(states)) setOsmState(m, id, s);
     },
