@@ -4,23 +4,34 @@
  *    12–15.75, a 50-point random-walk path), shuffled list cycled by wrk; images/s and p99, against the
  *    baked @2x tiles served by the same server in the same run (the baseline ratio).
  * 2. Upscaled z16 @2x tiles (baked to z14): cold (each tile once, 16 at a time), then cached under wrk.
+ * 3. z16 @2x tiles rendered on demand (`overzoom: "render"`, bench/static-map/render-mode.ts), from a
+ *    second server over a build in render mode: cold (one tile of each of a seeded random sample of
+ *    distinct metatiles, 4 in flight, after a warm-up that starts every process's browser), then the
+ *    same URLs cached under wrk. Its disk cache is emptied first. The sample has 6 metatiles at z16:
+ *    `--renders` above that samples them all; `--render-out` takes a larger build in render mode.
  *
- *   node --import tsx bench/static-map/run.ts [--duration 20] [--warmup 5] [--connections 32] [--views 2000] [--out BUILD] [--quick]
+ *   node --import tsx bench/static-map/run.ts [--duration 20] [--warmup 5] [--connections 32] [--views 2000]
+ *     [--renders 24] [--out BUILD] [--render-out BUILD] [--quick]
  *
- * `--quick` (smoke run): 3 s runs, 8 connections, no warm-up, 200 views, the sample baked to z13 (served to z16).
- * Without `--out` the sample's osm-bright style is built (vector + render, @2x PNG) into bench/results/.
+ * `--quick` (smoke run): 3 s runs, 8 connections, no warm-up, 200 views, 4 renders, the sample baked to
+ * z13 (served to z16). Without `--out` / `--render-out` the sample's osm-bright style is built (vector +
+ * render, @2x PNG) into bench/results/ (`--render-out`: a build whose style has `"overzoom": "render"`).
  * Also prints the server's CPU ms per static image (comparable on a loaded machine, unlike images/s);
  * bench/static-map/profile.ts splits an image's CPU into its steps.
  * Writes bench/static-map/RESULTS.md.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { currentVersionDir } from '../../lib/build-version.ts';
+import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
 import { freePort } from '../../test/fixtures/server/helpers.ts';
 import { treeCpuMs } from '../rss.ts';
 import { parseWrk, shuffle, stop, type WrkFigures } from '../wrk.ts';
+import { measureRender, type RenderFigures } from './render-mode.ts';
 import { buildSample, root, STYLE, UPSCALED_ZOOM, views, work } from './sample.ts';
 
 const { values: args } = parseArgs({
@@ -29,7 +40,9 @@ const { values: args } = parseArgs({
     warmup: { type: 'string', default: '5' },
     connections: { type: 'string', default: '32' },
     views: { type: 'string', default: '2000' },
+    renders: { type: 'string', default: '24' },
     out: { type: 'string' },
+    'render-out': { type: 'string' },
     quick: { type: 'boolean', default: false },
   },
 });
@@ -39,6 +52,11 @@ const warmup = QUICK ? 0 : Number(args.warmup);
 const VIEWS = QUICK ? 200 : Number(args.views);
 const CONNECTIONS = QUICK ? 8 : Number(args.connections);
 const BAKED_MAXZOOM = QUICK ? 13 : 14;
+/** Cold on-demand renders: metatiles sampled, requests in flight. */
+const RENDERS = QUICK ? 4 : Number(args.renders);
+const RENDER_CONCURRENCY = 4;
+/** `serve` processes (its default: one per core), each with one browser in render mode. */
+const PROCESSES = availableParallelism();
 const TOKEN = 'bench-token-not-secret';
 const LUA = join(root, 'bench/serve-vector/tiles.lua');
 
@@ -53,13 +71,27 @@ function wrk(base: string, list: string, prefix: string, seconds: number): WrkFi
   return parseWrk(out);
 }
 
-async function main(): Promise<void> {
-  mkdirSync(work, { recursive: true });
-  const out = args.out ? resolve(args.out) : buildSample(BAKED_MAXZOOM);
+/** Write a list file of bench/results/static-map/. */
+function list(name: string, lines: string[]): string {
+  const f = join(work, name);
+  writeFileSync(f, `${lines.join('\n')}\n`);
+  return f;
+}
+
+/** A running `tilebake serve` over `out`. */
+interface Server {
+  proc: ChildProcess;
+  base: string;
+  metricsPort: number;
+}
+
+/** Start `tilebake serve` over `out` (`extra`: more options) and wait until it answers /health. */
+async function serve(out: string, extra: string[] = []): Promise<Server> {
   const port = await freePort();
   const metricsPort = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const proc: ChildProcess = spawn(process.execPath, [join(root, 'bin/tilebake.js'), 'serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--metrics-port', String(metricsPort), '--log-level', 'warn', '--version-poll-ms', '0'], {
+  const argv = ['serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--metrics-port', String(metricsPort), '--workers', String(PROCESSES), '--log-level', 'warn', '--version-poll-ms', '0', ...extra];
+  const proc = spawn(process.execPath, [join(root, 'bin/tilebake.js'), ...argv], {
     env: { ...process.env, TILEBAKE_TOKENS: TOKEN },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -70,15 +102,52 @@ async function main(): Promise<void> {
       if (Date.now() - t > 60_000) throw new Error('serve not ready after 60 s');
       await new Promise((r) => setTimeout(r, 250));
     }
+  } catch (e) {
+    await stop(proc);
+    throw e;
+  }
+  return { proc, base, metricsPort };
+}
+
+/** Row 3: z16 tiles rendered on demand, from a server over a build in render mode. */
+async function renderMode(): Promise<RenderFigures> {
+  const out = args['render-out'] ? resolve(args['render-out']) : buildSample(BAKED_MAXZOOM, 'render');
+  const version = await currentVersionDir(out);
+  const entry = version && (await readManifestOrEmpty(version.dir)).styles[STYLE];
+  if (!entry?.render || entry.overzoom !== 'render') throw new Error(`${out}: style ${STYLE} is not built with "overzoom": "render"`);
+  // Cold means cold: the disk cache of an earlier run of the same build would answer.
+  const cache = join(work, 'render-cache');
+  rmSync(cache, { recursive: true, force: true });
+  const { proc, base, metricsPort } = await serve(out, ['--render-cache', cache]);
+  try {
+    return await measureRender({
+      base,
+      metricsPort,
+      pid: proc.pid!,
+      processes: PROCESSES,
+      token: TOKEN,
+      style: STYLE,
+      bounds: entry.bounds,
+      metatile: entry.render.metatile,
+      zoom: UPSCALED_ZOOM,
+      sample: RENDERS,
+      concurrency: RENDER_CONCURRENCY,
+      wrk: (lines, prefix) => wrk(base, list('rendered.txt', lines), prefix, duration),
+    });
+  } finally {
+    await stop(proc);
+  }
+}
+
+/** Rows 1–2: static images, baked tiles (the baseline) and upscaled z16 tiles, from a server over the upscale build. */
+async function upscaleMode() {
+  const out = args.out ? resolve(args.out) : buildSample(BAKED_MAXZOOM);
+  const { proc, base, metricsPort } = await serve(out);
+  try {
     const tj = (await (await fetchOk(`${base}/styles/${STYLE}/rendered.json`)).json()) as { bounds: BBox; maxzoom: number; maxzoom_served: number };
     if (tj.maxzoom_served < UPSCALED_ZOOM) throw new Error(`style serves up to z${tj.maxzoom_served}, the bench needs z${UPSCALED_ZOOM} (maxzoom_served)`);
 
     // Lists: views, baked @2x tiles at z12-14, upscaled z16 tiles.
-    const list = (name: string, lines: string[]) => {
-      const f = join(work, name);
-      writeFileSync(f, `${lines.join('\n')}\n`);
-      return f;
-    };
     const viewList = list('views.txt', views(tj.bounds, VIEWS));
     const baked: string[] = [];
     for (let z = tj.maxzoom - 2; z <= tj.maxzoom; z++) {
@@ -122,31 +191,47 @@ async function main(): Promise<void> {
     const coldPerS = upTiles.length / ((performance.now() - t0) / 1000);
     const cached = wrk(base, upList, `/styles/${STYLE}/`, duration);
 
-    const rows = [
-      ['static 640x480@2x, 50-point path', images],
-      [`baked @2x tiles z${tj.maxzoom - 2}-${tj.maxzoom} (baseline)`, tiles],
-      [`upscaled z${UPSCALED_ZOOM} @2x tiles, cached`, cached],
-    ] as const;
-    const lines = [
-      '# bench/static-map',
-      '',
-      `Run ${new Date().toISOString()}${QUICK ? ' (--quick smoke run: not figures to quote)' : ''}; wrk -t2 -c${CONNECTIONS}, ${duration} s per run; ${VIEWS} views; baked to z${tj.maxzoom}.`,
-      '',
-      '| load | req/s | p50 ms | p99 ms | errors |',
-      '| --- | ---: | ---: | ---: | ---: |',
-      ...rows.map(([name, f]) => `| ${name} | ${f.rps.toFixed(0)} | ${f.p50.toFixed(1)} | ${f.p99.toFixed(1)} | ${f.errors} |`),
-      `| upscaled z${UPSCALED_ZOOM} @2x tiles, cold (each once, 16 in flight) | ${coldPerS.toFixed(0)} | | | 0 |`,
-      '',
-      `Server CPU per static image: ${cpuPerImage.toFixed(1)} ms (all server processes, ${answered.toFixed(0)} images, ${hits} of them from the image cache).`,
-      `Static images per baked tile served: ${(images.rps / tiles.rps).toFixed(3)}x; upscaled cached vs baked tiles: ${(cached.rps / tiles.rps).toFixed(2)}x; upscaled cold vs cached: ${(coldPerS / cached.rps).toFixed(3)}x.`,
-      `Target: >= 200 images/s on 2 cores (${images.rps >= 200 ? 'met' : 'not met'} in this run).`,
-      '',
-    ];
-    console.log(lines.join('\n'));
-    writeFileSync(join(root, 'bench/static-map/RESULTS.md'), lines.join('\n'));
+    return { maxzoom: tj.maxzoom, images, tiles, cached, coldPerS, cpuPerImage, answered, hits };
   } finally {
     await stop(proc);
   }
+}
+
+async function main(): Promise<void> {
+  mkdirSync(work, { recursive: true });
+  const { maxzoom, images, tiles, cached, coldPerS, cpuPerImage, answered, hits } = await upscaleMode();
+  const r = await renderMode();
+  const rows = [
+    ['static 640x480@2x, 50-point path', images],
+    [`baked @2x tiles z${maxzoom - 2}-${maxzoom} (baseline)`, tiles],
+    [`upscaled z${UPSCALED_ZOOM} @2x tiles, cached`, cached],
+    [`rendered z${UPSCALED_ZOOM} @2x tiles, cached (the cold run's ${r.requests} URLs)`, r.cached],
+  ] as const;
+  const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : '–');
+  const lines = [
+    '# bench/static-map',
+    '',
+    `Run ${new Date().toISOString()}${QUICK ? ' (--quick smoke run: not figures to quote)' : ''}; wrk -t2 -c${CONNECTIONS}, ${duration} s per run; ${VIEWS} views; baked to z${maxzoom}; ${PROCESSES} server processes.`,
+    '',
+    '| load | req/s | p50 ms | p99 ms | errors |',
+    '| --- | ---: | ---: | ---: | ---: |',
+    ...rows.map(([name, f]) => `| ${name} | ${f.rps.toFixed(0)} | ${ms(f.p50)} | ${ms(f.p99)} | ${f.errors} |`),
+    `| upscaled z${UPSCALED_ZOOM} @2x tiles, cold (each once, 16 in flight) | ${coldPerS.toFixed(0)} | | | 0 |`,
+    '',
+    `On-demand renders (\`overzoom: "render"\`, one browser per server process), cold: ${r.requests} z${UPSCALED_ZOOM} @2x tiles, each of a different metatile (a seeded random sample of the ${r.metatiles} at z${UPSCALED_ZOOM}), ${RENDER_CONCURRENCY} in flight, after a warm-up (browser starts and first renders at z${UPSCALED_ZOOM - 1}: ${(r.warmupMs / 1000).toFixed(1)} s; ${r.browsers} of ${PROCESSES} browsers running after it${r.browsers < PROCESSES ? ', so the cold run includes a browser start' : ''}):`,
+    '',
+    '| renders | tiles rendered | s | renders/s | tiles/s | p50 ms | p99 ms | 503 | 504 | other errors | server CPU ms per render |',
+    '| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    `| ${r.renders} | ${r.tiles} | ${r.seconds.toFixed(1)} | ${(r.renders / r.seconds).toFixed(2)} | ${(r.tiles / r.seconds).toFixed(1)} | ${ms(r.p50)} | ${ms(r.p99)} | ${r.status503} | ${r.status504} | ${r.otherErrors} | ${r.cpuPerRenderMs.toFixed(0)} |`,
+    '',
+    `Server CPU per static image: ${cpuPerImage.toFixed(1)} ms (all server processes, ${answered.toFixed(0)} images, ${hits} of them from the image cache).`,
+    `Static images per baked tile served: ${(images.rps / tiles.rps).toFixed(3)}x; upscaled cached vs baked tiles: ${(cached.rps / tiles.rps).toFixed(2)}x; upscaled cold vs cached: ${(coldPerS / cached.rps).toFixed(3)}x.`,
+    `Rendered cached vs baked tiles: ${(r.cached.rps / tiles.rps).toFixed(2)}x (renders during the cached run: ${r.cachedRenders}); rendered cold tiles/s vs upscaled cold: ${(r.tiles / r.seconds / coldPerS).toFixed(3)}x.`,
+    `Target: >= 200 images/s on 2 cores (${images.rps >= 200 ? 'met' : 'not met'} in this run).`,
+    '',
+  ];
+  console.log(lines.join('\n'));
+  writeFileSync(join(root, 'bench/static-map/RESULTS.md'), lines.join('\n'));
 }
 
 main().catch((e: unknown) => {

@@ -1,6 +1,7 @@
 /**
- * What bench/static-map/run.ts and profile.ts share: the sample's osm-bright baked at @2x PNG, and
- * the bench's random views (640×480 @2x, a 50-point path and a marker each).
+ * What bench/static-map/run.ts and profile.ts share: the sample's osm-bright baked at @2x PNG (in
+ * `upscale` or `render` overzoom mode), and the bench's random views (640×480 @2x, a 50-point path
+ * and a marker each).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,21 +15,28 @@ export const UPSCALED_ZOOM = 16;
 export const PATH_POINTS = 50;
 export const work = join(root, 'bench/results/static-map');
 
-/** Build the sample's osm-bright at @2x PNG to `bakedMaxzoom` (vector, then render) into bench/results/, once. */
-export function buildSample(bakedMaxzoom: number): string {
-  const out = join(work, `build-z${bakedMaxzoom}`);
+/**
+ * Build the sample's osm-bright at @2x PNG to `bakedMaxzoom` (vector, then render) into bench/results/,
+ * once per mode. In `render` mode (zooms above the baked ones rendered on demand by `serve`) only
+ * `bakedMaxzoom` itself is baked: an on-demand tile is drawn from the vector tiles on the build's
+ * metatile grid at its own zoom, whatever zooms were baked, so the shallower ones would only cost time.
+ */
+export function buildSample(bakedMaxzoom: number, overzoom: 'upscale' | 'render' = 'upscale'): string {
+  const name = `build-z${bakedMaxzoom}${overzoom === 'render' ? '-render' : ''}`;
+  const out = join(work, name);
   if (existsSync(join(out, 'current.json')) || existsSync(join(out, 'manifest.json'))) return out;
   const sample = JSON.parse(readFileSync(join(root, 'data/sample/config.json'), 'utf8')) as Record<string, unknown> & { tilesets: Record<string, { source: string }> };
   const abs = (p: string) => join(root, 'data/sample', p);
+  const zooms = overzoom === 'render' ? { minzoom: bakedMaxzoom, overzoom } : { minzoom: 0 };
   const config = {
     out,
     attribution: sample.attribution,
     tilesets: { openmaptiles: { ...sample.tilesets.openmaptiles, source: abs(sample.tilesets.openmaptiles.source) } },
-    styles: { [STYLE]: { style: abs(`styles/${STYLE}/style.json`), tileset: 'openmaptiles', minzoom: 0, maxzoom: bakedMaxzoom, maxzoom_served: UPSCALED_ZOOM, scales: [2], formats: ['png'] } },
+    styles: { [STYLE]: { style: abs(`styles/${STYLE}/style.json`), tileset: 'openmaptiles', ...zooms, maxzoom: bakedMaxzoom, maxzoom_served: UPSCALED_ZOOM, scales: [2], formats: ['png'] } },
     fonts: abs('fonts'),
   };
   mkdirSync(work, { recursive: true });
-  const file = join(work, 'config.json');
+  const file = join(work, `${name}.json`);
   writeFileSync(file, JSON.stringify(config, null, 2));
   for (const only of ['vector', 'render']) {
     execFileSync(process.execPath, [join(root, 'bin/tilebake.js'), 'build', '--config', file, '--only', only], { stdio: 'inherit', env: { ...process.env, TILEBAKE_QUIET: '1' } });
