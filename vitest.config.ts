@@ -12,5 +12,7 @@ export default defineConfig({
     // Expensive fixtures (the sample build) are built once per run and shared: test/fixtures/cache.ts.
     pool: 'forks',
     maxWorkers: 2,
+    // A folder per run where servers shared by several files (Swift) record their pids; stopped at the end.
+    globalSetup: ['test/global-setup.ts'],
   },
 });

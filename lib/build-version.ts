@@ -14,7 +14,7 @@
  * see the old version or the new one, never a mix. A folder without `current.json` but with a
  * `manifest.json` at its root is a legacy (pre-version) build and is served as it is, id `undefined`.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -62,9 +62,29 @@ export interface CurrentVersion {
   etag?: string;
 }
 
-/** Ids sort by time: `20250102T030405Z-1a2b3c`. */
-export function newBuildId(now = new Date()): string {
-  return `${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+/** `20250102T030405Z` of a time (whole seconds). */
+function idTime(d: Date): string {
+  return d.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+}
+
+const ID = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z-([0-9a-f]{6})$/;
+const MAX_SUFFIX = 0xffffff;
+
+/**
+ * Ids sort by time: `20250102T030405Z-1a2b3c`. Given the id of the version the new one follows
+ * (`after`), the new id sorts after it also within the same second (a random suffix above `after`'s,
+ * else the next second): "newest" by id is then the order of publishing, which pruning relies on.
+ */
+export function newBuildId(now = new Date(), after?: string): string {
+  const id = `${idTime(now)}-${randomBytes(3).toString('hex')}`;
+  const m = after === undefined ? null : ID.exec(after);
+  if (!m || id > after!) return id;
+  const [, y, mo, d, h, mi, s, suffix] = m;
+  const time = `${y}${mo}${d}T${h}${mi}${s}Z`;
+  const n = parseInt(suffix, 16);
+  if (n < MAX_SUFFIX) return `${time}-${randomInt(n + 1, MAX_SUFFIX + 1).toString(16).padStart(6, '0')}`;
+  const next = new Date(Date.UTC(+y, +mo - 1, +d, +h, +mi, +s) + 1000);
+  return `${idTime(next)}-${randomBytes(3).toString('hex')}`;
 }
 
 /** `builds/<id>`. */

@@ -74,7 +74,7 @@ export async function build(config: BuildConfig, opts: BuildOptions = {}): Promi
   const started = Date.now();
   await removeAbandoned(root);
   const base = await currentVersionDir(root);
-  const id = newBuildId();
+  const id = newBuildId(new Date(), base?.id);
   const incoming = join(root, BUILDS_DIR, `.incoming-${id}-${process.pid}`);
   await mkdir(incoming, { recursive: true });
   let timings: StageTiming[];

@@ -7,8 +7,10 @@ import { VectorTile } from '@mapbox/vector-tile';
 import { PbfReader } from 'pbf';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { build } from '../pipeline/build.ts';
+import { copyOfFixture, sharedFixture } from './fixtures/cache.ts';
+import { SAMPLE_INPUTS } from './fixtures/server/sample.ts';
 import { SAMPLE } from './render-helpers.ts';
-import { readTile, tempDir, writeConfig } from './render-helpers.ts';
+import { readTile, writeConfig } from './render-helpers.ts';
 
 export const MONACO_PBF = join(SAMPLE, 'monaco-latest.osm.pbf');
 /** The extract's header bbox. */
@@ -20,11 +22,17 @@ export function osmConfig(out: string, source: string, tileset: Record<string, u
   return { out, tilesets: { openmaptiles: { source, attribution: '© OpenStreetMap contributors', ...tileset } }, ...rest };
 }
 
-/** Build the vector stage of Monaco's extract into a new temp folder: that folder and the archive. */
+/**
+ * The vector stage of Monaco's extract built in a new temp folder (with its config.json): that folder
+ * and the archive. The build (tilemaker, ~7 CPU s) is a shared fixture (fixtures/cache.ts): made once
+ * for the files that need it, each gets its own copy.
+ */
 export async function buildMonacoVector(prefix: string): Promise<{ out: string; archive: string }> {
-  const out = await tempDir(prefix);
-  const { config } = await writeConfig(out, 'config.json', osmConfig(out, MONACO_PBF));
-  await build(config, { out, only: 'vector' });
+  const built = await sharedFixture('osm-monaco-vector', SAMPLE_INPUTS, async (out) => {
+    const { config } = await writeConfig(out, 'config.json', osmConfig(out, MONACO_PBF));
+    await build(config, { out, only: 'vector' });
+  });
+  const out = await copyOfFixture(built, `tilebake-${prefix}-`);
   return { out, archive: join((await currentVersionDir(out))!.dir, 'data', 'openmaptiles.pmtiles') };
 }
 

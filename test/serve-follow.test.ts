@@ -92,7 +92,8 @@ describe('serve follows the current build version', () => {
     const p = await project('load');
     await buildCli(p.config);
     const first = (await currentVersionDir(p.out))!;
-    const s = await startServe(['--out', p.out, '--port', '0', '--host', '127.0.0.1', '--workers', '2', '--no-auth', '--version-poll-ms', '1000']);
+    // Polled every 300 ms: the 5 s bound on the switch below leaves room for a loaded machine.
+    const s = await startServe(['--out', p.out, '--port', '0', '--host', '127.0.0.1', '--workers', '2', '--no-auth', '--version-poll-ms', '300']);
     try {
       const [changed, same] = [tiles.find((t) => t.z === 14)!, tiles.find((t) => t.z === 13)!];
       const before = await request(`${s.url}${path(changed)}`, { headers: GZIP });

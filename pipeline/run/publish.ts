@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_KEEP_VERSIONS, newBuildId, pruneStoreVersions, pruneVersions, publishVersionToStore } from '../../lib/build-version.ts';
+import { DEFAULT_KEEP_VERSIONS, newBuildId, pruneStoreVersions, pruneVersions, publishVersionToStore, resolveCurrentVersion } from '../../lib/build-version.ts';
 import { updateManifest, type StyleArchive } from '../../lib/manifest.ts';
 import { FolderStore, openWritableStore, type WritableStore } from '../../lib/object-store.ts';
 import { summarizeArchiveFile } from '../../lib/pmtiles/index.ts';
@@ -114,7 +114,9 @@ export async function publish(opts: PublishOptions): Promise<string | undefined>
       }
     });
     const out = openWritableStore(opts.out, { s3Endpoint: opts.s3Endpoint });
-    const id = newBuildId();
+    // After the current version in id order, as a build's (none yet, or unreadable: publishing says so).
+    const current = await resolveCurrentVersion(out).catch(() => undefined);
+    const id = newBuildId(new Date(), current?.id);
     const { previous } = await publishVersionToStore(out, id, versionDir);
     const keep = opts.keep ?? DEFAULT_KEEP_VERSIONS;
     // One retention rule (lib/build-version.ts): a folder's servers hold versions by leases; on object storage the previous version is held.

@@ -1,0 +1,71 @@
+// The style document of each view the page offers: a style's pre-rendered raster tiles, the style
+// drawn from its vector tiles, or the inspector's outlines of a vector tileset.
+import { baseUrl, fragment, state } from './session.js';
+
+/** The raster tiles of a style: @2x on high-density screens when built, in the chosen format. */
+function rasterStyle(style, format) {
+  const scales = style.rasters.filter((k) => k.endsWith(`.${format}`)).map((k) => Number(k[0]));
+  const scale = window.devicePixelRatio > 1 && scales.includes(2) ? 2 : scales.includes(1) ? 1 : 2;
+  return {
+    version: 8,
+    sources: {
+      raster: {
+        type: 'raster',
+        tiles: [`${baseUrl()}/styles/${encodeURIComponent(style.id)}/{z}/{x}/{y}${scale === 2 ? '@2x' : ''}.${format}`],
+        tileSize: 256,
+        minzoom: style.minzoom,
+        maxzoom: style.maxzoom,
+        bounds: style.bounds,
+        ...(style.attribution ? { attribution: style.attribution } : {}),
+      },
+    },
+    layers: [{ id: 'raster', type: 'raster', source: 'raster' }],
+  };
+}
+
+/** A colour per layer name (stable across loads). */
+function layerColour(name) {
+  let h = 0;
+  for (const c of name) h = (h * 31 + c.charCodeAt(0)) % 360;
+  return `hsl(${h}, 70%, 45%)`;
+}
+
+/** Outlines of every layer of a vector tileset, for the inspector. */
+function inspectStyle(tileset) {
+  const layers = [{ id: 'background', type: 'background', paint: { 'background-color': '#10131a' } }];
+  for (const l of tileset.vector_layers) {
+    const colour = layerColour(l.id);
+    const common = { source: 'inspect', 'source-layer': l.id };
+    layers.push(
+      { id: `${l.id}-fill`, type: 'fill', ...common, filter: ['==', ['geometry-type'], 'Polygon'], paint: { 'fill-color': colour, 'fill-opacity': 0.12 } },
+      { id: `${l.id}-line`, type: 'line', ...common, filter: ['!=', ['geometry-type'], 'Point'], paint: { 'line-color': colour, 'line-width': 1 } },
+      { id: `${l.id}-point`, type: 'circle', ...common, filter: ['==', ['geometry-type'], 'Point'], paint: { 'circle-color': colour, 'circle-radius': 3 } },
+    );
+  }
+  return { version: 8, sources: { inspect: { type: 'vector', url: `${baseUrl()}/data/${encodeURIComponent(tileset.id)}.json` } }, layers };
+}
+
+/** The style document (or URL) of the current view. */
+export function styleOfView() {
+  const v = state.view;
+  if (v.kind === 'inspect') return inspectStyle(state.catalog.tilesets.find((t) => t.id === v.id));
+  const style = state.catalog.styles.find((s) => s.id === v.id);
+  return v.mode === 'raster' ? rasterStyle(style, v.format) : `${baseUrl()}/styles/${encodeURIComponent(style.id)}/style.json`;
+}
+
+/** The raster formats a style was built in (`png`, `jpg`, …), from its archive names. */
+export function rasterFormats(style) {
+  return [...new Set(style.rasters.map((k) => k.split('.')[1]))];
+}
+
+/** The view the fragment asks for (`style=…&mode=raster|vector`), else the first style's raster tiles. */
+export function initialView(catalog) {
+  const s = catalog.styles.find((x) => x.id === fragment.get('style')) ?? catalog.styles[0];
+  if (!s) {
+    const t = catalog.tilesets.find((x) => x.kind === 'vector');
+    return t ? { kind: 'inspect', id: t.id } : null;
+  }
+  const formats = rasterFormats(s);
+  const mode = fragment.get('mode') === 'vector' || formats.length === 0 ? 'vector' : 'raster';
+  return { kind: 'style', id: s.id, mode, format: formats.includes('png') ? 'png' : formats[0] };
+}
