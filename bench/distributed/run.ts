@@ -10,10 +10,8 @@
  * publish time ÷ build time (≤ 0.1), slowest shard ÷ mean shard (≤ 1.2), and projections for a
  * country, a continent and the planet on N 2-core nodes from the measured render rate. `--quick`:
  * z0–11, one style. Writes bench/distributed/RESULTS.md (not with --quick). CPU seconds are user+sys of
- * each command and the descendants that were waited for, measured by bash's `times` (rusage of
- * children). Caveat, not yet verified: Chromium's GPU and renderer processes are forked by its zygote
- * and may not be accounted to the command when the browser is closed; if so both sides undercount
- * alike. A per-process-tree sum from /proc (or Slurm's jobacct_gather/linux) would settle it.
+ * each command's whole process tree, from a cpuacct cgroup per command (bash `times` where none can be
+ * made: it misses Chromium's zygote-forked processes).
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,19 +42,36 @@ interface Measured {
   cpu: number;
 }
 
-/** A wrapper that runs the CLI and appends "<name> <wall s> <cpu s>" (bash `times`: children's user+sys) to `log`. */
+/** cgroup v1 cpuacct hierarchy: counts every process of a command's tree, also those its parents never wait for. */
+const CPUACCT = '/sys/fs/cgroup/cpuacct';
+
+/**
+ * A wrapper that runs the CLI and appends "<name> <wall s> <cpu s>" to `log`. CPU seconds come from a
+ * cpuacct cgroup of the command's own when one can be made (root, cgroup v1): that counts Chromium's
+ * zygote-forked GPU and renderer processes, which rusage of waited-for children misses (bash `times`,
+ * the fallback, counted a third of the one-machine build's CPU: bench/distributed/RESULTS.md).
+ */
 function writeTimer(path: string, log: string): void {
   writeFileSync(
     path,
     `#!/bin/bash
 t0=$(date +%s.%N)
+cg="${CPUACCT}/tilebake-bench-$$"
+if mkdir "$cg" 2>/dev/null && echo $$ > "$cg/tasks" 2>/dev/null; then :; else cg=; fi
 "${process.execPath}" "${CLI}" "$@"
 rc=$?
 t1=$(date +%s.%N)
-# \`times\` in this shell (not in a pipe's subshell, which has no children): its second line is the children's user and sys.
-times > "${log}.$$"
-cpu=$(tail -n 1 "${log}.$$" | awk '{ for (i = 1; i <= 2; i++) { split($i, a, /m|s/); s += a[1] * 60 + a[2] } } END { print s }')
-rm -f "${log}.$$"
+if [ -n "$cg" ]; then
+  cpu=$(echo "scale=3; $(cat "$cg/cpuacct.usage") / 1000000000" | bc)
+  echo $$ > "${CPUACCT}/tasks"
+  # Leftover processes (none expected) keep the group; it is removed when they are gone.
+  rmdir "$cg" 2>/dev/null || true
+else
+  # \`times\` in this shell (not in a pipe's subshell, which has no children): its second line is the children's user and sys.
+  times > "${log}.$$"
+  cpu=$(tail -n 1 "${log}.$$" | awk '{ for (i = 1; i <= 2; i++) { split($i, a, /m|s/); s += a[1] * 60 + a[2] } } END { print s }')
+  rm -f "${log}.$$"
+fi
 echo "$1\${SLURM_ARRAY_TASK_ID:+-$SLURM_ARRAY_TASK_ID} $(echo "$t1 - $t0" | bc) $cpu" >> "${log}"
 exit $rc
 `,
