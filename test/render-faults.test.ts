@@ -4,8 +4,9 @@
  */
 import { currentVersionDir } from '../lib/build-version.ts';
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { CHROMIUM_PATH } from '../workers/chromium-process.ts';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
@@ -61,6 +62,29 @@ describe.sequential('render faults', () => {
     expect(await exited, stderr).toBe(0);
     // The replacement browser was started by the worker thread; the build still removed its profile.
     expect(readdirSync(tmpdir()).filter((n) => n.startsWith(`tilebake-chromium-${child.pid}-`))).toEqual([]);
+    const v = (await currentVersionDir(out))!.dir;
+    expect(await archiveTiles(join(v, 'styles/osm-bright/1x.png.pmtiles'))).toEqual(await archiveTiles(join(ref, 'styles/osm-bright/1x.png.pmtiles')));
+  }, LONG);
+
+  test('a Chromium that hangs at start (no DevTools endpoint) is killed and a second one started', async () => {
+    const out = await tempDir('faults-hang');
+    await copyVectorOutput(base, out);
+    // No metatile retries: only the launch's own second start can save the build.
+    const { file } = await writeConfig(out, 'config.json', sampleConfig(out, STYLE, { ...RENDER, retries: 0 }));
+    // The first start hangs silently (as seen now and then in full test runs); later ones are Chromium.
+    const hung = join(out, 'hung-once');
+    const wrapper = join(out, 'chromium-hangs-once.sh');
+    writeFileSync(wrapper, `#!/bin/bash\nif mkdir '${hung}' 2>/dev/null; then exec sleep 600; fi\nexec '${CHROMIUM_PATH}' "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    const child = spawn(process.execPath, [join(ROOT, 'bin/tilebake.js'), 'build', '--config', file, '--out', out, '--only', 'render', '--workers', '1'], {
+      env: { ...process.env, TILEBAKE_QUIET: '1', TILEBAKE_CHROMIUM: wrapper, TILEBAKE_CHROMIUM_START_TIMEOUT_MS: '5000' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+    const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    expect(existsSync(hung)).toBe(true);
+    expect(code, stderr).toBe(0);
     const v = (await currentVersionDir(out))!.dir;
     expect(await archiveTiles(join(v, 'styles/osm-bright/1x.png.pmtiles'))).toEqual(await archiveTiles(join(ref, 'styles/osm-bright/1x.png.pmtiles')));
   }, LONG);

@@ -97,8 +97,11 @@ const WINDOW_SIZE = '1280,1280';
 const ENDPOINT_LINE = /DevTools listening on (ws:\/\/\S+)/;
 /** Stderr kept for error messages. */
 const STDERR_TAIL = 4000;
-/** How long a browser may take to start. */
-export const START_TIMEOUT_MS = 30_000;
+/** How long a browser may take to start (TILEBAKE_CHROMIUM_START_TIMEOUT_MS overrides, e.g. for a very slow machine). */
+export const START_TIMEOUT_MS = Number(process.env.TILEBAKE_CHROMIUM_START_TIMEOUT_MS) || 30_000;
+
+/** Chromium printed no DevTools endpoint within START_TIMEOUT_MS (it was killed). */
+export class ChromiumStartTimeout extends Error {}
 
 /** A running Chromium. */
 export interface ChromiumProcess {
@@ -235,14 +238,15 @@ export function watchChromium(spawned: SpawnedChromium): Promise<ChromiumProcess
   let stderr = '';
   return new Promise<ChromiumProcess>((resolve, reject) => {
     let settled = false;
-    const fail = (why: string) => {
+    const fail = (why: string, timedOut = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       if (child.pid !== undefined) killChromium(child.pid);
-      reject(new Error(`Chromium (${CHROMIUM_PATH}) ${why}${stderr.trim() ? `:\n${stderr.trim().slice(-STDERR_TAIL)}` : ''}`));
+      const message = `Chromium (${CHROMIUM_PATH}) ${why}${stderr.trim() ? `:\n${stderr.trim().slice(-STDERR_TAIL)}` : ''}`;
+      reject(timedOut ? new ChromiumStartTimeout(message) : new Error(message));
     };
-    const timer = setTimeout(() => fail(`did not start within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
+    const timer = setTimeout(() => fail(`did not start within ${START_TIMEOUT_MS} ms`, true), START_TIMEOUT_MS);
     if (spawned.error) return fail(`could not be started: ${spawned.error.message}`);
     if (!running) return fail(`exited before it was ready (${child.signalCode ?? `exit code ${child.exitCode}`})`);
     child.once('error', (e) => fail(`could not be started: ${e.message}`));

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import type { UploadReceipt } from '../lib/upload-receipt.ts';
-import { chromiumCommand, killChromium, watchChromium, type ChromiumProcess, type SpawnedChromium } from './chromium-process.ts';
+import { ChromiumStartTimeout, chromiumCommand, killChromium, watchChromium, type ChromiumProcess, type SpawnedChromium } from './chromium-process.ts';
 import { spawnChromium } from './chromium-spawn.mjs';
 
 /** The render page's folder (render.html and its modules), served by the render server. */
@@ -53,6 +53,8 @@ export type PageUploadResult = { receipt: UploadReceipt } | { error: string };
 
 /** How often the page checks whether render.js has set `window.tilebake` (pageReady). */
 const READY_POLL_MS = 5;
+/** Browsers spawned for one launch when a start times out (ChromiumStartTimeout). */
+const START_ATTEMPTS = 2;
 
 /** The render page's API (render.js `window.tilebake`). */
 interface RenderPageApi {
@@ -123,12 +125,22 @@ export class BrowserRenderer {
   private async launch(): Promise<Page> {
     if (this.browser || this.process) await this.kill();
     try {
-      const spawned = this.spawned ?? spawnChromium(chromiumCommand(plainPage(this.pageUrl)), this.profiles);
+      const spawn = () => spawnChromium(chromiumCommand(plainPage(this.pageUrl)), this.profiles);
+      let started = watchChromium(this.spawned ?? spawn());
       this.spawned = undefined;
-      const started = watchChromium(spawned);
       // playwright-core loads (the first time) while the browser starts.
       const chromium = playwrightChromium();
-      this.process = await started;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          this.process = await started;
+          break;
+        } catch (e) {
+          // Now and then Chromium hangs at start with nothing on stderr (seen twice in five full test
+          // runs on a quiet machine): the hung one is killed and a second one started.
+          if (!(e instanceof ChromiumStartTimeout) || attempt >= START_ATTEMPTS) throw e;
+          started = watchChromium(spawn());
+        }
+      }
       const browser = await chromium.connectOverCDP(this.process.endpoint);
       this.browser = browser;
       const context = browser.contexts()[0];
