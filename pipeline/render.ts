@@ -19,7 +19,8 @@ import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } 
 import { RenderJournal } from './render/journal.ts';
 import { describeRule, groupViews, type ViewGroups, type ViewKeys } from './render/dedup.ts';
 import { archiveFingerprints, archiveKey, archiveName, prepareJobs, type StyleJob } from './render/jobs.ts';
-import { enumerateMetatiles, inShard, metatileKey, metatilesToRerender, renderOrder, type ChangedSource, type Metatile } from './render/metatiles.ts';
+import { enumerateMetatiles, metatileKey, type Metatile } from '../lib/metatiles.ts';
+import { inShard, metatilesToRerender, renderOrder, type ChangedSource } from './render/metatiles.ts';
 import { MetatileRenderer, type FirstStyle } from '../workers/metatile-renderer.ts';
 import { changedSources, changedTilesets, viewKeys } from './render/sources.ts';
 import { linkFile } from './reuse.ts';

@@ -118,9 +118,6 @@ export async function createServerContext(options: ServeOptions, logStream?: Nod
   return ctx;
 }
 
-// Moved to context-over.ts (render-server.ts needs it, and serve.ts needs render-server.ts); kept here for its importers.
-export { contextOver } from './context-over.ts';
-
 /** Memory of the render server of on-demand renders (its style files and the page's vector tiles), MB. */
 const RENDER_SERVER_CACHE_MB = 64;
 

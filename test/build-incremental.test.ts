@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { build } from '../pipeline/build.ts';
-import { metatilesToRerender, viewSourceTiles, type Metatile } from '../pipeline/render/metatiles.ts';
+import { type Metatile } from '../lib/metatiles.ts';
+import { metatilesToRerender, viewSourceTiles } from '../pipeline/render/metatiles.ts';
 import { archiveTiles, copyTile, SAMPLE, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 const LONG = 400_000;

@@ -22,7 +22,7 @@ import { publish } from '../pipeline/run/publish.ts';
 import { shard } from '../pipeline/run/shard.ts';
 import { groupViews, positionRule, ViewKeys, type PositionRule } from '../pipeline/render/dedup.ts';
 import { RenderJournal } from '../pipeline/render/journal.ts';
-import { enumerateMetatiles, metatileKey, type Metatile } from '../pipeline/render/metatiles.ts';
+import { enumerateMetatiles, metatileKey, type Metatile } from '../lib/metatiles.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
 import { archiveTiles, copyVectorOutput, OSM_BRIGHT, readTile, SAMPLE, tempDir as newTempDir, writeConfig } from './render-helpers.ts';
 

@@ -6,7 +6,7 @@
 import sharp from 'sharp';
 import { describe, expect, test } from 'vitest';
 import { fromDrawingBuffer, sliceMetatile, type SliceOptions } from '../lib/raster-encode.ts';
-import { canvasSize, type Metatile } from '../pipeline/render/metatiles.ts';
+import { canvasSize, type Metatile } from '../lib/metatiles.ts';
 
 const OPTS: SliceOptions = {
   pixelRatio: 1,

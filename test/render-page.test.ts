@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readManifestOrEmpty, type Manifest } from '../lib/manifest.ts';
 import { LocalStore } from '../lib/storage.ts';
 import { parseConfig } from '../pipeline/config/index.ts';
-import { enumerateMetatiles, metatileView } from '../pipeline/render/metatiles.ts';
+import { enumerateMetatiles, metatileView } from '../lib/metatiles.ts';
 import { prepareStyle } from '../pipeline/render/style.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
 import { startRenderServer, type RenderServer } from '../static-server/render-server.ts';

@@ -15,7 +15,7 @@ import { buildApp } from '../static-server/app.ts';
 import { archivesOf } from '../static-server/archives.ts';
 import type { ServerContext } from '../static-server/context.ts';
 import { startRenderServer, type RenderServer } from '../static-server/render-server.ts';
-import { contextOver } from '../static-server/serve.ts';
+import { contextOver } from '../static-server/context-over.ts';
 import { RENDER_PAGE_PATH, uploadUrl } from '../static-server/routes/render-page.ts';
 import { decodeGlyphs, type Glyph } from '../static-server/styles/glyph-pbf.ts';
 import { serveOptions } from './fixtures/server/helpers.ts';

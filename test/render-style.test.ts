@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { TilesetEntry } from '../lib/manifest.ts';
 import { prepareStyle } from '../pipeline/render/style.ts';
-import { enumerateMetatiles, metatileView, renderOrder, tileRect } from '../pipeline/render/metatiles.ts';
+import { enumerateMetatiles, metatileView, tileRect } from '../lib/metatiles.ts';
+import { renderOrder } from '../pipeline/render/metatiles.ts';
 import { tileRangeForBBox } from '../lib/tile-math.ts';
 import { OSM_BRIGHT, SAMPLE, tempDir } from './render-helpers.ts';
 

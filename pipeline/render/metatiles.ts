@@ -1,9 +1,6 @@
 import { tileCountInBBox } from '../../lib/tile-math.ts';
 import { metatileKey, TILE_SIZE, type Metatile, type TileId } from '../../lib/metatiles.ts';
 
-// The metatile grid and views are shared with `serve`'s on-demand renders (lib/metatiles.ts).
-export { canvasSize, enumerateMetatiles, metatileContaining, metatileKey, metatileView, TILE_SIZE, tileRect, type Metatile, type TileArea, type TileId } from '../../lib/metatiles.ts';
-
 /** Number of tiles of bbox over zooms minzoom..maxzoom. */
 export const countTiles = tileCountInBBox;
 
