@@ -44,7 +44,7 @@ export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
         throw new HttpError(HttpStatus.BadRequest, `${what} is outside the zoom range of style "${id}": ${entry.minzoom}-${maxzoom}`, { minzoom: entry.minzoom, maxzoom });
       }
       // A cached image skips the limiter: only compositions are bounded.
-      const image = await images.get(staticImageKey(id, archive.archive, request), () =>
+      const image = await images.getOrLoad(staticImageKey(id, archive.archive, request), () =>
         limiter.run(async () => {
           const base = await composeBase(cam, styleRasterSource(archives, decoded, entry, archive));
           const bytes = await encodeImage(base, overlaySvg(cam, request.paths, request.markers), request.format);

@@ -8,7 +8,7 @@ import sharp from 'sharp';
 import type { ByteLru } from '../../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from '../context.ts';
 import { serverMetrics } from '../metrics.ts';
-import { CoalescedCache } from './coalesced-cache.ts';
+import { BoundedCache } from '../styles/bounded-cache.ts';
 
 /** One decoded tile: RGB premultiplied by alpha, and the alpha plane unless every pixel is opaque. */
 export interface DecodedTile {
@@ -48,20 +48,20 @@ async function decode(key: string, bytes: Uint8Array): Promise<DecodedTile> {
 }
 
 export class DecodedTiles {
-  private readonly tiles: CoalescedCache<DecodedTile>;
+  private readonly tiles: BoundedCache<DecodedTile>;
 
   constructor(maxBytes: number) {
-    this.tiles = new CoalescedCache(maxBytes, (t) => t.rgb.length + (t.alpha?.length ?? 0));
+    this.tiles = new BoundedCache(maxBytes, (t) => t.rgb.length + (t.alpha?.length ?? 0));
   }
 
   /** The LRU (for metrics and tests). */
   get cache(): ByteLru<string, DecodedTile> {
-    return this.tiles.cache;
+    return this.tiles.entries;
   }
 
   /** The decoded pixels of encoded `bytes`, cached under `key`. */
   get(key: string, bytes: Uint8Array): Promise<DecodedTile> {
-    return this.tiles.get(key, () => decode(key, bytes));
+    return this.tiles.getOrLoad(key, () => decode(key, bytes));
   }
 }
 

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { cacheBudgetBytes, type ServerContext } from '../context.ts';
 import { serverMetrics } from '../metrics.ts';
 import type { TileBody } from '../tile-response.ts';
-import { CoalescedCache } from './coalesced-cache.ts';
+import { BoundedCache } from '../styles/bounded-cache.ts';
 import type { StaticMapRequest } from './params.ts';
 
 /** An encoded image and the zoom of the tiles it was made from. */
@@ -29,7 +29,7 @@ export function staticImageKey(style: string, archive: string, request: StaticMa
 }
 
 /** Finished static images of one server context. */
-export type StaticImages = CoalescedCache<StaticImage>;
+export type StaticImages = BoundedCache<StaticImage>;
 
 const byContext = new WeakMap<ServerContext, StaticImages>();
 
@@ -37,8 +37,8 @@ const byContext = new WeakMap<ServerContext, StaticImages>();
 export function staticImagesOf(ctx: ServerContext): StaticImages {
   let c = byContext.get(ctx);
   if (!c) {
-    c = new CoalescedCache<StaticImage>(Math.floor(cacheBudgetBytes(ctx, 'tiles') * IMAGES_SHARE), (image) => image.body.bytes.length + ENTRY_OVERHEAD_BYTES);
-    serverMetrics().watchCache('static-images', c.cache);
+    c = new BoundedCache<StaticImage>(Math.floor(cacheBudgetBytes(ctx, 'tiles') * IMAGES_SHARE), (image) => image.body.bytes.length + ENTRY_OVERHEAD_BYTES);
+    serverMetrics().watchCache('static-images', c.entries);
     byContext.set(ctx, c);
   }
   return c;
