@@ -1,8 +1,11 @@
 /**
  * The OSM source's pure parts: coastline → water polygons, canonical tile re-encoding and label grid
  * ranks, the OSM PBF header, the tile box, tilemaker's failure lines and the bbox config field, and
- * what generating some tiles only (tilebake update) computes.
+ * what generating some tiles only (tilebake update) computes; ocean shapefiles from a repaired sea.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -16,6 +19,8 @@ import { isOsmPbfHead, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { failureReason, runConfig } from '../pipeline/osm/tilemaker.ts';
 import { layersForZooms } from '../pipeline/osm/shape-runs.ts';
 import { boxOfTiles, parseOsmiumBBox, tileBox } from '../pipeline/sources/osm.ts';
+import { oceanLayers } from '../pipeline/osm/ocean.ts';
+import { loadGdal } from '../pipeline/elevation/gdal.ts';
 
 const MONACO_PBF = 'data/sample/monaco-latest.osm.pbf';
 const BOX: BBox = [0, 0, 10, 10];
@@ -136,6 +141,25 @@ function encodeVarints(values: number[]): Uint8Array {
 }
 
 const layer = (name: string, features: RawFeature[]): RawLayer => ({ name, version: 2, extent: 4096, features });
+
+describe('ocean shapefiles', () => {
+  it('writes the polygon parts of a sea that repairing turned into a collection (a coastline spike, as on Belize\'s coast)', async () => {
+    // The spike (5,10)→(5,15)→(5,10) makes the ring invalid; GEOS repairs it into a polygon and a line.
+    const spiked = [[0, 0], [10, 0], [10, 10], [5, 10], [5, 15], [5, 10], [0, 10], [0, 0]] as Point[];
+    const dir = mkdtempSync(join(tmpdir(), 'tilebake-ocean-'));
+    try {
+      const layers = await oceanLayers([{ outer: spiked, holes: [] }], [0, 0, 10, 15], dir, 'box');
+      const gdal = await loadGdal();
+      const ds = gdal.open(layers.ocean.source);
+      const g = ds.layers.get(0).features.first().getGeometry();
+      expect(g.wkbType & 0xff).toBe(gdal.wkbPolygon);
+      expect((g as import('gdal-async').Polygon).getArea()).toBeCloseTo(100, 6);
+      ds.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('canonical tiles', () => {
   it('round-trips features, tags and value types through decode/encode', () => {

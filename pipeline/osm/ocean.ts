@@ -29,7 +29,9 @@ async function seaGeometry(polygons: WaterPolygon[]): Promise<Geometry | undefin
     }
     multi.children.add(poly);
   }
-  return multi.isValid() ? multi : multi.makeValid();
+  // Repairing can leave a collection (a spike of the coastline becomes a line beside the polygon):
+  // a polygon shapefile holds only the polygon parts. Belize's coast did this.
+  return ofKind(multi.isValid() ? multi : multi.makeValid(), 'polygon');
 }
 
 /** Natural Earth's 10 m ocean over `area`, less the box. */
