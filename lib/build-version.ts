@@ -19,6 +19,7 @@ import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic.ts';
+import { alive } from './process-tree.ts';
 import { UserError } from './errors.ts';
 import type { WritableStore } from './object-store.ts';
 import { SubStore, type Store } from './storage.ts';
@@ -188,16 +189,6 @@ interface LeaseFile {
   pid: number;
   host: string;
   builds: string[];
-}
-
-/** True when process `pid` exists on this host. */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

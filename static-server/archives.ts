@@ -3,6 +3,7 @@ import { gunzip } from 'node:zlib';
 import { Compression } from 'pmtiles';
 import { openArchive, type ArchiveReader } from '../lib/pmtiles/index.ts';
 import type { Store } from '../lib/storage.ts';
+import { LoadingCache } from '../lib/coalesce.ts';
 import { ByteLru } from '../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from './context.ts';
 import { serverMetrics } from './metrics.ts';
@@ -35,10 +36,15 @@ interface OpenArchive extends ServedArchive {
   close(): Promise<void>;
 }
 
+/** What an entry of the tile cache costs: its body, key and bookkeeping. */
+function tileEntryBytes(value: TileBody | null, key: string): number {
+  return ENTRY_OVERHEAD_BYTES + key.length * 2 + (value ? value.bytes.length : 0);
+}
+
 /** A tile cache bounded in bytes; least recently used entries go first. `null` caches "no tile". */
 export class TileLru extends ByteLru<string, TileBody | null> {
   /** Insert a value (null: known to be absent), evicting the least recently used entries beyond the budget. */
-  override set(key: string, value: TileBody | null, bytes = ENTRY_OVERHEAD_BYTES + key.length * 2 + (value ? value.bytes.length : 0)): void {
+  override set(key: string, value: TileBody | null, bytes = tileEntryBytes(value, key)): void {
     super.set(key, value, bytes);
   }
 }
@@ -50,13 +56,18 @@ export class TileLru extends ByteLru<string, TileBody | null> {
  */
 export class Archives {
   private readonly files = new Map<string, OpenedFile<OpenArchive>>();
-  private readonly pending = new Map<string, Promise<TileBody | null>>();
   private nextIndex = 0;
   /** The tile cache (exposed for tests and stats). */
   readonly cache: TileLru;
+  /**
+   * The tile cache filled on misses, concurrent misses of one key sharing one load: stored tiles,
+   * their decompressed bytes, and the tiles other modules derive from them (keyed with their own prefix).
+   */
+  readonly tiles: LoadingCache<string, TileBody | null>;
 
   constructor(private readonly store: Store, cacheBytes: number) {
     this.cache = new TileLru(cacheBytes);
+    this.tiles = new LoadingCache(this.cache, tileEntryBytes);
   }
 
   /** Open (once) the archive at `path` relative to the store. */
@@ -93,26 +104,14 @@ export class Archives {
   async tile(path: string, z: number, x: number, y: number): Promise<TileBody | null> {
     const file = this.fileOf(path);
     const archive = file.ready ?? (await file.get());
-    const key = `${archive.index}/${z}/${x}/${y}`;
-    const hit = this.cache.get(key);
-    if (hit !== undefined) return hit;
-    let p = this.pending.get(key);
-    if (!p) {
-      p = archive.getTile(z, x, y).then(
-        (bytes) => {
-          const body = bytes && bytes.length > 0 ? tileBody(bytes) : null;
-          this.cache.set(key, body);
-          this.pending.delete(key);
-          return body;
-        },
+    return this.tiles.getOrLoad(`${archive.index}/${z}/${x}/${y}`, () =>
+      archive.getTile(z, x, y).then(
+        (bytes) => (bytes && bytes.length > 0 ? tileBody(bytes) : null),
         (e: unknown) => {
-          this.pending.delete(key);
           throw asStoreError(path, e);
         },
-      );
-      this.pending.set(key, p);
-    }
-    return p;
+      ),
+    );
   }
 
   /**
@@ -120,26 +119,14 @@ export class Archives {
    * ETag: decompressed once off the event loop and kept in the same cache as the stored bytes.
    */
   async identity(tile: TileBody): Promise<TileBody> {
-    const key = IDENTITY_KEY_PREFIX + tile.etag;
-    const hit = this.cache.get(key);
-    if (hit) return hit;
-    let p = this.pending.get(key) as Promise<TileBody> | undefined;
-    if (!p) {
-      p = gunzipAsync(tile.bytes, { maxOutputLength: MAX_DECOMPRESSED_TILE_BYTES }).then(
-        (bytes) => {
-          const body: TileBody = { bytes, etag: identityEtag(tile.etag) };
-          this.cache.set(key, body);
-          this.pending.delete(key);
-          return body;
-        },
+    return this.tiles.getOrLoad(IDENTITY_KEY_PREFIX + tile.etag, () =>
+      gunzipAsync(tile.bytes, { maxOutputLength: MAX_DECOMPRESSED_TILE_BYTES }).then(
+        (bytes): TileBody => ({ bytes, etag: identityEtag(tile.etag) }),
         (e: unknown) => {
-          this.pending.delete(key);
           throw asStoreError(`stored tile ${tile.etag}`, new Error(`cannot decompress (${(e as Error).message})`));
         },
-      );
-      this.pending.set(key, p);
-    }
-    return p;
+      ),
+    ) as Promise<TileBody>;
   }
 
   /** Close every opened archive. */

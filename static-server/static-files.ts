@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Memo } from '../lib/coalesce.ts';
 import { HttpError } from './context.ts';
 import { sendTile, tileBody, type TileBody } from './tile-response.ts';
 import { HttpStatus } from './http-status.ts';
@@ -28,22 +29,20 @@ export function staticContentType(name: string): string {
  * kept: they belong to the installation (a page, a library's dist) and do not change while serving.
  */
 export class StaticFolder {
-  private readonly files = new Map<string, Promise<TileBody | null>>();
+  /** Files by name (a missing one reads as null, never a failure: kept too). */
+  private readonly files = new Memo<string, TileBody | null>();
 
   constructor(readonly dir: string) {}
 
   /** The file `name` with its ETag, or null when the folder has no such file or the name is not plain. */
   get(name: string): Promise<TileBody | null> {
     if (!PLAIN_NAME.test(name)) return Promise.resolve(null);
-    let p = this.files.get(name);
-    if (!p) {
-      p = readFile(join(this.dir, name)).then(
+    return this.files.get(name, () =>
+      readFile(join(this.dir, name)).then(
         (bytes) => tileBody(bytes),
         () => null,
-      );
-      this.files.set(name, p);
-    }
-    return p;
+      ),
+    );
   }
 
   /** Send file `name` (ETag, If-None-Match → 304, `cacheControl`), or throw a JSON 404 naming `what`. */

@@ -7,7 +7,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { alive } from '../lib/build-version.ts';
+import { alive } from '../lib/process-tree.ts';
 import { stopServices } from './fixtures/run-services.ts';
 
 /** Run folders are `<tmp>/tilebake-test-run-<pid of their vitest>-<random>`. */

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
+import { processesWith } from '../lib/process-tree.ts';
 import { findTool, OSMIUM } from '../pipeline/osm/tools.ts';
 import { CLI, MONACO_HEADER_BBOX, MONACO_PBF, osmConfig, runCli } from './osm-helpers.ts';
 import { tempDir } from './render-helpers.ts';
@@ -47,20 +48,6 @@ function expectOneLineError(r: { code: number; stderr: string }, pattern: RegExp
   expect(lines, r.stderr).toHaveLength(1);
   expect(lines[0]).toMatch(/^tilebake: /);
   expect(lines[0]).toMatch(pattern);
-}
-
-/** Pids of running processes whose command line contains `text`. */
-async function processesWith(text: string): Promise<number[]> {
-  const pids: number[] = [];
-  for (const p of await readdir('/proc')) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      if ((await readFile(`/proc/${p}/cmdline`, 'utf8')).includes(text)) pids.push(Number(p));
-    } catch {
-      // Exited meanwhile.
-    }
-  }
-  return pids;
 }
 
 beforeAll(async () => {
@@ -130,7 +117,7 @@ describe('SIGKILL, then rerun', () => {
     const r = await runCli(['build', '--config', config, '--only', 'vector']);
     expect(r.code, r.stderr).toBe(0);
     expect(existsSync(join(out, '.work'))).toBe(false);
-    expect(await processesWith(work)).toEqual([]);
+    expect(processesWith(work)).toEqual([]);
     expect((await readdir(out)).sort()).toEqual(['builds', 'current.json']);
     // The killed run's unfinished version folder is gone; only the published one is left.
     expect(await readdir(join(out, 'builds'))).toHaveLength(1);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { enumerateMetatiles, metatileContaining, metatileKey } from '../lib/metatiles.ts';
+import { chromiumBrowsersUnder } from '../lib/process-tree.ts';
 import { tilesInBBox, type BBox } from '../lib/tile-math.ts';
 import { runRenderStage } from '../pipeline/render.ts';
 import { hashToken } from '../static-server/auth.ts';
@@ -15,7 +16,7 @@ import { RENDER_DEFAULTS } from '../static-server/overzoom/policy.ts';
 import { RenderCache } from '../static-server/overzoom/render-cache.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { buildSampleVector, request, serveOptions, startServe, type RawResponse, type ServeProcess } from './fixtures/server/helpers.ts';
-import { chromiumBrowsersUnder, readTile, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
+import { readTile, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const TOKEN = randomBytes(18).toString('base64url');

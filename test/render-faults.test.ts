@@ -12,7 +12,8 @@ import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { runRenderStage } from '../pipeline/render.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
-import { archiveTiles, chromiumBrowsersUnder, copyVectorOutput, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
+import { chromiumBrowsersUnder } from '../lib/process-tree.ts';
+import { archiveTiles, copyVectorOutput, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const ROOT = resolve(import.meta.dirname, '..');

@@ -1,6 +1,5 @@
 /** Shared helpers of the render tests: configs over the Monaco sample, archive reading, pixel stats. */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { cp, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -112,25 +111,4 @@ export function copyTile(file: string, to: { z: number; x: number; y: number }, 
   } finally {
     db.close();
   }
-}
-
-/** Chromium main processes (not their renderer/GPU helpers) among the descendants of `root`. */
-export function chromiumBrowsersUnder(root: number): number[] {
-  const parent = new Map<number, number>();
-  const cmd = new Map<number, string>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-      cmd.set(Number(d), readFileSync(`/proc/${d}/cmdline`, 'utf8'));
-    } catch {
-      // the process exited meanwhile
-    }
-  }
-  const under = (pid: number): boolean => {
-    for (let p = parent.get(pid); p && p > 1; p = parent.get(p)) if (p === root) return true;
-    return false;
-  };
-  return [...cmd].filter(([pid, c]) => c.includes('chromium') && !c.includes('--type=') && under(pid)).map(([pid]) => pid);
 }

@@ -12,12 +12,12 @@
  *   theirs in one folder (createProfiles) that the build removes at its end (removeProfiles), also
  *   those of browsers that outlived the worker thread that started them.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { access, constants, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { UserError } from '../lib/errors.ts';
+import { alive, processesWith } from '../lib/process-tree.ts';
 import type { ChromiumCommand, SpawnedChromium } from './chromium-spawn.mjs';
 
 export type { ChromiumCommand, SpawnedChromium } from './chromium-spawn.mjs';
@@ -144,15 +144,6 @@ export function killChromium(pid: number): void {
 /** Profile folders are `tilebake-chromium-<pid of the node process>-XXXXXX` in the temp folder. */
 const PROFILE_PREFIX = 'tilebake-chromium-';
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Remove the profile folders of builds that died without cleaning up (SIGKILL: their browsers exit
  * with them, but nobody removes the folder). Once per process.
@@ -164,7 +155,7 @@ function removeStaleProfiles(): Promise<void> {
     const names = await readdir(dir).catch(() => [] as string[]);
     for (const name of names) {
       const owner = name.startsWith(PROFILE_PREFIX) ? Number.parseInt(name.slice(PROFILE_PREFIX.length), 10) : Number.NaN;
-      if (Number.isNaN(owner) || processAlive(owner)) continue;
+      if (Number.isNaN(owner) || alive(owner)) continue;
       await rm(join(dir, name), { recursive: true, force: true }).catch(() => undefined);
     }
   })();
@@ -181,19 +172,6 @@ export async function createProfiles(): Promise<string> {
   return mkdtemp(join(tmpdir(), `${PROFILE_PREFIX}${process.pid}-`));
 }
 
-/** Whether any process has `text` in its command line (Linux /proc). */
-function anyProcessWith(text: string): boolean {
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(text)) return true;
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return false;
-}
-
 /** How long removeProfiles waits for the last browsers using the folder to exit. */
 const PROFILES_EXIT_WAIT_MS = 10_000;
 const PROFILES_POLL_MS = 50;
@@ -205,7 +183,7 @@ const PROFILES_POLL_MS = 50;
  */
 export async function removeProfiles(dir: string): Promise<void> {
   const marker = `--user-data-dir=${dir}/`;
-  for (let waited = 0; anyProcessWith(marker); waited += PROFILES_POLL_MS) {
+  for (let waited = 0; processesWith(marker).length > 0; waited += PROFILES_POLL_MS) {
     if (waited >= PROFILES_EXIT_WAIT_MS) return;
     await new Promise((r) => setTimeout(r, PROFILES_POLL_MS));
   }

@@ -17,6 +17,7 @@ import { parseArgs, promisify } from 'node:util';
 import { tileIdToZxy } from 'pmtiles';
 import { currentVersionDir } from '../../lib/build-version.ts';
 import type { Manifest } from '../../lib/manifest.ts';
+import { childrenOf, processStat } from '../../lib/process-tree.ts';
 import { openArchiveFile } from '../../lib/pmtiles/index.ts';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -113,13 +114,7 @@ async function tileList(out: string, manifest: Manifest): Promise<string[]> {
 
 /** The server's processes: the primary and its cluster workers. */
 function serverPids(primary: number): number[] {
-  let children = '';
-  try {
-    children = readFileSync(`/proc/${primary}/task/${primary}/children`, 'utf8');
-  } catch {
-    return [];
-  }
-  return [primary, ...children.split(/\s+/).filter(Boolean).map(Number)];
+  return processStat(primary) ? [primary, ...childrenOf(primary)] : [];
 }
 
 /** Resident memory (MB) and open descriptors summed over the server's processes. */

@@ -3,6 +3,7 @@ import { bilinear, locate } from './bilinear.ts';
 import { decodeBlock, type DecodedBlock } from './codec.ts';
 import { CodeWidth, DIR_ENTRY_BYTES, PREAMBLE_BYTES, blockDims, decodeMeta, decodePreamble, readDirEntry, type DirEntry, type IndexMeta, type LayerMeta } from './format.ts';
 import type { LatLon } from './geo.ts';
+import { LoadingCache } from '../coalesce.ts';
 import { ByteLru } from '../lru.ts';
 import { axisPlan, fillFromLayer } from './grid-sample.ts';
 
@@ -38,13 +39,15 @@ export interface HeightsResult {
 export class ElevationIndex {
   readonly cache: ByteLru<number, DecodedBlock | DataView>;
   private readonly layers: Layer[];
-  private readonly pending = new Map<number, Promise<DecodedBlock | DataView>>();
+  /** The cache filled on misses (concurrent misses of one block or directory page share one read). */
+  private readonly loads: LoadingCache<number, DecodedBlock | DataView>;
   private readonly dirKeyBase: number;
   private memoKey = -1;
   private memoBlock: DecodedBlock = EMPTY;
 
   private constructor(private readonly src: RangeSource, readonly meta: IndexMeta, cache: number | ByteLru<number, DecodedBlock | DataView>) {
     this.cache = typeof cache === 'number' ? new ByteLru(cache) : cache;
+    this.loads = new LoadingCache(this.cache, (v) => (v instanceof DataView ? v.byteLength : v.data.byteLength) + ENTRY_OVERHEAD_BYTES);
     let keyBase = 0;
     this.layers = meta.layers.map((l) => {
       const shift = Math.log2(l.blockSize);
@@ -84,45 +87,28 @@ export class ElevationIndex {
     const layerIdx = this.layers.indexOf(layer);
     const page = Math.floor(blockIndex / DIR_PAGE_ENTRIES);
     const key = this.dirKeyBase + layerIdx * 2 ** 26 + page;
-    let view = this.cache.get(key) as DataView | undefined;
-    if (!view) {
-      view = (await this.load(key, async () => {
-        const total = layer.blockRows * layer.blockCols;
-        const count = Math.min(DIR_PAGE_ENTRIES, total - page * DIR_PAGE_ENTRIES);
-        const bytes = await this.src.getBytes(layer.directoryOffset + page * DIR_PAGE_ENTRIES * DIR_ENTRY_BYTES, count * DIR_ENTRY_BYTES);
-        if (bytes.length !== count * DIR_ENTRY_BYTES) throw new Error(`${this.src.key()}: truncated block directory`);
-        return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      }, (v) => (v as DataView).byteLength)) as DataView;
-    }
+    const view = (await this.loads.getOrLoad(key, async () => {
+      const total = layer.blockRows * layer.blockCols;
+      const count = Math.min(DIR_PAGE_ENTRIES, total - page * DIR_PAGE_ENTRIES);
+      const bytes = await this.src.getBytes(layer.directoryOffset + page * DIR_PAGE_ENTRIES * DIR_ENTRY_BYTES, count * DIR_ENTRY_BYTES);
+      if (bytes.length !== count * DIR_ENTRY_BYTES) throw new Error(`${this.src.key()}: truncated block directory`);
+      return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    })) as DataView;
     return readDirEntry(view, (blockIndex - page * DIR_PAGE_ENTRIES) * DIR_ENTRY_BYTES);
-  }
-
-  private load(key: number, fetch: () => Promise<DecodedBlock | DataView>, size: (v: DecodedBlock | DataView) => number): Promise<DecodedBlock | DataView> {
-    let p = this.pending.get(key);
-    if (!p) {
-      p = fetch().then((v) => {
-        this.cache.set(key, v, size(v) + ENTRY_OVERHEAD_BYTES);
-        return v;
-      }).finally(() => this.pending.delete(key));
-      this.pending.set(key, p);
-    }
-    return p;
   }
 
   /** The decoded block with cache key `key` (loading it if needed). */
   async block(key: number): Promise<DecodedBlock> {
-    const hit = this.cache.get(key) as DecodedBlock | undefined;
-    if (hit) return hit;
-    const layer = this.layerOfKey(key);
-    const bi = key - layer.keyBase;
-    const br = Math.floor(bi / layer.blockCols), bc = bi % layer.blockCols;
-    return (await this.load(key, async () => {
+    return (await this.loads.getOrLoad(key, async () => {
+      const layer = this.layerOfKey(key);
+      const bi = key - layer.keyBase;
+      const br = Math.floor(bi / layer.blockCols), bc = bi % layer.blockCols;
       const e = await this.dirEntry(layer, bi);
       if (e.width === CodeWidth.Empty) return EMPTY;
       const payload = await this.src.getBytes(e.offset, e.length);
       const { rows, cols } = blockDims(layer, br, bc);
       return { rows, cols, data: decodeBlock(payload, e.base, e.width, rows, cols, this.meta.precision) };
-    }, (v) => (v as DecodedBlock).data.byteLength)) as DecodedBlock;
+    })) as DecodedBlock;
   }
 
   private layerOfKey(key: number): Layer {

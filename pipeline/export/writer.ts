@@ -9,6 +9,7 @@
 import { copyFile, link, mkdir, readdir, rename, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../../lib/atomic.ts';
+import { Memo } from '../../lib/coalesce.ts';
 import { versionedFilePath, versionOfPath } from '../../lib/versioned-url.ts';
 import { COMMITTING_FILE, formatListing, LISTING_FILE, type Listed } from './listing.ts';
 
@@ -58,7 +59,7 @@ export class ExportWriter {
   private readonly known = new Map<string, Known>();
   /** Size of the bytes of each hash seen. */
   private readonly sizes = new Map<string, number>();
-  private readonly dirs = new Map<string, Promise<unknown>>();
+  private readonly dirs = new Memo<string, unknown>();
   private readonly inflight = new Set<Promise<void>>();
   private readonly documents: string[] = [];
   private readonly changed: string[] = [];
@@ -158,12 +159,7 @@ export class ExportWriter {
   /** Create the parent folder of `file` once. */
   private dir(file: string): Promise<unknown> {
     const d = dirname(file);
-    let p = this.dirs.get(d);
-    if (!p) {
-      p = mkdir(d, { recursive: true });
-      this.dirs.set(d, p);
-    }
-    return p;
+    return this.dirs.get(d, () => mkdir(d, { recursive: true }));
   }
 
   /** Run `op` over `items`, CONCURRENCY at a time. */

@@ -7,6 +7,7 @@ import { constants } from 'node:fs';
 import { access, appendFile, readFile } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
+import { commandLine } from '../../lib/process-tree.ts';
 
 /** A program the OSM source needs, with the Debian package that installs it. */
 export interface ToolSpec {
@@ -125,9 +126,9 @@ export async function killLeftovers(pidFile: string, marker: string): Promise<vo
     return;
   }
   for (const pid of text.split('\n').map(Number).filter((n) => Number.isInteger(n) && n > 0)) {
+    if (!commandLine(pid)?.split('\0').join(' ').includes(marker)) continue;
     try {
-      const cmdline = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').join(' ');
-      if (cmdline.includes(marker)) process.kill(pid, 'SIGKILL');
+      process.kill(pid, 'SIGKILL');
     } catch {
       // Gone already, or not ours.
     }

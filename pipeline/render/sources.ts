@@ -5,6 +5,7 @@
  * read the archives through a Store, where the render reads them: the build folder, or a shard's run
  * location (a shared folder or S3) by ranged reads, so they work the same in a build and in a shard.
  */
+import { Memo } from '../../lib/coalesce.ts';
 import { findManifest, type Manifest } from '../../lib/manifest.ts';
 import type { Store } from '../../lib/storage.ts';
 import { changedTiles, tilesetArchiveRef } from './archive.ts';
@@ -28,21 +29,15 @@ function tileJsonShape(e: Manifest['tilesets'][string]): string {
  * where this build's tileset archives are read), lazily, once each.
  */
 export function changedTilesets(data: Store, previous: Store | undefined, manifest: Manifest): ChangedTilesets {
-  const memo = new Map<string, Promise<Set<string> | undefined>>();
+  const memo = new Memo<string, Set<string> | undefined>();
   const prevManifest = previous ? findManifest(previous) : undefined;
-  return (id) => {
-    let p = memo.get(id);
-    if (!p) {
-      p = (async () => {
-        const before = (await prevManifest)?.tilesets[id];
-        const after = manifest.tilesets[id];
-        if (!previous || !before || !after || tileJsonShape(before) !== tileJsonShape(after)) return undefined;
-        return changedTiles(tilesetArchiveRef(previous, before), tilesetArchiveRef(data, after));
-      })();
-      memo.set(id, p);
-    }
-    return p;
-  };
+  return (id) =>
+    memo.get(id, async () => {
+      const before = (await prevManifest)?.tilesets[id];
+      const after = manifest.tilesets[id];
+      if (!previous || !before || !after || tileJsonShape(before) !== tileJsonShape(after)) return undefined;
+      return changedTiles(tilesetArchiveRef(previous, before), tilesetArchiveRef(data, after));
+    });
 }
 
 /** The style's sources that read a built tileset: its id, its manifest entry (undefined: not built) and the grid MapLibre loads it on. */

@@ -1,6 +1,6 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { alive } from '../../lib/build-version.ts';
+import { alive } from '../../lib/process-tree.ts';
 import { UserError } from '../../lib/errors.ts';
 
 /**

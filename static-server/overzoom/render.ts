@@ -15,6 +15,7 @@
 import { createHash } from 'node:crypto';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Coalescer, Memo } from '../../lib/coalesce.ts';
 import { UserError } from '../../lib/errors.ts';
 import type { StyleArchive, StyleEntry, RenderSettings } from '../../lib/manifest.ts';
 import { metatileContaining, metatileKey, type Metatile } from '../../lib/metatiles.ts';
@@ -105,12 +106,13 @@ async function within<T>(p: Promise<T>, ms: number, onTimeout: () => Error): Pro
 export class OnDemandRenderer {
   private readonly cache: RenderCache;
   /** Renders waiting or running, by metatile job key: the requests for one metatile share it. */
-  private readonly jobs = new Map<string, Promise<RenderedTiles>>();
+  private readonly jobs = new Coalescer<string, RenderedTiles>();
   private readonly waiting: (() => void)[] = [];
   private running = 0;
   private started?: Promise<Started>;
   private closed = false;
-  private readonly styles = new Map<string, Promise<boolean>>();
+  /** Whether each style paints an opaque background (read once). */
+  private readonly styles = new Memo<string, boolean>();
   /** Cache folder of this build version: a rebuild never serves an older version's renders. */
   private readonly version: string;
   private readonly unwatch: () => void;
@@ -169,12 +171,11 @@ export class OnDemandRenderer {
       serverMetrics().rendered('refused');
       throw new HttpError(HttpStatus.Unavailable, `too many tiles being rendered (${this.jobs.size}); retry in ${RETRY_AFTER_S} s`, {}, { 'retry-after': String(RETRY_AFTER_S) });
     }
-    const p = this.slot(() => this.renderNow(id, entry, settings, meta, scale));
-    this.jobs.set(job, p);
+    const p = this.jobs.run(job, () => this.slot(() => this.renderNow(id, entry, settings, meta, scale)));
     p.then(
       () => serverMetrics().rendered('rendered'),
       () => serverMetrics().rendered('failed'),
-    ).finally(() => this.jobs.delete(job));
+    );
     return p;
   }
 
@@ -246,13 +247,9 @@ export class OnDemandRenderer {
 
   /** True when the style paints an opaque background (a transparent pixel then means a broken render). */
   private opaque(id: string, entry: StyleEntry): Promise<boolean> {
-    let p = this.styles.get(id);
-    if (!p) {
-      p = this.ctx.store.readFile(entry.style).then((bytes) => !!bytes && hasOpaqueBackground(JSON.parse(Buffer.from(bytes).toString('utf8')) as { layers: Record<string, unknown>[] }));
-      p.catch(() => this.styles.delete(id));
-      this.styles.set(id, p);
-    }
-    return p;
+    return this.styles.get(id, () =>
+      this.ctx.store.readFile(entry.style).then((bytes) => !!bytes && hasOpaqueBackground(JSON.parse(Buffer.from(bytes).toString('utf8')) as { layers: Record<string, unknown>[] })),
+    );
   }
 
   /** Cache path of a tile: `<version>/<style>/<scale>x.<format>/<z>/<x>/<y>`. */

@@ -30,8 +30,6 @@ const KEY_PREFIX = 'upscaled:';
 
 /** Upscaled tiles, cached with the baked ones; concurrent requests for one tile share one computation. */
 export class Upscaler {
-  private readonly pending = new Map<string, Promise<TileBody | null>>();
-
   constructor(
     private readonly archives: Archives,
     private readonly decoded: DecodedTiles,
@@ -39,21 +37,7 @@ export class Upscaler {
 
   /** Tile z/x/y (z above the baked maxzoom) of `archive`, or null where the build has no ancestor tile. */
   tile(entry: StyleEntry, archive: StyleArchive, z: number, x: number, y: number): Promise<TileBody | null> {
-    const key = `${KEY_PREFIX}${archive.archive}/${z}/${x}/${y}`;
-    const hit = this.archives.cache.get(key);
-    if (hit !== undefined) return Promise.resolve(hit);
-    let p = this.pending.get(key);
-    if (!p) {
-      p = this.make(entry, archive, z, x, y).then(
-        (body) => {
-          this.archives.cache.set(key, body);
-          return body;
-        },
-      );
-      p.finally(() => this.pending.delete(key)).catch(() => undefined);
-      this.pending.set(key, p);
-    }
-    return p;
+    return this.archives.tiles.getOrLoad(`${KEY_PREFIX}${archive.archive}/${z}/${x}/${y}`, () => this.make(entry, archive, z, x, y));
   }
 
   private async make(entry: StyleEntry, archive: StyleArchive, z: number, x: number, y: number): Promise<TileBody | null> {

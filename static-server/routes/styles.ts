@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Memo } from '../../lib/coalesce.ts';
 import type { StyleEntry } from '../../lib/manifest.ts';
 import { StoreBadAnswerError, StoreCorruptError } from '../../lib/store-read.ts';
 import { archivesOf } from '../archives.ts';
@@ -60,7 +61,7 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
   const cacheBytes = Math.max(MIN_STYLE_FILES_CACHE_BYTES, cacheBudgetBytes(ctx, 'styleFiles'));
   const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => ENTRY_OVERHEAD_BYTES + (v ? v.bytes.byteLength : 0));
   const fonts = ctx.manifest.fonts ? new FontService(ctx.store, ctx.manifest.fonts, cacheBytes / 2) : undefined;
-  const parsedStyles = new Map<string, Promise<StyleUrls>>();
+  const parsedStyles = new Memo<string, StyleUrls>();
   serverMetrics().watchCache('style-files', files.entries);
   if (fonts) {
     serverMetrics().watchCache('glyph-files', fonts.files.entries);
@@ -82,23 +83,16 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     });
 
   /** The parsed prepared style of a manifest entry (read once). */
-  const parsedStyle = (id: string, entry: StyleEntry): Promise<StyleUrls> => {
-    let p = parsedStyles.get(id);
-    if (!p) {
-      p = (async () => {
-        const bytes = await ctx.store.readFile(entry.style);
-        if (!bytes) throw new StoreBadAnswerError(`style "${id}": ${entry.style} is listed in the manifest but missing`, { transient: false });
-        try {
-          return JSON.parse(Buffer.from(bytes).toString('utf8')) as StyleUrls;
-        } catch (e) {
-          throw new StoreCorruptError(`style "${id}": ${entry.style} is not valid JSON (${(e as Error).message})`, e);
-        }
-      })();
-      p.catch(() => parsedStyles.delete(id));
-      parsedStyles.set(id, p);
-    }
-    return p;
-  };
+  const parsedStyle = (id: string, entry: StyleEntry): Promise<StyleUrls> =>
+    parsedStyles.get(id, async () => {
+      const bytes = await ctx.store.readFile(entry.style);
+      if (!bytes) throw new StoreBadAnswerError(`style "${id}": ${entry.style} is listed in the manifest but missing`, { transient: false });
+      try {
+        return JSON.parse(Buffer.from(bytes).toString('utf8')) as StyleUrls;
+      } catch (e) {
+        throw new StoreCorruptError(`style "${id}": ${entry.style} is not valid JSON (${(e as Error).message})`, e);
+      }
+    });
 
   /** The style JSON with URLs on `base`, serialised once per style and base URL. */
   const styleDocument = (id: string, entry: StyleEntry, base: string): Promise<TileBody> =>
