@@ -74,6 +74,17 @@ const admin1 = () => ({ admin: 4, disputed: 0, maritime: 0 });
  */
 export const countryRank = (labelrank: number) => Math.min(6, Math.max(1, Math.ceil(labelrank / 2)));
 
+let ranks: Promise<string> | undefined;
+/** `countryRank` of every country of the label points table by ISO code, as "AT:2,CH:2,…" (read once). */
+export function countryRanks(): Promise<string> {
+  ranks ??= (async () => {
+    const out: string[] = [];
+    for await (const [p] of readTable('ne_110m_admin_0_label_points')) if (typeof p.iso_a2 === 'string') out.push(`${p.iso_a2}:${countryRank(num(p.labelrank, 12))}`);
+    return out.join(',');
+  })();
+  return ranks;
+}
+
 /** Country labels from the zoom OpenMapTiles shows them (rank ≤ z + 1), with `iso_a2` and `rank`. */
 function country(p: Record<string, unknown>, z: number): ShapeAttributes | undefined {
   const rank = countryRank(num(p.labelrank, 12));
@@ -145,13 +156,13 @@ export interface ShapeLayer {
 /** Simplification of shapefile polygons and lines, as the profile's own layers. */
 export const SHAPE_SIMPLIFY = { simplify_below: 13, simplify_level: 0.0001, simplify_ratio: 2 };
 
-/** Features of one table whose bounding boxes meet `area`, as [properties, geometry]. */
-async function* readTable(file: string, area: BBox): AsyncGenerator<[Record<string, unknown>, Geometry]> {
+/** Features of one table whose bounding boxes meet `area` (all without one), as [properties, geometry]. */
+async function* readTable(file: string, area?: BBox): AsyncGenerator<[Record<string, unknown>, Geometry]> {
   const gdal = await loadGdal();
   const ds = gdal.open(join(NATURAL_EARTH_DIR, `${file}.fgb`));
   try {
     const layer = ds.layers.get(0);
-    layer.setSpatialFilter(area[0], area[1], area[2], area[3]);
+    if (area) layer.setSpatialFilter(area[0], area[1], area[2], area[3]);
     for (let f = layer.features.next(); f; f = layer.features.next()) {
       const g = f.getGeometry();
       if (g) yield [f.fields.toObject() as Record<string, unknown>, g];

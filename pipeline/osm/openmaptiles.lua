@@ -128,6 +128,18 @@ local function capitalLevel(v)
   return nil
 end
 
+-- OpenMapTiles' country ranks from Natural Earth by ISO code, "AT:2,CH:2,…" (pipeline/osm/natural-earth.ts).
+local COUNTRY_RANK = {}
+for iso, rank in string.gmatch(os.getenv("TILEBAKE_COUNTRY_RANKS") or "", "(%u%u):(%d)") do COUNTRY_RANK[iso] = tonumber(rank) end
+
+local function countryCode(obj)
+  for _, k in ipairs({ "country_code_iso3166_1_alpha_2", "ISO3166-1:alpha2", "ISO3166-1" }) do
+    local v = obj:Find(k)
+    if v ~= "" then return v end
+  end
+  return ""
+end
+
 local function WritePlace(obj, place)
   local mz = PLACE_MINZOOM[place]
   if not mz then return false end
@@ -137,7 +149,9 @@ local function WritePlace(obj, place)
   if place == "city" or place == "town" then
     if capital == 2 then mz = math.min(mz, 3) end
   end
-  local countryRank = pop > 50000000 and 1 or (pop > 20000000 and 2 or 3)
+  local iso = place == "country" and countryCode(obj) or ""
+  -- Natural Earth's rank, else one from the population (countries too small for NE's 110 m table).
+  local countryRank = COUNTRY_RANK[iso] or (pop > 50000000 and 1 or (pop > 20000000 and 2 or 3))
   -- OpenMapTiles shows a country from the zoom where its rank <= zoom + 1.
   if place == "country" then mz = countryRank - 1 end
   obj:Layer("place", false)
@@ -146,9 +160,6 @@ local function WritePlace(obj, place)
   SetNames(obj)
   if capital then obj:AttributeNumeric("capital", capital) end
   if place == "country" then
-    local iso = obj:Find("country_code_iso3166_1_alpha_2")
-    if iso == "" then iso = obj:Find("ISO3166-1:alpha2") end
-    if iso == "" then iso = obj:Find("ISO3166-1") end
     if iso ~= "" then obj:Attribute("iso_a2", iso) end
     obj:AttributeNumeric("rank", countryRank)
   elseif place == "state" or place == "province" then
