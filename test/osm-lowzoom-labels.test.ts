@@ -154,7 +154,7 @@ describe.sequential('Monaco: country labels and borders at z0–6 of a build', (
         const label = byIso.get(iso);
         // Present from the zoom its rank allows while its label point lies in the tile around Monaco.
         if (rank > z + 1) expect(label, `z${z} ${iso}`).toBeUndefined();
-        else if (z <= 3) expect(label, `z${z} ${iso}`).toMatchObject({ class: 'country', rank, iso_a2: iso, 'name:latin': label!.name });
+        else if (z <= 3) expect(label, `z${z} ${iso}`).toMatchObject({ class: 'country', rank, iso_a2: iso, 'name:latin': expect.any(String) });
       }
       for (const p of ours) expect(Number(p.rank), `z${z} ${p.name}`).toBeLessThanOrEqual(z + 1);
     }
