@@ -1,4 +1,5 @@
 /** Shared helpers of the OSM source tests: the Monaco extract, configs, decoded tiles, osmium look-ups, the CLI. */
+import Database from 'better-sqlite3';
 import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -28,7 +29,7 @@ export function osmConfig(out: string, source: string, tileset: Record<string, u
  * for the files that need it, each gets its own copy.
  */
 export async function buildMonacoVector(prefix: string): Promise<{ out: string; archive: string }> {
-  const built = await sharedFixture('osm-monaco-vector', SAMPLE_INPUTS, async (out) => {
+  const built = await sharedFixture('osm-monaco-vector', [...SAMPLE_INPUTS, 'data/naturalearth'], async (out) => {
     const { config } = await writeConfig(out, 'config.json', osmConfig(out, MONACO_PBF));
     await build(config, { out, only: 'vector' });
   });
@@ -40,6 +41,17 @@ export async function buildMonacoVector(prefix: string): Promise<{ out: string; 
 export async function vectorTile(archive: string, z: number, x: number, y: number): Promise<VectorTile> {
   const data = Buffer.from(await readTile(archive, z, x, y));
   return new VectorTile(new PbfReader(data[0] === 0x1f ? gunzipSync(data) : data));
+}
+
+/** Tile z/x/y (XYZ) of an MBTiles file (e.g. the official OpenMapTiles tiles), decoded, or undefined. */
+export function mbtilesTile(file: string, z: number, x: number, y: number): VectorTile | undefined {
+  const db = new Database(file, { readonly: true });
+  try {
+    const row = db.prepare('SELECT tile_data FROM tiles WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?').get(z, x, 2 ** z - 1 - y) as { tile_data: Buffer } | undefined;
+    return row && new VectorTile(new PbfReader(gunzipSync(row.tile_data)));
+  } finally {
+    db.close();
+  }
 }
 
 /** Node locations of OSM ways, read from the extract with osmium: way id → [lon, lat][]. */

@@ -7,9 +7,7 @@
 import Database from 'better-sqlite3';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { VectorTile } from '@mapbox/vector-tile';
-import { PbfReader } from 'pbf';
 import { Color } from '@maplibre/maplibre-gl-style-spec';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
@@ -17,7 +15,7 @@ import { lonLatToTile, tileBounds } from '../lib/tile-math.ts';
 import { pointInRing, type Point } from '../pipeline/osm/coastline.ts';
 import { runRenderStage } from '../pipeline/render.ts';
 import { tileBox } from '../pipeline/sources/osm.ts';
-import { buildMonacoVector, MONACO_HEADER_BBOX, MONACO_PBF, osmConfig, vectorTile } from './osm-helpers.ts';
+import { buildMonacoVector, mbtilesTile, MONACO_HEADER_BBOX, MONACO_PBF, osmConfig, vectorTile } from './osm-helpers.ts';
 import { OSM_BRIGHT, readTile, rgb, SAMPLE, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
@@ -34,15 +32,7 @@ let archive: string;
 const db = () => new Database(OFFICIAL, { readonly: true });
 
 /** The official tile z/x/y (XYZ), decoded, or undefined. */
-function officialTile(z: number, x: number, y: number): VectorTile | undefined {
-  const d = db();
-  try {
-    const row = d.prepare('SELECT tile_data FROM tiles WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?').get(z, x, 2 ** z - 1 - y) as { tile_data: Buffer } | undefined;
-    return row && new VectorTile(new PbfReader(gunzipSync(row.tile_data)));
-  } finally {
-    d.close();
-  }
-}
+const officialTile = (z: number, x: number, y: number) => mbtilesTile(OFFICIAL, z, x, y);
 
 /** Every official tile's address at z0–maxZoom. */
 function officialTiles(minZoom: number, maxZoom: number): { z: number; x: number; y: number }[] {

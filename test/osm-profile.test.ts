@@ -59,7 +59,8 @@ describe.sequential('the profile on tilemaker 2.2', () => {
     // Everything within about 1.5 km, around 10.005 E 50.005 N.
     const [x, y] = [10.0, 50.0];
     node(x + 0.002, y + 0.002, { place: 'city', name: 'Testville', population: '600000', capital: 'yes' });
-    node(x + 0.003, y + 0.002, { place: 'country', name: 'Testland', country_code_iso3166_1_alpha_2: 'TL', population: '30000000' });
+    node(x + 0.003, y + 0.002, { place: 'country', name: 'Testland', country_code_iso3166_1_alpha_2: 'QT', population: '30000000' });
+    node(x + 0.0031, y + 0.0025, { place: 'country', name: 'Schweiz', 'ISO3166-1:alpha2': 'CH', population: '8700000' });
     node(x + 0.004, y + 0.002, { place: 'town', name: 'Москва', 'name:en': 'Moscow' });
     node(x + 0.005, y + 0.002, { natural: 'peak', name: 'Testberg', ele: '1234 m' });
     node(x + 0.006, y + 0.002, { place: 'sea', name: 'Test Sea' });
@@ -106,7 +107,10 @@ describe.sequential('the profile on tilemaker 2.2', () => {
 
   test('places: ranks, capital, country code, non-Latin names', () => {
     expect(find('place', { name: 'Testville' })[0]).toMatchObject({ class: 'city', capital: 2, rank: 5, 'name:latin': 'Testville' });
-    expect(find('place', { name: 'Testland' })[0]).toMatchObject({ class: 'country', iso_a2: 'TL', rank: 2 });
+    // A code Natural Earth does not have (user-assigned): ranked from the population.
+    expect(find('place', { name: 'Testland' })[0]).toMatchObject({ class: 'country', iso_a2: 'QT', rank: 2 });
+    // Natural Earth's rank (labelrank 4: 2), not the population's (3), as OpenMapTiles ranks it.
+    expect(find('place', { name: 'Schweiz' })[0]).toMatchObject({ class: 'country', iso_a2: 'CH', rank: 2 });
     expect(find('place', { name: 'Москва' })[0]).toMatchObject({ class: 'town', 'name:nonlatin': 'Москва', 'name:latin': 'Moscow', name_en: 'Moscow', name_int: 'Moscow', rank: 11 });
   });
 

@@ -106,7 +106,11 @@ describe.sequential('Monaco from OpenStreetMap', () => {
     for (const z of [0, 4, 8, 10, 12, 14]) expect(zooms.has(z), `zoom ${z}`).toBe(true);
     const z0 = await vectorTile(archive, 0, 0, 0);
     expect(Object.keys(z0.layers)).toEqual(expect.arrayContaining(['place', 'boundary']));
-    expect(z0.layers.place.feature(0).properties).toMatchObject({ class: 'country', iso_a2: 'MC', name: 'Monaco' });
+    // Countries as OpenMapTiles shows them (rank ≤ zoom + 1): Natural Earth's France at z0, Monaco's own (rank 3) from z2.
+    const countries = (t: typeof z0) => Array.from({ length: t.layers.place.length }, (_, i) => t.layers.place.feature(i).properties).filter((p) => p.class === 'country');
+    expect(countries(z0)).toContainEqual(expect.objectContaining({ iso_a2: 'FR', name: 'France', rank: 1 }));
+    expect(countries(z0).filter((p) => p.iso_a2 === 'MC')).toEqual([]);
+    expect(countries(await vectorTile(archive, 2, 2, 1))).toContainEqual(expect.objectContaining({ iso_a2: 'MC', name: 'Monaco', rank: 3 }));
     const z8 = await vectorTile(archive, 8, 133, 93);
     expect(Object.keys(z8.layers)).toEqual(expect.arrayContaining(['water', 'transportation', 'place', 'boundary']));
     // The whole tile box is generated at z14 (Monaco's 2 × 3 tiles) and every parent above it.

@@ -138,13 +138,16 @@ export function comparableTile(data: Uint8Array): Uint8Array {
   return encodeTile(decodeTile(unzipped(data)).filter((l) => l.features.length > 0).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(sortedLayer));
 }
 
-/** Remove `_…` fields from TileJSON `vector_layers` (and list `rank` where it is computed here). */
-export function publicVectorLayers(layers: unknown[] | undefined): unknown[] | undefined {
+/**
+ * Remove `_…` fields from TileJSON `vector_layers` (and list `rank` where it is computed here, and the
+ * `extra` fields per layer that runs other than the extract's write, e.g. Natural Earth's).
+ */
+export function publicVectorLayers(layers: unknown[] | undefined, extra: Record<string, Record<string, string>> = {}): unknown[] | undefined {
   return layers?.map((l) => {
     if (typeof l !== 'object' || l === null) return l;
     const layer = l as { id?: string; fields?: Record<string, unknown> };
     if (!layer.fields) return l;
-    const fields: Record<string, unknown> = {};
+    const fields: Record<string, unknown> = { ...(layer.id ? extra[layer.id] : undefined) };
     for (const [k, v] of Object.entries(layer.fields)) if (!k.startsWith(HIDDEN)) fields[k] = v;
     if (RANK_ORDER in layer.fields && layer.id && GRID_RANKS[layer.id]) fields.rank = 'Number';
     return { ...layer, fields: Object.fromEntries(Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };

@@ -1,6 +1,6 @@
 /**
  * Natural Earth at low zooms, as OpenMapTiles has it: oceans, lakes, rivers, glaciers and ice shelves,
- * urban areas, country and state boundaries and populated places for z0–6, and the 10 m ocean outside the
+ * urban areas, country and state boundaries, country label points and populated places for z0–6, and the 10 m ocean outside the
  * extract at every zoom (ocean.ts). The tables live in data/naturalearth/ (FlatGeobuf, see its README).
  *
  * tilemaker 2.2 clips shapefiles to its bounding box and indexes them at its base zoom, so the world
@@ -27,10 +27,12 @@ export const NE_COLUMNS = {
   waterway: { class: 'string', name: 'string' },
   landcover: { class: 'string', subclass: 'string' },
   landuse: { class: 'string' },
-  boundary: { admin: 'integer', disputed: 'integer', maritime: 'integer' },
-  place: { class: 'string', name: 'string', rank: 'integer', capital: 'integer' },
+  boundary: { admin: 'integer', disputed: 'integer', maritime: 'integer', adm0_l: 'string', adm0_r: 'string' },
+  place: { class: 'string', name: 'string', rank: 'integer', capital: 'integer', iso_a2: 'string' },
 } as const satisfies Record<string, Record<string, 'string' | 'integer'>>;
 export type NeLayer = keyof typeof NE_COLUMNS;
+/** TileJSON fields (vector_layers) that only Natural Earth's layers may write (the extract's run does not list them). */
+export const NE_FIELDS: Record<string, Record<string, string>> = { boundary: { adm0_l: 'String', adm0_r: 'String' }, place: { iso_a2: 'String' } };
 
 /** One Natural Earth table and what it gives: its features' attributes at zoom z, or undefined to leave one out. */
 export interface NeTable {
@@ -48,9 +50,47 @@ const ocean = () => ({ class: 'ocean' });
 const lake = () => ({ class: 'lake' });
 const glacier = () => ({ class: 'ice', subclass: 'glacier' });
 const num = (v: unknown, fallback: number) => (typeof v === 'number' && Number.isFinite(v) ? v : fallback);
-/** Country borders: OpenMapTiles' `disputed` is NE's "Disputed (please verify)" feature class. */
-const admin0 = (p: Record<string, unknown>) => ({ admin: 2, disputed: String(p.featurecla ?? '').startsWith('Disputed') ? 1 : 0, maritime: 0 });
+/** The zoom from which OpenMapTiles' country borders carry `adm0_l`/`adm0_r` (its z0–4 borders have none). */
+export const ADM0_SIDES_MINZOOM = 5;
+
+/**
+ * Country borders: OpenMapTiles' `disputed` is NE's "Disputed (please verify)" feature class; from z4
+ * (the 10 m lines) "Lease limit" lines are left out, as OpenMapTiles does. From ADM0_SIDES_MINZOOM,
+ * `adm0_l`/`adm0_r` are the NE country codes (adm0_a3, e.g. LIE, CHE) left and right of the line as
+ * digitised, the codes OpenMapTiles writes there (from NE 10 m countries).
+ */
+function admin0(p: Record<string, unknown>, z: number): ShapeAttributes | undefined {
+  const cla = String(p.featurecla ?? '');
+  if (z >= 4 && cla === 'Lease limit') return undefined;
+  const attributes: ShapeAttributes = { admin: 2, disputed: cla.startsWith('Disputed') ? 1 : 0, maritime: 0 };
+  if (z >= ADM0_SIDES_MINZOOM) Object.assign(attributes, { adm0_l: String(p.adm0_a3_l ?? ''), adm0_r: String(p.adm0_a3_r ?? '') });
+  return attributes;
+}
 const admin1 = () => ({ admin: 4, disputed: 0, maritime: 0 });
+
+/**
+ * OpenMapTiles' country rank: LEAST(6, CEIL((scalerank + labelrank) / 2)) over NE 10 m countries, whose
+ * scalerank is 0 for countries (the 110 m table here has labelrank only, see data/naturalearth/README.md).
+ */
+export const countryRank = (labelrank: number) => Math.min(6, Math.max(1, Math.ceil(labelrank / 2)));
+
+let ranks: Promise<string> | undefined;
+/** `countryRank` of every country of the label points table by ISO code, as "AT:2,CH:2,…" (read once). */
+export function countryRanks(): Promise<string> {
+  ranks ??= (async () => {
+    const out: string[] = [];
+    for await (const [p] of readTable('ne_110m_admin_0_label_points')) if (typeof p.iso_a2 === 'string') out.push(`${p.iso_a2}:${countryRank(num(p.labelrank, 12))}`);
+    return out.join(',');
+  })();
+  return ranks;
+}
+
+/** Country labels from the zoom OpenMapTiles shows them (rank ≤ z + 1), with `iso_a2` and `rank`. */
+function country(p: Record<string, unknown>, z: number): ShapeAttributes | undefined {
+  const rank = countryRank(num(p.labelrank, 12));
+  if (rank > z + 1 || typeof p.name !== 'string' || !p.name) return undefined;
+  return { class: 'country', name: p.name, rank, capital: 0, iso_a2: String(p.iso_a2 ?? '') };
+}
 /** Populated places from the zoom NE gives them (`min_zoom`), capitals as OpenMapTiles' `capital`. */
 function city(p: Record<string, unknown>, z: number): ShapeAttributes | undefined {
   if (num(p.min_zoom, 99) > z || typeof p.name !== 'string' || !p.name) return undefined;
@@ -83,6 +123,7 @@ export const NE_TABLES: NeTable[] = [
   { file: 'ne_50m_admin_0_boundary_lines_land', layer: 'boundary', kind: 'line', minzoom: 1, maxzoom: 3, attributes: admin0 },
   { file: 'ne_10m_admin_0_boundary_lines_land', layer: 'boundary', kind: 'line', minzoom: 4, maxzoom: 6, attributes: admin0 },
   { file: 'ne_50m_admin_1_states_provinces_lines', layer: 'boundary', kind: 'line', minzoom: 1, maxzoom: 6, attributes: admin1 },
+  { file: 'ne_110m_admin_0_label_points', layer: 'place', kind: 'point', minzoom: 0, maxzoom: 6, attributes: country, outsideOnly: true },
   { file: 'ne_50m_populated_places_simple', layer: 'place', kind: 'point', minzoom: 0, maxzoom: 6, attributes: city, outsideOnly: true },
 ];
 
@@ -115,13 +156,13 @@ export interface ShapeLayer {
 /** Simplification of shapefile polygons and lines, as the profile's own layers. */
 export const SHAPE_SIMPLIFY = { simplify_below: 13, simplify_level: 0.0001, simplify_ratio: 2 };
 
-/** Features of one table whose bounding boxes meet `area`, as [properties, geometry]. */
-async function* readTable(file: string, area: BBox): AsyncGenerator<[Record<string, unknown>, Geometry]> {
+/** Features of one table whose bounding boxes meet `area` (all without one), as [properties, geometry]. */
+async function* readTable(file: string, area?: BBox): AsyncGenerator<[Record<string, unknown>, Geometry]> {
   const gdal = await loadGdal();
   const ds = gdal.open(join(NATURAL_EARTH_DIR, `${file}.fgb`));
   try {
     const layer = ds.layers.get(0);
-    layer.setSpatialFilter(area[0], area[1], area[2], area[3]);
+    if (area) layer.setSpatialFilter(area[0], area[1], area[2], area[3]);
     for (let f = layer.features.next(); f; f = layer.features.next()) {
       const g = f.getGeometry();
       if (g) yield [f.fields.toObject() as Record<string, unknown>, g];

@@ -128,6 +128,18 @@ local function capitalLevel(v)
   return nil
 end
 
+-- OpenMapTiles' country ranks from Natural Earth by ISO code, "AT:2,CH:2,…" (pipeline/osm/natural-earth.ts).
+local COUNTRY_RANK = {}
+for iso, rank in string.gmatch(os.getenv("TILEBAKE_COUNTRY_RANKS") or "", "(%u%u):(%d)") do COUNTRY_RANK[iso] = tonumber(rank) end
+
+local function countryCode(obj)
+  for _, k in ipairs({ "country_code_iso3166_1_alpha_2", "ISO3166-1:alpha2", "ISO3166-1" }) do
+    local v = obj:Find(k)
+    if v ~= "" then return v end
+  end
+  return ""
+end
+
 local function WritePlace(obj, place)
   local mz = PLACE_MINZOOM[place]
   if not mz then return false end
@@ -137,17 +149,19 @@ local function WritePlace(obj, place)
   if place == "city" or place == "town" then
     if capital == 2 then mz = math.min(mz, 3) end
   end
+  local iso = place == "country" and countryCode(obj) or ""
+  -- Natural Earth's rank, else one from the population (countries too small for NE's 110 m table).
+  local countryRank = COUNTRY_RANK[iso] or (pop > 50000000 and 1 or (pop > 20000000 and 2 or 3))
+  -- OpenMapTiles shows a country from the zoom where its rank <= zoom + 1.
+  if place == "country" then mz = countryRank - 1 end
   obj:Layer("place", false)
   obj:MinZoom(mz)
   obj:Attribute("class", place)
   SetNames(obj)
   if capital then obj:AttributeNumeric("capital", capital) end
   if place == "country" then
-    local iso = obj:Find("country_code_iso3166_1_alpha_2")
-    if iso == "" then iso = obj:Find("ISO3166-1:alpha2") end
-    if iso == "" then iso = obj:Find("ISO3166-1") end
     if iso ~= "" then obj:Attribute("iso_a2", iso) end
-    obj:AttributeNumeric("rank", pop > 50000000 and 1 or (pop > 20000000 and 2 or 3))
+    obj:AttributeNumeric("rank", countryRank)
   elseif place == "state" or place == "province" then
     obj:AttributeNumeric("rank", pop > 5000000 and 2 or 4)
   elseif place == "city" or place == "town" or place == "village" or place == "hamlet" or place == "suburb"
@@ -804,11 +818,15 @@ end
 function attribute_function(attr, layer)
   local target = string.match(layer, "^ne_(%a+)_z%d+$")
   if target == "boundary" then
-    return { admin_level = attr.admin, disputed = attr.disputed, maritime = attr.maritime }
+    local out = { admin_level = attr.admin, disputed = attr.disputed, maritime = attr.maritime }
+    if attr.adm0_l and attr.adm0_l ~= "" then out.adm0_l = attr.adm0_l end
+    if attr.adm0_r and attr.adm0_r ~= "" then out.adm0_r = attr.adm0_r end
+    return out
   elseif target == "place" then
     local name = attr.name
     local out = { class = attr.class, name = name, name_en = name, name_de = name, name_int = name, ["name:latin"] = name, rank = attr.rank }
     if attr.capital and attr.capital > 0 then out.capital = attr.capital end
+    if attr.iso_a2 and attr.iso_a2 ~= "" then out.iso_a2 = attr.iso_a2 end
     return out
   elseif target == "waterway" then
     local out = { class = attr.class }

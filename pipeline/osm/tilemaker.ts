@@ -6,7 +6,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { BBox } from '../../lib/tile-math.ts';
 import { createProgress, logLine, type Progress } from '../progress.ts';
-import type { ShapeLayer } from './natural-earth.ts';
+import { countryRanks, type ShapeLayer } from './natural-earth.ts';
 import { runTool, ToolError } from './tools.ts';
 
 /** The profile tilemaker runs with. */
@@ -113,6 +113,8 @@ export async function runTilemaker(tilemaker: string, job: TilemakerJob): Promis
   try {
     await runTool(tilemaker, args, {
       pidFile: job.pidFile,
+      // The profile ranks the extract's country nodes as Natural Earth's countries are ranked.
+      env: { TILEBAKE_COUNTRY_RANKS: await countryRanks() },
       onLine: (l) => {
         progress.line(l);
         if (!PROGRESS_LINE.test(l)) {

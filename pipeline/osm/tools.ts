@@ -72,11 +72,13 @@ export interface RunOptions {
   onLine?: (line: string) => void;
   /** File the child's pid is appended to, so a later run can kill it if this process dies first. */
   pidFile?: string;
+  /** Environment variables set for the child besides this process's. */
+  env?: Record<string, string>;
 }
 
 /** Run `path args…`; resolves with stdout when it exits 0, rejects with a ToolError otherwise. */
 export async function runTool(path: string, args: string[], opts: RunOptions = {}): Promise<string> {
-  const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(opts.env ? { env: { ...process.env, ...opts.env } } : {}) });
   let stdout = '';
   let stderr = '';
   let pending = '';

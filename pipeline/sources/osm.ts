@@ -12,7 +12,7 @@ import { Compression } from 'pmtiles';
 import { UserError } from '../../lib/errors.ts';
 import { tileBounds, tileRangeForBBox, MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
 import { canonicalTile, publicVectorLayers } from '../osm/canonical.ts';
-import { naturalEarthLayers, NE_MAXZOOM } from '../osm/natural-earth.ts';
+import { NE_FIELDS, naturalEarthLayers, NE_MAXZOOM } from '../osm/natural-earth.ts';
 import { oceanLayers } from '../osm/ocean.ts';
 import { readOsmHeader } from '../osm/pbf-header.ts';
 import { layersForZooms, runShapeLayers } from '../osm/shape-runs.ts';
@@ -214,7 +214,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       ...m,
       bounds,
       center: defaultCenter(bounds, m.minzoom, m.maxzoom),
-      vector_layers: publicVectorLayers(m.vector_layers),
+      vector_layers: publicVectorLayers(m.vector_layers, NE_FIELDS),
     };
     return {
       path,
