@@ -4,10 +4,10 @@
  * them so that a shared, loaded machine weighs on each alike. Prints CPU ms per image (process CPU,
  * libvips threads and V8's GC threads included), GC pauses and output bytes per round, and the mean
  * over rounds after the first (warm-up). `--concurrency` images are composed at once, as the server's
- * limiter allows (TILEBAKE_STATIC_CONCURRENCY, default 4): fewer in flight make less garbage at once.
+ * limiter allows (TILEBAKE_STATIC_CONCURRENCY, default 2): more in flight make more garbage at once.
  *
  *   git worktree add /tmp/before <rev>   # or: mkdir /tmp/before && git archive <rev> | tar -x -C /tmp/before
- *   node --import tsx bench/static-map/compare.ts [--views 60] [--rounds 5] [--concurrency 4] [--out BUILD] /tmp/before .
+ *   node --import tsx bench/static-map/compare.ts [--views 60] [--rounds 5] [--concurrency 2] [--out BUILD] /tmp/before .
  *
  * A checkout needs node_modules (a symlink to this one's will do). Without `--out` the bench's z14
  * build of the sample is used (bench/static-map/sample.ts, built if absent).
@@ -17,11 +17,11 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { BBox } from '../../lib/tile-math.ts';
-import { buildSample, STYLE, views } from './sample.ts';
+import { buildSample, STYLE, viewParts, views } from './sample.ts';
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
-  options: { out: { type: 'string' }, views: { type: 'string', default: '60' }, rounds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '4' } },
+  options: { out: { type: 'string' }, views: { type: 'string', default: '60' }, rounds: { type: 'string', default: '5' }, concurrency: { type: 'string', default: '2' } },
 });
 const N = Number(args.views), ROUNDS = Number(args.rounds), CONC = Number(args.concurrency);
 if (positionals.length === 0 || ROUNDS < 2) throw new Error('usage: compare.ts [--views N] [--rounds R>=2] [--concurrency C] [--out BUILD] CHECKOUT...');
@@ -55,13 +55,7 @@ async function variant(dir: string): Promise<Variant> {
   const archives = archivesOf(ctx);
   const decoded = new DecodedTiles(64 * 1024 * 1024);
   const requests = views(entry.bounds as BBox, N).map((v) => {
-    const [path, q] = v.split('?');
-    const [view, size] = path.split('/');
-    const query: Record<string, string[]> = {};
-    for (const kv of q.split('&')) {
-      const [k, val] = kv.split('=');
-      (query[k] ??= []).push(decodeURIComponent(val));
-    }
+    const { view, size, query } = viewParts(v);
     return params.parseStaticMapRequest(view, size, query, params.DEFAULT_STATIC_MAP_LIMITS);
   });
   return {

@@ -26,7 +26,7 @@ export interface StaticMapLimits {
   maxMarkers: number;
   /**
    * Images composed at once per process (TILEBAKE_STATIC_CONCURRENCY) and waiting (TILEBAKE_STATIC_QUEUE); more get 503.
-   * 2, not 4: with one process per core, 4 in flight each cost ~8 % more CPU per image under wrk (more
+   * 2, not 4: with one process per core, 4 in flight each cost ~7 % more CPU per image under wrk (more
    * libvips threads than cores, more garbage at once) for fewer images/s (docs/static-map-speed.md).
    */
   concurrency: number;
