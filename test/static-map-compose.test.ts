@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Camera } from '../static-server/static-map/camera.ts';
 import { composeBase, planRegion, stitchRegion, type RasterSource } from '../static-server/static-map/compose.ts';
 import type { DecodedTile } from '../static-server/static-map/decoded-tiles.ts';
+import { pixelPool } from '../static-server/static-map/pixel-pool.ts';
 
 const T = 256;
 const Z = 3;
@@ -121,6 +122,28 @@ describe('images reaching beyond the build', () => {
     expect(r.opaque).toBeLessThanOrEqual(1);
     // Colours of translucent pixels come back through premultiplication: a few units off where alpha is low.
     expect(r.edge).toBeLessThanOrEqual(12);
+  });
+
+  it('a region stitched into reused pool buffers is 0 where tiles are missing and the tiles\' pixels elsewhere', async () => {
+    const src = source(['4/4']);
+    // At the tile grid at zoom Z: the region is the image, 2x2 tiles from 3/3.
+    const plan = planRegion(camera(1024, 1024, Z, 2 * T, 2 * T), src, 2 * T, 2 * T);
+    expect(plan.exact).toBe(true);
+    // Dirty buffers of the sizes the region takes go back to the pool first.
+    const dirty = [pixelPool.acquire(4 * T * T * 3).fill(0xab), pixelPool.acquire(4 * T * T).fill(0xab)];
+    for (const b of dirty) pixelPool.release(b);
+    const st = await stitchRegion(src, plan);
+    expect(st.rgb.buffer === dirty[0].buffer || st.alpha!.buffer === dirty[1].buffer).toBe(true);
+    const t33 = (await src.tile(Z, 3, 3))!;
+    for (let row = 0; row < 2 * T; row += 17) {
+      for (let col = 0; col < 2 * T; col += 13) {
+        const k = row * 2 * T + col;
+        const missing = row >= T && col >= T;
+        expect(st.alpha![k]).toBe(missing ? 0 : 255);
+        if (missing) expect([st.rgb[k * 3], st.rgb[k * 3 + 1], st.rgb[k * 3 + 2]]).toEqual([0, 0, 0]);
+        if (row < T && col < T) expect(st.rgb.subarray(k * 3, k * 3 + 3)).toEqual(t33.rgb.subarray((row * T + col) * 3, (row * T + col) * 3 + 3));
+      }
+    }
   });
 
   it('a rotated view keeps the missing tiles transparent and the rest opaque', async () => {

@@ -327,7 +327,7 @@ describe('units', () => {
 
   it('limits come from the environment, and a bad value names the variable', () => {
     expect(staticMapLimitsFromEnv({})).toEqual(DEFAULT_STATIC_MAP_LIMITS);
-    expect(staticMapLimitsFromEnv({ TILEBAKE_STATIC_MAX_SIZE: '4096', TILEBAKE_STATIC_QUEUE: '8' })).toMatchObject({ maxSize: 4096, queue: 8, concurrency: 4 });
+    expect(staticMapLimitsFromEnv({ TILEBAKE_STATIC_MAX_SIZE: '4096', TILEBAKE_STATIC_QUEUE: '8' })).toMatchObject({ maxSize: 4096, queue: 8, concurrency: 2 });
     expect(() => staticMapLimitsFromEnv({ TILEBAKE_STATIC_MAX_SIZE: 'abc' })).toThrow(/TILEBAKE_STATIC_MAX_SIZE: expected a positive integer/);
   });
 });

@@ -3,24 +3,28 @@
  * calling the compose functions in a loop without HTTP: tile fetch + decode (decoded-tile cache
  * cold), stitch, resample, overlay (SVG text, librsvg raster, blend), encode. CPU time of the whole
  * process (process.cpuUsage, libvips threads included), so a loaded machine skews it less than wall time.
+ * A step's figure includes the garbage collections earlier steps caused (GC pauses are printed too):
+ * bench/static-map/compare.ts measures a change end to end.
  *
  *   node --import tsx bench/static-map/profile.ts [--out BUILD] [--views 60]
  *
  * Without `--out` the bench's z14 build of the sample (bench/static-map/sample.ts) is used (built if absent).
  */
 import { resolve } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { archivesOf } from '../../static-server/archives.ts';
 import { styleRasterSource } from '../../static-server/overzoom/upscale.ts';
 import { createServerContext } from '../../static-server/serve.ts';
 import { cameraFor } from '../../static-server/static-map/camera.ts';
-import { encodeImage, planRegion, resampleRegion, stitchRegion } from '../../static-server/static-map/compose.ts';
+import { encodeImage, planRegion, resampleRegion, stitchRegion, type RawImage } from '../../static-server/static-map/compose.ts';
 import { DecodedTiles } from '../../static-server/static-map/decoded-tiles.ts';
 import { blendOverlay, rasteriseOverlay } from '../../static-server/static-map/overlay-raster.ts';
 import { overlaySvg } from '../../static-server/static-map/overlay.ts';
+import { pixelPool } from '../../static-server/static-map/pixel-pool.ts';
 import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest } from '../../static-server/static-map/params.ts';
 import type { BBox } from '../../lib/tile-math.ts';
-import { buildSample, STYLE, views } from './sample.ts';
+import { buildSample, STYLE, viewParts, views } from './sample.ts';
 
 const { values: args } = parseArgs({ options: { out: { type: 'string' }, views: { type: 'string', default: '60' } } });
 const N = Number(args.views);
@@ -31,19 +35,18 @@ const cpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 
+let gcMs = 0, gcCount = 0;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) (gcMs += e.duration), gcCount++;
+}).observe({ entryTypes: ['gc'] });
+
 const ctx = await createServerContext({ out, port: 0, host: '127.0.0.1', auth: false, cors: '', cacheMb: 256, logLevel: 'warn' });
 const entry = ctx.manifest.styles[STYLE];
 const archive = Object.values(entry.archives).find((a) => a.scale === 2 && a.format === 'png');
 if (!archive) throw new Error(`${out}: style ${STYLE} has no @2x PNG tiles`);
 const archives = archivesOf(ctx);
 const requests = views(entry.bounds as BBox, N).map((v) => {
-  const [path, q] = v.split('?');
-  const [view, size] = path.split('/');
-  const query: Record<string, string[]> = {};
-  for (const kv of q.split('&')) {
-    const [k, val] = kv.split('=');
-    (query[k] ??= []).push(decodeURIComponent(val));
-  }
+  const { view, size, query } = viewParts(v);
   return parseStaticMapRequest(view, size, query, DEFAULT_STATIC_MAP_LIMITS);
 });
 
@@ -62,14 +65,17 @@ for (let pass = 0; pass < 2; pass++) {
   // Pass 0 warms the archive reader, tile cache and JIT; pass 1 is measured.
   for (const s of steps) total[s] = 0;
   tiles = rgb = bytes = upscaled = 0;
+  gcMs = gcCount = 0;
   for (const req of requests) {
     const cam = cameraFor(req, entry.maxzoom);
     const cold = new DecodedTiles(1024 * 1024 * 1024);
     const plan = planRegion(cam, styleRasterSource(archives, cold, entry, archive), cam.width, cam.height);
-    await timed('fetch+decode (cold)', () => stitchRegion(styleRasterSource(archives, cold, entry, archive), plan));
+    // The extra stitches go back to the pixel pool, as the server's one does after resampling.
+    const release = (r: RawImage) => (pixelPool.release(r.rgb), pixelPool.release(r.alpha));
+    release(await timed('fetch+decode (cold)', () => stitchRegion(styleRasterSource(archives, cold, entry, archive), plan)));
     tiles += cold.cache.size;
     const src = styleRasterSource(archives, warm, entry, archive);
-    await stitchRegion(src, plan);
+    release(await stitchRegion(src, plan));
     const before = total.stitch;
     const region = await timed('stitch', () => stitchRegion(src, plan));
     total['fetch+decode (cold)'] -= total.stitch - before; // the cold pass stitched too
@@ -94,6 +100,8 @@ const lines = [
   ...steps.map((s) => `| ${s} | ${(total[s] / N).toFixed(1)} |`),
   `| **all steps** | **${(sum / N).toFixed(1)}** |`,
   `| all but fetch+decode (decoded tiles cached) | ${((sum - total['fetch+decode (cold)']) / N).toFixed(1)} |`,
+  '',
+  `GC pauses on the main thread (within the steps above): ${gcCount} in ${N} views, ${(gcMs / N).toFixed(1)} wall ms per image.`,
 ];
 console.log(lines.join('\n'));
 process.exit(0);

@@ -75,3 +75,15 @@ export function views(bounds: BBox, n: number): string[] {
   }
   return out;
 }
+
+/** A line of `views` split as the static route receives it: view, size and query (values decoded). */
+export function viewParts(line: string): { view: string; size: string; query: Record<string, string[]> } {
+  const [path, q] = line.split('?');
+  const [view, size] = path.split('/');
+  const query: Record<string, string[]> = {};
+  for (const kv of q.split('&')) {
+    const [k, val] = kv.split('=');
+    (query[k] ??= []).push(decodeURIComponent(val));
+  }
+  return { view, size, query };
+}

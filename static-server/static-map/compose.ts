@@ -14,6 +14,7 @@ import { worldPixels, type Camera } from './camera.ts';
 import type { DecodedTile } from './decoded-tiles.ts';
 import { blendOverlay, rasteriseOverlay } from './overlay-raster.ts';
 import type { OverlaySvg } from './overlay.ts';
+import { pixelPool } from './pixel-pool.ts';
 import { resampledMask, type MaskKernel, type TileMask } from './tile-mask.ts';
 
 /** Baked raster tiles of one archive. */
@@ -93,19 +94,19 @@ export function planRegion(cam: Camera, src: RasterSource, w: number, h: number)
   return { tz, f, exact, x0, y0, x1, y1, sxL, syT, w, h };
 }
 
-/** Copy a decoded tile into the region at (left, top), clipped. */
-function blit(region: RawImage, tile: DecodedTile, left: number, top: number): void {
+/** Copy a decoded tile into the region at (left, top), clipped; no tile (null) clears its pixels to transparent. */
+function blit(region: RawImage, tile: DecodedTile | null, size: number, left: number, top: number): void {
   const { width: rw, height: rh } = region;
-  const size = tile.size;
   const x0 = Math.max(0, left), x1 = Math.min(rw, left + size);
   if (x1 <= x0) return;
   for (let row = Math.max(0, top); row < Math.min(rh, top + size); row++) {
     const src = (row - top) * size + (x0 - left);
     const dst = row * rw + x0;
-    tile.rgb.copy(region.rgb, dst * 3, src * 3, (src + x1 - x0) * 3);
+    if (tile) tile.rgb.copy(region.rgb, dst * 3, src * 3, (src + x1 - x0) * 3);
+    else region.rgb.fill(0, dst * 3, (dst + x1 - x0) * 3);
     if (!region.alpha) continue;
-    if (tile.alpha) tile.alpha.copy(region.alpha, dst, src, src + x1 - x0);
-    else region.alpha.fill(255, dst, dst + x1 - x0);
+    if (tile?.alpha) tile.alpha.copy(region.alpha, dst, src, src + x1 - x0);
+    else region.alpha.fill(tile ? 255 : 0, dst, dst + x1 - x0);
   }
 }
 
@@ -140,29 +141,34 @@ export async function stitchRegion(src: RasterSource, plan: RegionPlan): Promise
   const tiles = await Promise.all(jobs);
   const rw = x1 - x0, rh = y1 - y0;
   const opaque = tiles.every((t) => t && !t.alpha);
-  // Opaque: the tiles cover every pixel. Otherwise pixels without a tile stay 0 (transparent).
+  // Every pixel is written: copied from its tile, or 0 (transparent) where the build has none.
   const region: StitchedRegion = {
-    rgb: opaque ? Buffer.allocUnsafe(rw * rh * 3) : Buffer.alloc(rw * rh * 3),
-    alpha: opaque ? null : Buffer.alloc(rw * rh),
+    rgb: pixelPool.acquire(rw * rh * 3),
+    alpha: opaque ? null : pixelPool.acquire(rw * rh),
     width: rw,
     height: rh,
     mask: { colEdges: edges(x0, x1, T), rowEdges: edges(y0, y1, T), present: tiles.map((t) => t !== null) },
     translucentTiles: tiles.some((t) => t?.alpha),
   };
   const tx0 = Math.floor(x0 / T), ty0 = Math.floor(y0 / T);
-  tiles.forEach((t, i) => {
-    if (t) blit(region, t, (tx0 + (i % cols)) * T - x0, (ty0 + Math.floor(i / cols)) * T - y0);
-  });
+  tiles.forEach((t, i) => blit(region, t, T, (tx0 + (i % cols)) * T - x0, (ty0 + Math.floor(i / cols)) * T - y0));
   return region;
 }
 
-/** Run one sharp pipeline over both planes of an image (alpha as a one-band image, which sharp would otherwise output as sRGB). */
+/** Hand an image's planes back to the pixel pool: nothing may read them afterwards. */
+function releaseImage(img: RawImage): void {
+  pixelPool.release(img.rgb);
+  pixelPool.release(img.alpha);
+}
+
+/** Run one sharp pipeline over both planes of an image (alpha as a one-band image, which sharp would otherwise output as sRGB); `img`'s planes are released. */
 async function perPlane(img: RawImage, op: (s: Sharp) => Sharp): Promise<RawImage> {
   const run = (data: Buffer, channels: 1 | 3) => {
     const s = op(sharp(data, { raw: { width: img.width, height: img.height, channels } }));
     return (channels === 1 ? s.toColourspace('b-w') : s).raw().toBuffer({ resolveWithObject: true });
   };
   const [rgb, alpha] = await Promise.all([run(img.rgb, 3), img.alpha ? run(img.alpha, 1) : null]);
+  releaseImage(img);
   return { rgb: rgb.data, alpha: alpha?.data ?? null, width: rgb.info.width, height: rgb.info.height };
 }
 
@@ -174,7 +180,7 @@ async function perPlane(img: RawImage, op: (s: Sharp) => Sharp): Promise<RawImag
 const DOWN_KERNEL: MaskKernel = 'lanczos3';
 const UP_KERNEL: MaskKernel = 'linear';
 
-/** The view's `w`×`h` pixels out of the stitched region: resampled by the plan's factor and cropped. */
+/** The view's `w`×`h` pixels out of the stitched region: resampled by the plan's factor and cropped. The region's planes are released (or become the image's, when exact). */
 export async function resampleRegion(region: StitchedRegion, plan: RegionPlan): Promise<RawImage> {
   const { f, w, h } = plan;
   if (plan.exact) return { rgb: region.rgb, alpha: region.alpha, width: w, height: h };
@@ -185,6 +191,7 @@ export async function resampleRegion(region: StitchedRegion, plan: RegionPlan): 
   const resize = (s: Sharp) => s.resize(sw, sh, { fit: 'fill', kernel }).extract({ left, top, width: w, height: h });
   if (!region.alpha || region.translucentTiles) return perPlane(region, resize);
   const rgb = await resize(sharp(region.rgb, { raw: { width: region.width, height: region.height, channels: 3 } })).raw().toBuffer();
+  releaseImage(region);
   const alpha = resampledMask(region.mask, { n: region.width, scale: sw / region.width, offset: left, m: w }, { n: region.height, scale: sh / region.height, offset: top, m: h }, kernel);
   return { rgb, alpha, width: w, height: h };
 }
@@ -236,7 +243,7 @@ function unpremultiplyPixel(rgb: Buffer, alpha: Buffer, k: number): void {
   rgb[j + 2] = Math.min(255, (rgb[j + 2] * 255 + (a >> 1)) / a);
 }
 
-/** Encode the base with the overlay rasterised and blended on top (the base's buffers are changed). */
+/** Encode the base with the overlay rasterised and blended on top (the base's buffers are changed, then released to the pixel pool). */
 export async function encodeImage(base: RawImage, overlay: OverlaySvg | undefined, format: 'png' | 'jpg'): Promise<Buffer> {
   if (overlay) blendOverlay(base, await rasteriseOverlay(overlay));
   let img = sharp(base.rgb, { raw: { width: base.width, height: base.height, channels: 3 } });
@@ -244,6 +251,7 @@ export async function encodeImage(base: RawImage, overlay: OverlaySvg | undefine
     unpremultiply(base.rgb, base.alpha);
     img = img.joinChannel(base.alpha, { raw: { width: base.width, height: base.height, channels: 1 } });
   }
-  if (format === 'jpg') return img.flatten({ background: '#ffffff' }).jpeg({ quality: JPEG_QUALITY }).toBuffer();
-  return img.png({ compressionLevel: PNG_COMPRESSION }).toBuffer();
+  const encoded = await (format === 'jpg' ? img.flatten({ background: '#ffffff' }).jpeg({ quality: JPEG_QUALITY }) : img.png({ compressionLevel: PNG_COMPRESSION })).toBuffer();
+  releaseImage(base);
+  return encoded;
 }

@@ -24,12 +24,16 @@ export interface StaticMapLimits {
   maxPoints: number;
   maxPaths: number;
   maxMarkers: number;
-  /** Images composed at once (TILEBAKE_STATIC_CONCURRENCY) and waiting (TILEBAKE_STATIC_QUEUE); more get 503. */
+  /**
+   * Images composed at once per process (TILEBAKE_STATIC_CONCURRENCY) and waiting (TILEBAKE_STATIC_QUEUE); more get 503.
+   * 2, not 4: with one process per core, 4 in flight each cost ~7 % more CPU per image under wrk (more
+   * libvips threads than cores, more garbage at once) for fewer images/s (docs/static-map-speed.md).
+   */
   concurrency: number;
   queue: number;
 }
 
-export const DEFAULT_STATIC_MAP_LIMITS: StaticMapLimits = Object.freeze({ maxSize: 2048, maxPoints: 5000, maxPaths: 50, maxMarkers: 100, concurrency: 4, queue: 64 });
+export const DEFAULT_STATIC_MAP_LIMITS: StaticMapLimits = Object.freeze({ maxSize: 2048, maxPoints: 5000, maxPaths: 50, maxMarkers: 100, concurrency: 2, queue: 64 });
 
 /** Limits from the environment, else the defaults. */
 export function staticMapLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): StaticMapLimits {

@@ -7,6 +7,7 @@
  * The kernels mirror libvips' (centre-aligned sampling, kernel stretched when downsizing, edge pixels
  * repeated); where their rounding differs, alpha is a few units off along the edges of the data.
  */
+import { pixelPool } from './pixel-pool.ts';
 
 /** Which tiles of a stitched region are present: tile column k spans region columns colEdges[k] … colEdges[k+1]. */
 export interface TileMask {
@@ -77,7 +78,8 @@ export function resampledMask(mask: TileMask, x: Axis, y: Axis, kernel: MaskKern
     for (let r = 0; r < py.length; r++) if (mask.present[r * cols + c]) for (let Y = 0; Y < y.m; Y++) v[Y] += py[r][Y];
     return Uint8Array.from(v, byte);
   });
-  const alpha = Buffer.alloc(x.m * y.m);
+  // Every byte is written below.
+  const alpha = pixelPool.acquire(x.m * y.m);
   const row = new Float64Array(cols);
   for (let Y = 0; Y < y.m; Y++) {
     // Rows inside one band of tile rows repeat the row above.
