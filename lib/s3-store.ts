@@ -9,16 +9,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  paginateListObjectsV2,
-  PutObjectCommand,
-  S3Client,
-  S3ServiceException,
-  type GetObjectCommandOutput,
-} from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import type { GetObjectCommandOutput, S3Client, S3ClientConfig, S3ServiceException } from '@aws-sdk/client-s3';
 import { produceAtomic } from './atomic.ts';
 import { UserError } from './errors.ts';
 import type { ConditionalRead, RangeSource, StoredObject, StoreOptions, WritableStore } from './store-types.ts';
@@ -30,6 +21,15 @@ const FALLBACK_REGION = 'us-east-1';
 const TRANSFER_TIMEOUT_MS = 30 * 60_000;
 /** Part size of multipart uploads (S3's minimum is 5 MiB). */
 const PART_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The AWS SDK, loaded on the first request: it costs ~0.2 CPU s to import, which every command and
+ * `serve` process paid whether or not it used S3 (a shard of a folder run, a server of a folder).
+ */
+let sdkModule: Promise<typeof import('@aws-sdk/client-s3')> | undefined;
+function sdk(): Promise<typeof import('@aws-sdk/client-s3')> {
+  return (sdkModule ??= import('@aws-sdk/client-s3'));
+}
 
 /** Bucket and key prefix of an `s3://bucket/prefix` location; the prefix is empty or ends with `/`. */
 export function parseS3Url(location: string): { bucket: string; prefix: string } {
@@ -54,7 +54,7 @@ export function s3EndpointOf(option: string | undefined, env: NodeJS.ProcessEnv 
 /** The region from the standard AWS chain (AWS_REGION, the profile's config), else us-east-1. */
 async function defaultRegion(): Promise<string> {
   try {
-    return await new S3Client({}).config.region();
+    return await new (await sdk()).S3Client({}).config.region();
   } catch {
     return FALLBACK_REGION;
   }
@@ -73,7 +73,8 @@ function hintFor(name: string): string {
 
 /** Why a request failed, as a thrown value `guardedRead` classifies (HTTP status decides `transient`). */
 function s3Failure(e: unknown): unknown {
-  if (e instanceof S3ServiceException || (e as { $metadata?: unknown })?.$metadata !== undefined) {
+  // An S3ServiceException (or another SDK error) carries $metadata; the SDK is loaded by then.
+  if ((e as { $metadata?: unknown })?.$metadata !== undefined) {
     const err = e as S3ServiceException;
     const status = err.$metadata?.httpStatusCode;
     // Throttling answers are transient even when a store sends them as 400.
@@ -108,7 +109,7 @@ class S3RangeSource implements RangeSource {
     if (length <= 0) return Promise.resolve(new Uint8Array(0));
     return this.store.request(`${this.key()} bytes ${offset}+${length}`, 'read', async (signal) => {
       try {
-        const res = await this.store.client.send(this.store.getCommand(this.relPath, { Range: `bytes=${offset}-${offset + length - 1}` }), { abortSignal: signal });
+        const res = await this.store.getObject(this.relPath, { Range: `bytes=${offset}-${offset + length - 1}` }, signal);
         return await bodyBytes(res);
       } catch (e) {
         // Past the end of the object: nothing to read, as from a file.
@@ -129,7 +130,8 @@ class S3RangeSource implements RangeSource {
 export class S3Store implements WritableStore {
   readonly location: string;
   readonly bucket: string;
-  readonly client: S3Client;
+  private readonly clientConfig: S3ClientConfig;
+  private clientPromise?: Promise<S3Client>;
   private readonly prefix: string;
   private readonly policy: ReadPolicy;
   private readonly onRead?: ReadListener;
@@ -142,7 +144,7 @@ export class S3Store implements WritableStore {
     this.policy = opts.policy ?? DEFAULT_READ_POLICY;
     this.onRead = opts.onRead;
     const endpoint = s3EndpointOf(opts.s3Endpoint);
-    this.client = new S3Client({
+    this.clientConfig = {
       region: defaultRegion,
       // Custom endpoints (Swift, Ceph, MinIO) address buckets by path, not by DNS name.
       ...(endpoint !== undefined ? { endpoint, forcePathStyle: true } : { followRegionRedirects: true }),
@@ -152,7 +154,12 @@ export class S3Store implements WritableStore {
       // streaming checksum trailers the SDK would add to every upload by default.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-    });
+    };
+  }
+
+  /** The SDK client, made on first use (the SDK is loaded then). */
+  client(): Promise<S3Client> {
+    return (this.clientPromise ??= sdk().then((m) => new m.S3Client(this.clientConfig)));
   }
 
   /** The object key of `relPath`. */
@@ -166,8 +173,9 @@ export class S3Store implements WritableStore {
   }
 
   /** A GetObject of `relPath` with extra parameters (Range, IfNoneMatch). */
-  getCommand(relPath: string, extra: { Range?: string; IfNoneMatch?: string } = {}): GetObjectCommand {
-    return new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(relPath), ...extra });
+  async getObject(relPath: string, extra: { Range?: string; IfNoneMatch?: string }, signal: AbortSignal): Promise<GetObjectCommandOutput> {
+    const [client, { GetObjectCommand }] = await Promise.all([this.client(), sdk()]);
+    return client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(relPath), ...extra }), { abortSignal: signal });
   }
 
   /**
@@ -198,7 +206,7 @@ export class S3Store implements WritableStore {
   readFileIfChanged(relPath: string, etag?: string): Promise<ConditionalRead> {
     return this.request(this.urlOf(relPath), 'read', async (signal): Promise<ConditionalRead> => {
       try {
-        const res = await this.client.send(this.getCommand(relPath, etag ? { IfNoneMatch: etag } : {}), { abortSignal: signal });
+        const res = await this.getObject(relPath, etag ? { IfNoneMatch: etag } : {}, signal);
         return { bytes: await bodyBytes(res), etag: res.ETag };
       } catch (e) {
         const status = statusOf(e);
@@ -215,17 +223,19 @@ export class S3Store implements WritableStore {
 
   async putBytes(relPath: string, bytes: Uint8Array | string): Promise<void> {
     const body = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
+    const [client, { PutObjectCommand }] = await Promise.all([this.client(), sdk()]);
     await this.request(this.urlOf(relPath), 'transfer', (signal) =>
-      this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.keyOf(relPath), Body: body, ContentLength: body.byteLength }), { abortSignal: signal }),
+      client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.keyOf(relPath), Body: body, ContentLength: body.byteLength }), { abortSignal: signal }),
     );
   }
 
   async putFile(relPath: string, localPath: string): Promise<StoredObject> {
     const bytes = (await stat(localPath)).size;
+    const [client, { Upload }] = await Promise.all([this.client(), import('@aws-sdk/lib-storage')]);
     await this.request(`${this.urlOf(relPath)} (upload of ${localPath})`, 'transfer', async (signal) => {
       // Multipart above one part; a failed upload is aborted, so no parts are left behind.
       const upload = new Upload({
-        client: this.client,
+        client,
         params: { Bucket: this.bucket, Key: this.keyOf(relPath), Body: createReadStream(localPath), ContentLength: bytes },
         partSize: PART_BYTES,
         queueSize: 4,
@@ -241,7 +251,7 @@ export class S3Store implements WritableStore {
     return this.request(`${this.urlOf(relPath)} (download to ${localPath})`, 'transfer', async (signal) => {
       let res: GetObjectCommandOutput;
       try {
-        res = await this.client.send(this.getCommand(relPath), { abortSignal: signal });
+        res = await this.getObject(relPath, {}, signal);
       } catch (e) {
         if (statusOf(e) === 404 && (e as Error).name !== 'NoSuchBucket') return false;
         throw e;
@@ -252,9 +262,10 @@ export class S3Store implements WritableStore {
   }
 
   async list(prefix: string): Promise<StoredObject[]> {
+    const [client, { paginateListObjectsV2 }] = await Promise.all([this.client(), sdk()]);
     return this.request(`${this.urlOf(prefix)}* (list)`, 'transfer', async (signal) => {
       const out: StoredObject[] = [];
-      const pages = paginateListObjectsV2({ client: this.client }, { Bucket: this.bucket, Prefix: this.keyOf(prefix) }, { abortSignal: signal });
+      const pages = paginateListObjectsV2({ client }, { Bucket: this.bucket, Prefix: this.keyOf(prefix) }, { abortSignal: signal });
       for await (const page of pages) {
         for (const o of page.Contents ?? []) {
           if (o.Key !== undefined) out.push({ path: o.Key.slice(this.prefix.length), bytes: o.Size ?? 0 });
@@ -265,8 +276,9 @@ export class S3Store implements WritableStore {
   }
 
   async delete(relPath: string): Promise<void> {
+    const [client, { DeleteObjectCommand }] = await Promise.all([this.client(), sdk()]);
     await this.request(this.urlOf(relPath), 'transfer', (signal) =>
-      this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(relPath) }), { abortSignal: signal }),
+      client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(relPath) }), { abortSignal: signal }),
     );
   }
 }

@@ -29,7 +29,7 @@ export function program(argv: string[]): Argv {
           .option('config', { alias: 'c', type: 'string', demandOption: true, describe: 'Build config JSON' })
           .option('out', { alias: 'o', type: 'string', describe: 'Output folder (default: the config\'s "out")' })
           .option('only', { choices: ['vector', 'render', 'elevation'] as const, describe: 'Run one stage only' })
-          .option('workers', { type: 'number', describe: 'Render pool size: browsers rendering at once (default: one per two cores)' })
+          .option('workers', { type: 'number', describe: 'Render pool size: browsers rendering at once (default: one per two CPUs this process may use: the Slurm allocation, the cgroup CPU quota or the CPU affinity, the fewest)' })
           .option('full', { type: 'boolean', default: false, describe: 'Build everything again instead of reusing the current version for unchanged inputs' })
           .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in <out>/builds/ (the current one and versions a running server holds are always kept)' }),
       async (a) => {
@@ -126,7 +126,7 @@ export function program(argv: string[]): Argv {
           .option('keys', { type: 'string', describe: 'Keys file: secret and origin keys, scopes, rate limits, quotas (docs/keys.md); reloaded on change and SIGHUP' })
           .option('limits', { type: 'string', describe: 'redis://… to share rate limits and quotas between servers (default: this server\'s own)' })
           .option('state-dir', { type: 'string', describe: 'Folder of usage and quota counts (default: <out>/.state)' })
-          .option('workers', { type: 'number', describe: 'HTTP worker processes (default: number of cores)' })
+          .option('workers', { type: 'number', describe: 'HTTP worker processes (default: CPUs this process may use: the Slurm allocation, the cgroup CPU quota or the CPU affinity, the fewest)' })
           .option('cache-control', { type: 'string', describe: 'Cache-Control of tiles (default: "private, max-age=86400" with auth, "public, …" with --no-auth)' })
           .option('cors', { type: 'string', default: '*', describe: 'Access-Control-Allow-Origin (empty to disable)' })
           .option('cache-mb', { type: 'number', default: 256, describe: 'Memory for cached tiles and elevation blocks, per worker (MB)' })

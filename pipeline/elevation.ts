@@ -4,9 +4,9 @@
  * Inputs are fingerprinted by content: an unchanged DEM set keeps its index, unchanged outputs are
  * kept, and a killed build resumes (index chunks, tile batches) where it stopped.
  */
-import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { rm, stat } from 'node:fs/promises';
+import { availableCpus } from '../lib/cpus.ts';
 import type { IndexMeta } from '../lib/elevation/format.ts';
 import { ElevationIndex } from '../lib/elevation/reader.ts';
 import { UserError } from '../lib/errors.ts';
@@ -117,7 +117,7 @@ export async function buildElevation(outDir: string, sources: DemSource[], opts:
   const files = await expandSources(sources);
   const indexPath = join(outDir, ELEVATION_INDEX_PATH);
   const workDir = join(outDir, WORK_DIR);
-  const threads = opts.threads ?? availableParallelism();
+  const threads = opts.threads ?? availableCpus();
   // The pool's threads start while the inputs are checked.
   const pool = createPool(new URL('../workers/elevation-tiles.ts', import.meta.url).href, threads);
   const stats: ElevationStats = { indexKept: false, chunks: 0, resumedChunks: 0, gridLoads: 0, indexSeconds: 0 };

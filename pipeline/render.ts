@@ -4,6 +4,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { cpuBudget } from '../lib/cpus.ts';
 import { UserError } from '../lib/errors.ts';
 import { readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
 import { OverlayStore } from '../lib/overlay-store.ts';
@@ -315,6 +316,10 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   const store = opts.dataStore ? new OverlayStore(local, opts.dataStore, new Set(Object.values(manifest.tilesets).map((t) => t.archive))) : local;
   const server = await startRenderServer({ store, manifest: served, pageDir: RENDER_PAGE_DIR });
   const workers = opts.workers ?? config.render.workers ?? defaultRenderWorkers();
+  if (opts.workers === undefined && config.render.workers === undefined) {
+    const b = cpuBudget();
+    logLine(`render: up to ${workers} browser${workers === 1 ? '' : 's'}, one per two CPUs this process may use (${b.cpus}: ${b.from}; --workers overrides)`);
+  }
   let renderer: Promise<MetatileRenderer> | undefined;
   const cfg: BuildConfig = { ...config, render: { ...config.render, workers } };
   const changed = changedTilesets(data, opts.previous ? new LocalStore(opts.previous) : undefined, manifest);

@@ -37,7 +37,7 @@ const MEANING: Record<string, string> = {
   render: 'renderer settings shared by every style',
   'render.metatile': 'tiles per metatile side',
   'render.margin': 'margin in CSS px rendered around a metatile and cropped away',
-  'render.workers': 'render pool size, one Chromium each (default: one per two cores, at least 1)',
+  'render.workers': 'render pool size, one Chromium each (default: one per two CPUs this process may use — Slurm allocation, cgroup CPU quota, affinity — at least 1)',
   'render.png': 'PNG encoding',
   'render.png.compressionLevel': 'zlib level',
   'render.png.palette': 'quantise to a palette',

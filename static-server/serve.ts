@@ -1,9 +1,9 @@
 import cluster, { type Worker } from 'node:cluster';
 import { createServer, type Server } from 'node:http';
-import { availableParallelism } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
+import { availableCpus } from '../lib/cpus.ts';
 import { resolveCurrentVersion, versionStore, type CurrentVersion } from '../lib/build-version.ts';
 import { loadManifest, type Manifest } from '../lib/manifest.ts';
 import { openStore, type Store } from '../lib/storage.ts';
@@ -321,7 +321,7 @@ export function startupWarnings(options: ServeOptions): string[] {
  */
 export async function serve(options: ServeOptions): Promise<void> {
   const log = pino({ level: options.logLevel });
-  const count = Math.max(1, options.workers ?? availableParallelism());
+  const count = Math.max(1, options.workers ?? availableCpus());
   if (!cluster.isWorker) for (const w of startupWarnings(options)) log.warn(w);
   if (cluster.isWorker) {
     enableClusterMetrics();

@@ -81,11 +81,12 @@ export class MetatileRenderer {
     private readonly opts: MetatileRendererOptions,
   ) {}
 
-  /** Start the pool: `opts.workers` threads, each starting its browser on `server`'s render page with `first`. */
+  /** Start the pool: up to `opts.workers` threads, started as batches come, each starting its browser on `server`'s render page with `first`. */
   static async start(server: RenderHost, first: FirstStyle, opts: MetatileRendererOptions): Promise<MetatileRenderer> {
     const profiles = await createProfiles();
     const workerData: RenderWorkerData = { browser: chromiumCommand(renderPageUrl(server, first)), profiles };
-    const pool = createPool(WORKER_MODULE, opts.workers, { workerData, tsx: false, background: true });
+    // Lazy: a thread (and its browser) starts when a task needs it; a job of fewer batches than workers starts fewer browsers.
+    const pool = createPool(WORKER_MODULE, opts.workers, { workerData, tsx: false, background: true, lazy: true });
     return new MetatileRenderer(server, pool, profiles, opts);
   }
 
@@ -198,7 +199,8 @@ export class MetatileRenderer {
    */
   async close(): Promise<void> {
     const close: CloseTask = { close: true };
-    await Promise.allSettled(Array.from({ length: this.opts.workers }, () => this.pool.run(close, { signal: AbortSignal.timeout(CLOSE_TIMEOUT_MS) })));
+    // One per thread started (threads never started have no browser; a close task must not start one).
+    await Promise.allSettled(Array.from({ length: this.pool.threads.length }, () => this.pool.run(close, { signal: AbortSignal.timeout(CLOSE_TIMEOUT_MS) })));
     await this.pool.close();
     await this.pool.destroy();
     await removeProfiles(this.profiles);

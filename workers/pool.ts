@@ -1,5 +1,5 @@
-import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
+import { availableCpus } from '../lib/cpus.ts';
 
 /** True for `--import`/`--loader` flags (the flag's index in argv) that load tsx. */
 function isTsxFlag(argv: readonly string[], i: number): boolean {
@@ -25,20 +25,21 @@ export function workerExecArgv(tsx = true): string[] {
   return argv;
 }
 
-/** Default pool size: one thread per core. */
+/** Default pool size: one thread per CPU this process may use (lib/cpus.ts: the engine's allocation, the cgroup quota, the affinity). */
 export function defaultWorkers(): number {
-  return availableParallelism();
+  return availableCpus();
 }
 
 /**
- * Default render pool size: one worker (one headless Chromium) per two cores. One Chromium keeps two
- * cores busy: SwiftShader rasterises on a thread per core while MapLibre's main thread and tile worker
+ * Default render pool size: one worker (one headless Chromium) per two CPUs this process may use
+ * (lib/cpus.ts: a Slurm task of `-c 2` or a pod limited to 2 CPUs gets one, whatever the node's
+ * cores). One Chromium keeps two cores busy: SwiftShader rasterises on a thread per core while MapLibre's main thread and tile worker
  * run beside it. Measured on 2 cores (bench/render), a second browser adds only its start-up (~1.4
  * CPU-s: Chromium, page, MapLibre, the style, compiling MapLibre's code) and parses tiles the first
  * already parsed: the stage is slower with 2 browsers than with 1 at every job size measured.
  */
 export function defaultRenderWorkers(): number {
-  return Math.max(1, Math.floor(availableParallelism() / 2));
+  return Math.max(1, Math.floor(availableCpus() / 2));
 }
 
 /** Options of createPool. */
@@ -52,13 +53,18 @@ export interface PoolOptions {
    * browser starting or running). By default Piscina blocks idle threads in Atomics.wait.
    */
   background?: boolean;
+  /**
+   * Start threads as tasks come (up to `threads`), not all at once: for threads that start something
+   * costly (a browser), so that a job of fewer tasks than threads starts no more than it uses.
+   */
+  lazy?: boolean;
 }
 
 /** A Piscina pool running `filename` (a worker module URL or path) in `threads` threads, one task at a time each. */
 export function createPool(filename: string, threads = defaultWorkers(), opts: PoolOptions = {}): Piscina {
   return new Piscina({
     filename,
-    minThreads: threads,
+    minThreads: opts.lazy ? 0 : threads,
     maxThreads: threads,
     concurrentTasksPerWorker: 1,
     idleTimeout: Number.POSITIVE_INFINITY,

@@ -120,8 +120,8 @@ async function main(): Promise<void> {
     await run('/bin/bash', [join(ROOT, 'deploy/slurm/submit.sh'), '--run', runDir, '--out', join(WORK, 'out'), '--parallel', values.parallel!, '--wait', '--', '-c', '1', '-o', join(WORK, 'logs', 'slurm-%A_%a.out')], {
       ...slurm.env,
       ...env,
+      // No TILEBAKE_WORKERS: a shard sizes its render pool from what Slurm gave it (-c 1: one browser).
       TILEBAKE: timer,
-      TILEBAKE_WORKERS: '1',
     });
   } finally {
     await slurm.stop();

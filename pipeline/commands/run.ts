@@ -33,7 +33,7 @@ const shard: CommandModule = {
       .option('run', { type: 'string', demandOption: true, describe: 'Run location (as given to plan)' })
       .option('index', { type: 'number', describe: 'Shard index 0..n-1 (instead of an engine variable)' })
       .option('scratch', { type: 'string', describe: 'Node-local folder for the shard\'s work, DIR/tilebake-shard-<run>-<index>/ (default: the system\'s temp folder); a re-run resumes from it' })
-      .option('workers', { type: 'number', describe: 'Render pool size (default: one browser per two cores)' })
+      .option('workers', { type: 'number', describe: 'Render pool size (default: one browser per two CPUs the task was given: SLURM_CPUS_PER_TASK, the cgroup CPU quota or the CPU affinity, the fewest)' })
       .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
     const { withRunExitCodes } = await import('../run/exit.ts');

@@ -33,7 +33,7 @@ export const renderSchema = z
     metatile: z.number().int().min(1).max(16).default(4),
     /** Margin in CSS pixels (1x) rendered around a metatile and cropped away. */
     margin: z.number().int().min(0).max(512).default(64),
-    /** Render pool size (browsers); default: one per two cores (workers/pool.ts defaultRenderWorkers). */
+    /** Render pool size (browsers); default: one per two CPUs this process may use (workers/pool.ts defaultRenderWorkers, lib/cpus.ts). */
     workers: z.number().int().min(1).max(64).optional(),
     png: z.strictObject({ compressionLevel: z.number().int().min(0).max(9).default(6), palette: z.boolean().default(false) }).prefault({}),
     jpeg: z.strictObject({ quality: z.number().int().min(1).max(100).default(85) }).prefault({}),

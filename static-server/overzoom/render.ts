@@ -13,9 +13,10 @@
  * is cached). A render that fails (browser crash or hang: restarted and retried once) answers `502`.
  */
 import { createHash } from 'node:crypto';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Coalescer, Memo } from '../../lib/coalesce.ts';
+import { availableCpus } from '../../lib/cpus.ts';
 import { UserError } from '../../lib/errors.ts';
 import type { StyleArchive, StyleEntry, RenderSettings } from '../../lib/manifest.ts';
 import { metatileContaining, metatileKey, type Metatile } from '../../lib/metatiles.ts';
@@ -66,7 +67,7 @@ export function onDemandOptions(ctx: ServerContext): OnDemandOptions {
   return {
     cacheDir: o.renderCache ?? join(tmpdir(), 'tilebake-render-cache'),
     cacheBytes: (o.renderCacheMb ?? RENDER_DEFAULTS.cacheMb) * 1024 * 1024,
-    processes: Math.max(1, o.workers ?? availableParallelism()),
+    processes: Math.max(1, o.workers ?? availableCpus()),
     queue: o.renderQueue ?? RENDER_DEFAULTS.queue,
     timeoutMs: o.renderTimeoutMs ?? RENDER_DEFAULTS.timeoutMs,
     workers: o.renderWorkers ?? RENDER_DEFAULTS.workers,
