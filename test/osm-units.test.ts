@@ -151,7 +151,7 @@ describe('ocean shapefiles', () => {
       const layers = await oceanLayers([{ outer: spiked, holes: [] }], [0, 0, 10, 15], dir, 'box');
       const gdal = await loadGdal();
       const ds = gdal.open(layers.ocean.source);
-      const g = ds.layers.get(0).features.first().getGeometry();
+      const g = ds.layers.get(0).features.first().getGeometry()!;
       expect(g.wkbType & 0xff).toBe(gdal.wkbPolygon);
       expect((g as import('gdal-async').Polygon).getArea()).toBeCloseTo(100, 6);
       ds.close();
