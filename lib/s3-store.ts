@@ -9,20 +9,26 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  paginateListObjectsV2,
-  PutObjectCommand,
-  S3Client,
-  S3ServiceException,
-  type GetObjectCommandOutput,
-} from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import { createRequire } from 'node:module';
+import type { GetObjectCommand, GetObjectCommandOutput, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { produceAtomic } from './atomic.ts';
 import { UserError } from './errors.ts';
 import type { ConditionalRead, RangeSource, StoredObject, StoreOptions, WritableStore } from './store-types.ts';
 import { DEFAULT_READ_POLICY, guardedRead, HttpStatusError, toStoreError, type ReadListener, type ReadPolicy } from './store-read.ts';
+
+type Sdk = typeof import('@aws-sdk/client-s3') & typeof import('@aws-sdk/lib-storage');
+let loaded: Sdk | undefined;
+/**
+ * The AWS SDK, loaded by the first S3 store (its CommonJS build, synchronously): loading it costs
+ * every process 0.1-0.7 s (measured on the project machine), and most commands never touch S3.
+ */
+function sdk(): Sdk {
+  if (!loaded) {
+    const require = createRequire(import.meta.url);
+    loaded = { ...(require('@aws-sdk/client-s3') as typeof import('@aws-sdk/client-s3')), ...(require('@aws-sdk/lib-storage') as typeof import('@aws-sdk/lib-storage')) };
+  }
+  return loaded;
+}
 
 /** Region when neither the environment nor a profile names one (S3-compatible stores mostly ignore it). */
 const FALLBACK_REGION = 'us-east-1';
@@ -54,7 +60,7 @@ export function s3EndpointOf(option: string | undefined, env: NodeJS.ProcessEnv 
 /** The region from the standard AWS chain (AWS_REGION, the profile's config), else us-east-1. */
 async function defaultRegion(): Promise<string> {
   try {
-    return await new S3Client({}).config.region();
+    return await new (sdk().S3Client)({}).config.region();
   } catch {
     return FALLBACK_REGION;
   }
@@ -73,7 +79,7 @@ function hintFor(name: string): string {
 
 /** Why a request failed, as a thrown value `guardedRead` classifies (HTTP status decides `transient`). */
 function s3Failure(e: unknown): unknown {
-  if (e instanceof S3ServiceException || (e as { $metadata?: unknown })?.$metadata !== undefined) {
+  if ((loaded && e instanceof loaded.S3ServiceException) || (e as { $metadata?: unknown })?.$metadata !== undefined) {
     const err = e as S3ServiceException;
     const status = err.$metadata?.httpStatusCode;
     // Throttling answers are transient even when a store sends them as 400.
@@ -142,7 +148,7 @@ export class S3Store implements WritableStore {
     this.policy = opts.policy ?? DEFAULT_READ_POLICY;
     this.onRead = opts.onRead;
     const endpoint = s3EndpointOf(opts.s3Endpoint);
-    this.client = new S3Client({
+    this.client = new (sdk().S3Client)({
       region: defaultRegion,
       // Custom endpoints (Swift, Ceph, MinIO) address buckets by path, not by DNS name.
       ...(endpoint !== undefined ? { endpoint, forcePathStyle: true } : { followRegionRedirects: true }),
@@ -167,7 +173,7 @@ export class S3Store implements WritableStore {
 
   /** A GetObject of `relPath` with extra parameters (Range, IfNoneMatch). */
   getCommand(relPath: string, extra: { Range?: string; IfNoneMatch?: string } = {}): GetObjectCommand {
-    return new GetObjectCommand({ Bucket: this.bucket, Key: this.keyOf(relPath), ...extra });
+    return new (sdk().GetObjectCommand)({ Bucket: this.bucket, Key: this.keyOf(relPath), ...extra });
   }
 
   /**
@@ -216,7 +222,7 @@ export class S3Store implements WritableStore {
   async putBytes(relPath: string, bytes: Uint8Array | string): Promise<void> {
     const body = typeof bytes === 'string' ? Buffer.from(bytes) : bytes;
     await this.request(this.urlOf(relPath), 'transfer', (signal) =>
-      this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.keyOf(relPath), Body: body, ContentLength: body.byteLength }), { abortSignal: signal }),
+      this.client.send(new (sdk().PutObjectCommand)({ Bucket: this.bucket, Key: this.keyOf(relPath), Body: body, ContentLength: body.byteLength }), { abortSignal: signal }),
     );
   }
 
@@ -224,7 +230,7 @@ export class S3Store implements WritableStore {
     const bytes = (await stat(localPath)).size;
     await this.request(`${this.urlOf(relPath)} (upload of ${localPath})`, 'transfer', async (signal) => {
       // Multipart above one part; a failed upload is aborted, so no parts are left behind.
-      const upload = new Upload({
+      const upload = new (sdk().Upload)({
         client: this.client,
         params: { Bucket: this.bucket, Key: this.keyOf(relPath), Body: createReadStream(localPath), ContentLength: bytes },
         partSize: PART_BYTES,
@@ -254,7 +260,7 @@ export class S3Store implements WritableStore {
   async list(prefix: string): Promise<StoredObject[]> {
     return this.request(`${this.urlOf(prefix)}* (list)`, 'transfer', async (signal) => {
       const out: StoredObject[] = [];
-      const pages = paginateListObjectsV2({ client: this.client }, { Bucket: this.bucket, Prefix: this.keyOf(prefix) }, { abortSignal: signal });
+      const pages = sdk().paginateListObjectsV2({ client: this.client }, { Bucket: this.bucket, Prefix: this.keyOf(prefix) }, { abortSignal: signal });
       for await (const page of pages) {
         for (const o of page.Contents ?? []) {
           if (o.Key !== undefined) out.push({ path: o.Key.slice(this.prefix.length), bytes: o.Size ?? 0 });
@@ -266,7 +272,7 @@ export class S3Store implements WritableStore {
 
   async delete(relPath: string): Promise<void> {
     await this.request(this.urlOf(relPath), 'transfer', (signal) =>
-      this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.keyOf(relPath) }), { abortSignal: signal }),
+      this.client.send(new (sdk().DeleteObjectCommand)({ Bucket: this.bucket, Key: this.keyOf(relPath) }), { abortSignal: signal }),
     );
   }
 }
