@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { cp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { build } from '../pipeline/build.ts';
@@ -15,7 +15,7 @@ import { copyWithHeaderBBox } from '../pipeline/osm/pbf-bounds.ts';
 import { readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { update } from '../pipeline/update/index.ts';
 import { archiveTiles, tempDir } from './render-helpers.ts';
-import { fileUrl, MONACO, referenceExtract, replicationFolder, writeUpdateConfig } from './update-helpers.ts';
+import { captureStderr, fileUrl, MONACO, referenceExtract, replicationFolder, writeUpdateConfig } from './update-helpers.ts';
 
 const LONG = 300_000;
 /** The cut: Moneghetti and Boulevard de Belgique. */
@@ -55,19 +55,15 @@ describe.sequential('a night that cannot patch the previous archive generates ev
   let base: string;
   let served: string;
   let v1Out: string;
-  let lines: string[] = [];
-  const log = vi.spyOn(process.stderr, 'write');
-  const text = () => lines.join('');
+  const log = captureStderr();
+  const text = log.text;
   /** A config with the one OSM tileset `omt` over `source`, no styles. */
   const config = async (name: string, out: string, source: string, replication?: string) => loadConfig(await writeUpdateConfig(dir, name, { out, source, replication, render: GRID }));
   /** The tiles of the current version of `out`. */
   const tilesOf = async (out: string) => archiveTiles(join((await currentVersionDir(out))!.dir, 'data/omt.pmtiles'));
 
   beforeAll(async () => {
-    log.mockImplementation((chunk: string | Uint8Array) => {
-      lines.push(String(chunk));
-      return true;
-    });
+    log.start();
     dir = await tempDir('update-fallbacks');
     osc = join(dir, 'rename.osc');
     await writeFile(osc, RENAME);
@@ -80,7 +76,7 @@ describe.sequential('a night that cannot patch the previous archive generates ev
     await build(await config('v1.json', v1Out, base, fileUrl(served)));
   }, LONG);
   afterAll(async () => {
-    log.mockRestore();
+    log.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -96,7 +92,7 @@ describe.sequential('a night that cannot patch the previous archive generates ev
     await applyChanges(base, [osc], applied);
     await copyWithHeaderBBox(applied, after, [w, 43.7400, e, n]);
     // What `tilebake update` hands the build: the new extract and how it came about.
-    lines = [];
+    log.clear();
     await build(await config('bounds-v2.json', out, after), { vectorPatches: { omt: { previous: base, changes: [osc] } } });
     expect(text()).toContain('vector omt: the extract\'s bounds changed: generating every tile');
     expect(text()).not.toMatch(/the change can change|copied the others from the previous archive/);
@@ -120,7 +116,7 @@ describe.sequential('a night that cannot patch the previous archive generates ev
     const applied = `${renamed}.applied`;
     await applyChanges(base, [osc], applied, [`osmosis_replication_sequence_number=${h.replication!.sequence}`, `osmosis_replication_timestamp=${h.replication!.timestamp}`, `osmosis_replication_base_url=${h.replication!.baseUrl}`]);
     await copyWithHeaderBBox(applied, renamed, h.bbox!);
-    lines = [];
+    log.clear();
     const r = await update(await config('foreign-v2.json', out, renamed, fileUrl(served)));
     // 3048 changes one relation whose tiles stay as they were: patching would reuse the previous archive, without the rename.
     expect(r.tilesets[0]).toMatchObject({ from: { sequence: 3047 }, to: { sequence: 3048 }, changes: 1 });
