@@ -9,20 +9,17 @@ import { UserError } from '../lib/errors.ts';
 import { readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
 import { OverlayStore } from '../lib/overlay-store.ts';
 import { LocalStore, type Store } from '../lib/storage.ts';
-import { startRenderServer, type RenderServer } from '../static-server/render-server.ts';
-import { assertChromium } from '../workers/chromium-process.ts';
-import { defaultRenderWorkers } from '../workers/pool.ts';
-import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';
+import type { RenderServer } from '../static-server/render-server.ts';
 import type { BuildConfig } from './config/index.ts';
 import { createProgress, logLine } from './progress.ts';
 import { archiveFromJournal, readIdentity, type RenderIdentity } from './render/archive.ts';
-import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../lib/raster-encode.ts';
+import type { RasterFormat } from '../lib/raster-encode.ts';
 import { RenderJournal } from './render/journal.ts';
-import { describeRule, groupViews, type ViewGroups, type ViewKeys } from './render/dedup.ts';
+import { describeRule, type ViewKeys } from './render/dedup.ts';
 import { archiveFingerprints, archiveKey, archiveName, prepareJobs, type StyleJob } from './render/jobs.ts';
 import { enumerateMetatiles, metatileKey, type Metatile } from '../lib/metatiles.ts';
-import { inShard, metatilesToRerender, renderOrder, type ChangedSource } from './render/metatiles.ts';
-import { MetatileRenderer, type FirstStyle } from '../workers/metatile-renderer.ts';
+import { inShard, metatilesToRerender, type ChangedSource } from './render/metatiles.ts';
+import type { FirstStyle, MetatileRenderer } from '../workers/metatile-renderer.ts';
 import { changedSources, changedTilesets, viewKeys } from './render/sources.ts';
 import { linkFile } from './reuse.ts';
 import { EXIT_PERMANENT } from './run/exit.ts';
@@ -77,98 +74,11 @@ export interface RenderStageStats {
 type Shard = RenderStageOptions['shard'];
 
 const MS_PER_S = 1000;
-/** Render tasks queued per worker (keeps the pool busy while the main thread encodes). */
-const QUEUE_PER_WORKER = 2;
 
-
-/**
- * Render one style at one scale into journals (one per format), resuming what they hold. With
- * `views`, metatiles of equal view key are drawn once (pipeline/render/dedup.ts). Returns the
- * metatiles written and the views drawn for them.
- */
-async function renderScale(
-  ctx: { renderer: () => Promise<MetatileRenderer>; config: BuildConfig; styleUrl: string; label: string; opaque: boolean; tick: (n: number) => void; rendered: (n: number) => void; stats: RenderStageStats },
-  metas: Metatile[],
-  scale: number,
-  journals: Map<RasterFormat, RenderJournal>,
-  copies: Map<RasterFormat, Set<string>>,
-  views?: () => Promise<ViewKeys>,
-): Promise<{ metatiles: number; distinct: number }> {
-  const formats = [...journals.keys()];
-  const needs = (f: RasterFormat, key: string) => !journals.get(f)!.done.has(key) && !copies.get(f)?.has(key);
-  const todo = renderOrder(metas.filter((m) => formats.some((f) => needs(f, metatileKey(m)))));
-  const pending = new Set(todo);
-  ctx.tick(metas.reduce((n, m) => n + (pending.has(m) ? 0 : m.tiles.length), 0));
-  const r = ctx.config.render;
-  const label = `${ctx.label} @${scale}x`;
-  const resumed = metas.filter((m) => formats.some((f) => journals.get(f)!.done.has(metatileKey(m)))).length;
-  if (resumed > 0) {
-    ctx.stats.resumedMetatiles += resumed;
-    logLine(`${label}: resuming an interrupted render: ${resumed} of ${metas.length} metatiles reused from ${[...journals.values()].map((j) => j.path).join(', ')}`);
-  }
-  if (todo.length === 0) return { metatiles: 0, distinct: 0 };
-  let groups: ViewGroups = { render: todo, copies: new Map() };
-  if (views) {
-    const keys = await views();
-    try {
-      groups = await groupViews(todo, keys);
-    } finally {
-      await keys.close();
-    }
-  }
-  const renderer = await ctx.renderer();
-  const onImage = async (m: Metatile, image: RawImage, delivered: Promise<boolean>) => {
-    const encoded = sliceMetatile(image, m, { pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: ctx.opaque }).then(
-      (t) => ({ ok: true as const, t }),
-      (e: unknown) => ({ ok: false as const, e }),
-    );
-    // An upload the task's result does not name is dropped, encoded or not.
-    if (!(await delivered)) return;
-    const result = await encoded;
-    if (!result.ok) throw new UserError(`${label}: metatile ${metatileKey(m)}: ${(result.e as Error).message}`);
-    const tiles = result.t;
-    // The metatiles sharing this view have the same tile layout (same area size): tile i is tile i.
-    const all = [m, ...(groups.copies.get(m) ?? [])];
-    await Promise.all(
-      formats.map((f) => {
-        const records = all.filter((each) => needs(f, metatileKey(each))).map((each) => ({ key: metatileKey(each), tiles: tiles[f].map((t, i) => ({ ...each.tiles[i], data: t.data })) }));
-        return records.length > 0 ? journals.get(f)!.appendAll(records) : undefined;
-      }),
-    );
-    const n = all.reduce((k, each) => k + each.tiles.length, 0);
-    ctx.tick(n);
-    ctx.rendered(n);
-  };
-  const workers = r.workers ?? defaultRenderWorkers();
-  // Consecutive metatiles are neighbours and share the vector tiles in one page's cache: ~10 % less
-  // tile loading with two browsers at 4 per task than with single metatiles (measured).
-  const batches = chunk(groups.render, Math.max(1, Math.min(r.batch, Math.ceil(groups.render.length / workers))));
-  let next = 0;
-  const lane = async () => {
-    // A task's metatiles are encoded while the lane's next task renders: the pool always has a task
-    // queued. Each lane holds at most two batches of pixels (one being encoded, one just rendered).
-    let encoding: Promise<void> = Promise.resolve();
-    while (next < batches.length) {
-      const { encoded } = await renderer.renderBatch(ctx.styleUrl, label, batches[next++], scale, onImage);
-      await encoding;
-      encoding = encoded;
-    }
-    await encoding;
-  };
-  await Promise.all(Array.from({ length: Math.min(workers * QUEUE_PER_WORKER, batches.length) }, lane));
-  return { metatiles: todo.length, distinct: groups.render.length };
-}
 
 /** The tiles of the metatiles whose keys are in `keys`, one at a time (not a list of every tile). */
 function* tilesOf(metas: Metatile[], keys: ReadonlySet<string>): Generator<Metatile['tiles'][number]> {
   for (const m of metas) if (keys.has(metatileKey(m))) yield* m.tiles;
-}
-
-/** `items` in consecutive runs of `size`. */
-function chunk<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
 }
 
 /** Render one style (every scale × format); fills its manifest entry with the archives of this run. */
@@ -176,7 +86,8 @@ async function renderStyle(
   ctx: {
     config: BuildConfig;
     outDir: string;
-    server: RenderServer;
+    /** The render server, started by the first scale that has metatiles to draw. */
+    server: () => Promise<RenderServer>;
     renderer: (first: FirstStyle) => Promise<MetatileRenderer>;
     fontsDir?: string;
     shard: Shard;
@@ -191,10 +102,9 @@ async function renderStyle(
   },
   job: StyleJob,
 ): Promise<StyleEntry> {
-  const { config, outDir, server, shard } = ctx;
+  const { config, outDir, shard } = ctx;
   const { s, prep, entry } = job;
   const styleDir = join(outDir, 'styles', s.id);
-  const styleUrl = `${server.url}/styles/${encodeURIComponent(s.id)}/style.json`;
   const { bounds: bbox, center, attribution } = entry;
   const all = [...enumerateMetatiles(bbox, s.minzoom, s.maxzoom, config.render.metatile)];
   const metas = all.filter((_, i) => inShard(i, shard));
@@ -259,9 +169,12 @@ async function renderStyle(
       }
       try {
         const rendered = (n: number) => (ctx.stats.tiles += n);
-        const renderer = () => ctx.renderer({ styleUrl, pixelRatio: scale });
+        const styleUrl = async () => `${(await ctx.server()).url}/styles/${encodeURIComponent(s.id)}/style.json`;
+        const renderer = async () => ctx.renderer({ styleUrl: await styleUrl(), pixelRatio: scale });
         const views = ctx.viewKeys && (() => ctx.viewKeys!(job, styleKey));
-        const done = await renderScale({ renderer, config, styleUrl, label, opaque: hasOpaqueBackground(prep.style), tick: (k) => progress.tick(k), rendered, stats: ctx.stats }, metas, scale, journals, copies, views);
+        // The browsers and encoders are loaded only now (a build that draws nothing does without them).
+        const { renderScale } = await import('./render/draw.ts');
+        const done = await renderScale({ renderer, config, styleUrl, label, style: prep.style, tick: (k) => progress.tick(k), rendered, stats: ctx.stats }, metas, scale, journals, copies, views);
         const n = done.metatiles;
         ctx.stats.renderedMetatiles += n;
         ctx.stats.distinctViews += done.distinct;
@@ -305,7 +218,6 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   const workDir = opts.workDir ?? join(outDir, '.work');
   const styles = Object.values(config.styles);
   if (styles.length === 0) return stats;
-  await assertChromium();
   const manifest = await readManifestOrEmpty(outDir);
   const local = new LocalStore(outDir);
   // Where the tileset archives are read: fingerprints, view keys, changed tiles and the render page alike.
@@ -314,12 +226,15 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   // The manifest the page sees: every style being rendered (no archives yet) and the fonts.
   const served: Manifest = { ...manifest, styles: { ...manifest.styles, ...Object.fromEntries(jobs.map((j) => [j.s.id, j.entry])) }, fonts: fontsDir ? 'fonts' : manifest.fonts };
   const store = opts.dataStore ? new OverlayStore(local, opts.dataStore, new Set(Object.values(manifest.tilesets).map((t) => t.archive))) : local;
-  const server = await startRenderServer({ store, manifest: served, pageDir: RENDER_PAGE_DIR });
-  const workers = opts.workers ?? config.render.workers ?? defaultRenderWorkers();
-  if (opts.workers === undefined && config.render.workers === undefined) {
-    const b = cpuBudget();
-    logLine(`render: up to ${workers} browser${workers === 1 ? '' : 's'}, one per two CPUs this process may use (${b.cpus}: ${b.from}; --workers overrides)`);
-  }
+  // The render server and the browsers start when a metatile is to be drawn, not before.
+  let server: Promise<RenderServer> | undefined;
+  const startServer = () =>
+    (server ??= (async () => {
+      const [{ assertChromium }, { startRenderServer }, { RENDER_PAGE_DIR }] = await Promise.all([import('../workers/chromium-process.ts'), import('../static-server/render-server.ts'), import('../workers/render-browser.ts')]);
+      await assertChromium();
+      return startRenderServer({ store, manifest: served, pageDir: RENDER_PAGE_DIR });
+    })());
+  const workers = opts.workers ?? config.render.workers;
   let renderer: Promise<MetatileRenderer> | undefined;
   const cfg: BuildConfig = { ...config, render: { ...config.render, workers } };
   const changed = changedTilesets(data, opts.previous ? new LocalStore(opts.previous) : undefined, manifest);
@@ -327,7 +242,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
     const ctx = {
       config: cfg,
       outDir,
-      server,
+      server: startServer,
       fontsDir,
       shard: opts.shard,
       stats,
@@ -338,7 +253,15 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       viewKeys: config.render.dedup ? (job: StyleJob, styleKey: string) => viewKeys(job.prep.style, manifest, data, { styleKey, margin: config.render.margin, rule: job.position }) : undefined,
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>
-        (renderer ??= MetatileRenderer.start(server, first, { workers, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries, log: logLine })),
+        (renderer ??= (async () => {
+          const [{ MetatileRenderer }, { defaultRenderWorkers }] = await Promise.all([import('../workers/metatile-renderer.ts'), import('../workers/pool.ts')]);
+          const count = workers ?? defaultRenderWorkers();
+          if (workers === undefined) {
+            const b = cpuBudget();
+            logLine(`render: up to ${count} browser${count === 1 ? '' : 's'}, one per two CPUs this process may use (${b.cpus}: ${b.from}; --workers overrides)`);
+          }
+          return MetatileRenderer.start(await startServer(), first, { workers: count, margin: config.render.margin, timeoutMs: config.render.timeoutMs, retries: config.render.retries, log: logLine });
+        })()),
     };
     for (const job of jobs) {
       const entry = await renderStyle(ctx, job);
@@ -357,7 +280,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
     const readyAt = r?.browsersReadyAt;
     if (readyAt !== undefined) stats.startSeconds = (readyAt - (performance.timeOrigin + started)) / MS_PER_S;
     await r?.close();
-    await server.close();
+    await (await server?.catch(() => undefined))?.close();
   }
   if (!opts.shard) await rm(join(workDir, 'render'), { recursive: true, force: true }).catch(() => undefined);
   stats.seconds = (performance.now() - started) / MS_PER_S;

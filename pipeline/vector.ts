@@ -79,7 +79,9 @@ const OSM_PROFILE = [fileURLToPath(new URL('./osm/openmaptiles.json', import.met
 /** What a tileset archive is made from besides its source's bytes: the packer, an OSM extract's profile, the options. */
 async function tilesetRecipe(t: BuildConfig['tilesets'][string]): Promise<string> {
   const osm = /\.osm\.pbf$/i.test(t.source);
-  return `${PACK_VERSION}:${osm ? await hashInputs(OSM_PROFILE) : ''}:${JSON.stringify([t.name, t.attribution, t.description, t.bbox])}`;
+  // The profile's names relative to its folder: where tilebake is installed does not count (a new
+  // release unpacked elsewhere would otherwise generate every tile of the next night again).
+  return `${PACK_VERSION}:${osm ? await hashInputs(OSM_PROFILE, dirname(OSM_PROFILE[0])) : ''}:${JSON.stringify([t.name, t.attribution, t.description, t.bbox])}`;
 }
 
 /** The fingerprint of an archive made by `recipe` from the bytes of `source` (whatever its name). */

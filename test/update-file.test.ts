@@ -4,14 +4,14 @@
 // build of the extract with the same diffs applied by osmium.
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { build } from '../pipeline/build.ts';
 import { loadConfig } from '../pipeline/config/index.ts';
 import { update } from '../pipeline/update/index.ts';
 import { archiveTiles, tempDir } from './render-helpers.ts';
-import { changedTiles, expectedRerenders, fileUrl, MONACO, referenceExtract, replicationFolder, writeUpdateConfig } from './update-helpers.ts';
+import { captureStderr, changedTiles, expectedRerenders, fileUrl, MONACO, referenceExtract, replicationFolder, writeUpdateConfig } from './update-helpers.ts';
 
 const LONG = 900_000;
 const STYLE = { minzoom: 13, maxzoom: 14, metatile: 4, margin: 64 };
@@ -20,9 +20,8 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
   let dir: string;
   let served: string;
   let configFile: string;
-  let lines: string[] = [];
-  const log = vi.spyOn(process.stderr, 'write');
-  const text = () => lines.join('');
+  const log = captureStderr();
+  const text = log.text;
 
   /** Config over `source`; `replication` set only for the updated build. */
   const writeCfg = (name: string, out: string, source: string, replication?: string, styles = true) =>
@@ -33,15 +32,12 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
     await replicationFolder(MONACO, served, seq);
   };
   const run = async () => {
-    lines = [];
+    log.clear();
     return update(await loadConfig(configFile), { workers: 1 });
   };
 
   beforeAll(async () => {
-    log.mockImplementation((chunk: string | Uint8Array) => {
-      lines.push(String(chunk));
-      return true;
-    });
+    log.start();
     dir = await tempDir('update-file');
     served = join(dir, 'monaco-updates');
     await night(3047);
@@ -49,7 +45,7 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
     await build(await loadConfig(configFile), { workers: 1 });
   }, LONG);
   afterAll(async () => {
-    log.mockRestore();
+    log.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 

@@ -64,6 +64,24 @@ export async function serveReplication(root: string, probe = 'state.txt', readab
   return runNginx(http, `http://127.0.0.1:${port}/`, probe, [...readable, root]);
 }
 
+/** What the code under test writes to stderr (its log lines), kept instead of printed between `start` and `stop`; `text` since the last `clear`. */
+export function captureStderr(): { start: () => void; stop: () => void; clear: () => void; text: () => string } {
+  let lines: string[] = [];
+  const write = process.stderr.write;
+  return {
+    start: () => {
+      process.stderr.write = ((chunk: string | Uint8Array) => lines.push(String(chunk)) > 0) as typeof process.stderr.write;
+    },
+    stop: () => {
+      process.stderr.write = write;
+    },
+    clear: () => {
+      lines = [];
+    },
+    text: () => lines.join(''),
+  };
+}
+
 /** A finished CLI run. */
 export interface CliRun {
   code: number | null;

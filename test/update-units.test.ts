@@ -1,18 +1,20 @@
 // Units of `tilebake update`: replication state files and paths, the extract header's replication
 // fields, putting the bbox back into an osmium-written header, gzip checks, and /health's data age.
-import { execFileSync } from 'node:child_process';
-import { readFile, rm } from 'node:fs/promises';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../lib/errors.ts';
 import { emptyManifest, setOsmState } from '../lib/manifest.ts';
+import { asTilemakerReads, changedTiles } from '../pipeline/osm/changed-tiles.ts';
 import { copyWithHeaderBBox } from '../pipeline/osm/pbf-bounds.ts';
+import { inTileBox, tileBox } from '../pipeline/sources/osm.ts';
 import { osmDataState, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { checkGzip, fetchBytes, parseState, sequencePath } from '../pipeline/update/replication.ts';
 import { dataAge } from '../static-server/data-age.ts';
 import { tempDir } from './render-helpers.ts';
-import { fileUrl, fixtureFile, LIECHTENSTEIN, MONACO } from './update-helpers.ts';
+import { fileUrl, fixtureFile, LIECHTENSTEIN, MONACO, referenceExtract } from './update-helpers.ts';
 
 const messageOf = (f: () => unknown): string => {
   try {
@@ -85,6 +87,51 @@ describe('the extract header', () => {
       // A header that has a bbox is copied as it is.
       await copyWithHeaderBBox(MONACO.extract, join(dir, 'copy.osm.pbf'), [0, 0, 1, 1]);
       expect(await readFile(join(dir, 'copy.osm.pbf'))).toEqual(await readFile(MONACO.extract));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+});
+
+describe('objects as tilemaker reads them', () => {
+  it('metadata does not count; members a file lacks count only as the gap they leave', async () => {
+    const dir = await tempDir('tilemaker-reads');
+    try {
+      const nodes = 'n1 v1 T x9.5 y47.1\nn2 v1 T x9.6 y47.1\nw1 v1 Thighway=path Nn1,n2\n';
+      const read = async (name: string, relation: string) => {
+        await writeFile(join(dir, `${name}.opl`), `${nodes}${relation}\n`);
+        return asTilemakerReads('osmium', join(dir, `${name}.opl`));
+      };
+      const a = await read('a', 'r1 v1 c5 t2019-01-01T00:00:00Z Ttype=route,route=hiking Mw1@,w9@,w8@');
+      expect(a).toContain('r1 Ttype=route,route=hiking Mw1@,?');
+      // Another version, time and changeset, and other missing members in the same place: the same.
+      expect(await read('b', 'r1 v2 c6 t2019-02-01T00:00:00Z Ttype=route,route=hiking Mw1@,w7@')).toBe(a);
+      // The gap before the way, no gap, another tag, another role: not the same.
+      expect(await read('c', 'r1 v2 Ttype=route,route=hiking Mw7@,w1@')).not.toBe(a);
+      expect(await read('d', 'r1 v2 Ttype=route,route=hiking Mw1@')).not.toBe(a);
+      expect(await read('e', 'r1 v2 Ttype=route,route=bicycle Mw1@,w9@')).not.toBe(a);
+      expect(await read('f', 'r1 v2 Ttype=route,route=hiking Mw1@forward,w9@')).not.toBe(a);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('night 2437 (a hiking route that changed beyond Liechtenstein): no changed tile, found without tilemaker as with it', async () => {
+    const dir = await tempDir('changed-tiles');
+    try {
+      const before = await referenceExtract(LIECHTENSTEIN, 2434, 2436, join(dir, '2436.osm.pbf'));
+      const after = await referenceExtract(LIECHTENSTEIN, 2434, 2437, join(dir, '2437.osm.pbf'));
+      const box = tileBox((await readOsmHeader(after)).bbox!);
+      const job = { osmium: 'osmium', tilemaker: 'tilemaker', before, after, changes: [fixtureFile(LIECHTENSTEIN, 2437, 'osc.gz')], box, keep: inTileBox(box), workDir: join(dir, 'work'), pidFile: join(dir, 'pids'), label: 'test' };
+      // The route's members present in the extract are the same before and after; its list changed elsewhere.
+      const small = async (file: string, out: string) => {
+        // Exit code 1: some members are beyond the extract.
+        expect(spawnSync('osmium', ['getid', '--no-progress', '-r', '-O', '-o', out, file, 'r193073']).status).toBe(1);
+        return asTilemakerReads('osmium', out);
+      };
+      expect(await small(after, join(dir, 'a.osm.pbf'))).toBe(await small(before, join(dir, 'b.osm.pbf')));
+      expect(await changedTiles({ ...job, alwaysGenerate: true })).toEqual(new Set());
+      expect(await changedTiles(job)).toEqual(new Set());
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -12,6 +12,9 @@
  * profile over the "before" and the "after" small extracts over the extract's tile box; the tiles whose
  * features differ (compared with the `_…` instructions kept, so a changed label order counts) are the
  * changed tiles. A change of the coastline changes the sea of every tile: `undefined` then (generate all).
+ * When the two small extracts hold the same objects as tilemaker reads them (asTilemakerReads: a long
+ * route or border whose change lies beyond the extract, a change of metadata only), tilemaker is not run:
+ * the same input gives the same tiles.
  *
  * tilemaker 2.2 spends a fixed ~3 s of CPU on any run that writes z0–2 tiles (it looks up every z14
  * tile under each of them: 4^14 under z0), so the small runs start at z3 (measured: the same tiles at
@@ -42,6 +45,8 @@ export interface ChangedTilesJob {
   workDir: string;
   pidFile: string;
   label: string;
+  /** Run tilemaker over both small extracts even when they hold the same objects for it (tests compare the two ways). */
+  alwaysGenerate?: boolean;
 }
 
 /** The first zoom of the small runs (see the module comment). */
@@ -67,10 +72,12 @@ async function withParents(job: ChangedTilesJob, file: string, ids: Set<string>,
   return oplIds(await runTool(job.osmium, ['getparents', '--no-progress', '-s', '-i', idFile, '-f', 'opl', '-o', '-', file], { pidFile: job.pidFile }));
 }
 
-/** Generate the small extract of `ids` in `file` (with everything they reference); resolves with the tiles by key, or undefined when it holds coastline. */
-async function generate(job: ChangedTilesJob, which: string, file: string, ids: Set<string>): Promise<Map<string, Uint8Array> | undefined> {
-  const tiles = new Map<string, Uint8Array>();
-  if (ids.size === 0) return tiles;
+/** A small extract that holds coastline (the sea of every tile may change). */
+const COAST = Symbol('coastline');
+
+/** Write the small extract of `ids` in `file` (with everything they reference); its path, null for no ids, or COAST. */
+async function smallExtract(job: ChangedTilesJob, which: string, file: string, ids: Set<string>): Promise<string | null | typeof COAST> {
+  if (ids.size === 0) return null;
   const idFile = join(job.workDir, `${which}.ids`);
   const small = join(job.workDir, `${which}.osm.pbf`);
   await writeFile(idFile, [...ids].join('\n') + '\n');
@@ -82,7 +89,36 @@ async function generate(job: ChangedTilesJob, which: string, file: string, ids: 
     if (!(e instanceof ToolError && e.code === 1 && !e.stderr.trim())) throw e;
   }
   const coast = await runTool(job.osmium, ['tags-filter', '--no-progress', '-R', '-f', 'opl', '-o', '-', small, 'w/natural=coastline'], { pidFile: job.pidFile });
-  if (coast.trim()) return undefined;
+  return coast.trim() ? COAST : small;
+}
+
+/**
+ * The objects of a small extract as tilemaker reads them: OPL without metadata (version, time, user:
+ * tilemaker does not read them), each relation's members that the file lacks (beyond the extract's
+ * edge) collapsed into one `?` per run, in place: a member that is not there adds nothing to any
+ * tile wherever tilemaker skips it, only the gap it leaves can count.
+ */
+export async function asTilemakerReads(osmium: string, file: string, pidFile?: string): Promise<string> {
+  const lines = (await runTool(osmium, ['cat', '--no-progress', '-f', 'opl,add_metadata=false', '-o', '-', file], { pidFile })).split('\n');
+  const present = new Set(lines.map((l) => l.slice(0, l.indexOf(' '))));
+  return lines
+    .map((line) =>
+      line.replace(/ M(\S*)/, (_, list: string) => {
+        const members: string[] = [];
+        for (const m of list ? list.split(',') : []) {
+          if (present.has(m.slice(0, m.indexOf('@')))) members.push(m);
+          else if (members[members.length - 1] !== '?') members.push('?');
+        }
+        return ` M${members.join(',')}`;
+      }),
+    )
+    .join('\n');
+}
+
+/** Generate a small extract over the tile box; resolves with its tiles by key (none for null). */
+async function generate(job: ChangedTilesJob, which: string, small: string | null): Promise<Map<string, Uint8Array>> {
+  const tiles = new Map<string, Uint8Array>();
+  if (small === null) return tiles;
   const output = join(job.workDir, `${which}.mbtiles`);
   await runTilemaker(job.tilemaker, { input: small, output, box: job.box, zooms: [FIRST_ZOOM, MAX_ZOOM], workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} ${which}` });
   let source;
@@ -124,8 +160,15 @@ export async function changedTiles(job: ChangedTilesJob): Promise<Set<string> | 
       if (next.size === ids.size) break;
       ids = next;
     }
-    const [before, after] = await Promise.all([generate(job, 'before', job.before, inBefore), generate(job, 'after', job.after, inAfter)]);
-    if (!before || !after) return undefined;
+    const [smallBefore, smallAfter] = await Promise.all([smallExtract(job, 'before', job.before, inBefore), smallExtract(job, 'after', job.after, inAfter)]);
+    if (smallBefore === COAST || smallAfter === COAST) return undefined;
+    // The same objects for tilemaker before and after (a long route or border that changed only
+    // beyond the extract, or only in metadata): the same tiles, without running tilemaker twice.
+    if (!job.alwaysGenerate && smallBefore && smallAfter) {
+      const [a, b] = await Promise.all([asTilemakerReads(job.osmium, smallBefore, job.pidFile), asTilemakerReads(job.osmium, smallAfter, job.pidFile)]);
+      if (a === b) return new Set();
+    }
+    const [before, after] = await Promise.all([generate(job, 'before', smallBefore), generate(job, 'after', smallAfter)]);
     const keys = new Set<string>();
     for (const k of new Set([...before.keys(), ...after.keys()])) {
       if (!sameBytes(before.get(k), after.get(k))) keys.add(k);
