@@ -90,12 +90,14 @@ const HEADERS = fc.record(
   { requiredKeys: [] },
 );
 
+/** `v` if it is a finite number, else 0 (`Number(v)` throws for JSON objects such as `{"toString": 1}`). */
+const numberOr0 = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 /** /height request bodies: JSON values, near-valid requests with one field wrong, and non-JSON text. */
 const POINT = fc.record({ lat: fc.oneof(fc.double({ min: -100, max: 100 }), fc.jsonValue()), lon: fc.oneof(fc.double({ min: -200, max: 200 }), fc.jsonValue()) });
 const HEIGHT_REQUEST = fc.record(
   {
     shape: fc.oneof(fc.array(POINT, { maxLength: 20 }), fc.jsonValue()),
-    encoded_polyline: fc.oneof(fc.string({ maxLength: 60 }), fc.array(POINT.map((p) => ({ lat: Number(p.lat) || 0, lon: Number(p.lon) || 0 })), { maxLength: 10 }).map((ps) => encodePolyline(ps.filter((p) => Math.abs(p.lat) <= 90 && Math.abs(p.lon) <= 180)))),
+    encoded_polyline: fc.oneof(fc.string({ maxLength: 60 }), fc.array(POINT.map((p) => ({ lat: numberOr0(p.lat), lon: numberOr0(p.lon) })), { maxLength: 10 }).map((ps) => encodePolyline(ps.filter((p) => Math.abs(p.lat) <= 90 && Math.abs(p.lon) <= 180)))),
     shape_format: fc.oneof(fc.constantFrom('polyline5', 'polyline6', 'geojson'), fc.jsonValue()),
     resample_distance: fc.oneof(fc.double(), fc.integer(), fc.jsonValue()),
     height_precision: fc.oneof(fc.integer({ min: -2, max: 4 }), fc.jsonValue()),
