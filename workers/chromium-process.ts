@@ -40,6 +40,14 @@ export const CHROMIUM_ARGS = [
   '--disable-background-timer-throttling',
   '--disable-renderer-backgrounding',
   '--disable-backgrounding-occluded-windows',
+  // One process for the browser, the renderer, the GPU service and the network service, and no zygote
+  // to fork them: a render worker's Chromium does one page's work, and each extra process started,
+  // initialised and talked to over IPC cost CPU. A one-metatile build, 8 alternated rounds: 1.75 →
+  // 1.57 CPU s for Chromium; Monaco z0–14, two styles, 1x + @2x: 7.8 → 7.05 (3 rounds); the same
+  // tiles byte for byte (bench/chromium-start, docs/render-performance.md). A renderer crash now
+  // ends the browser, which BrowserRenderer replaces like any killed browser.
+  '--single-process',
+  '--no-zygote',
   // Nothing leaves the machine: every host but the local asset server fails to resolve.
   '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
 ];
