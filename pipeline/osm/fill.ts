@@ -1,28 +1,30 @@
 /**
  * Canonical "fill" rings (what Planetiler calls fill polygons): a polygon ring that covers its whole
- * tile and the margin around it is replaced by one fixed rectangle, so that equal-looking tiles are
- * byte-identical.
+ * tile and buffer is replaced by one fixed rectangle, so that equal-looking tiles are byte-identical.
  *
  * tilemaker clips every polygon to its tile plus a buffer (1/200 of the tile, 20.48 units of 4096)
- * with coordinates rounded from latitudes and longitudes: a tile of open sea, or one inside a forest,
- * is a rectangle whose edges lie 19 to 22 units outside the tile depending on where the tile is (over
- * Belize at z12, one of two byte strings by row). Renderers clip a tile's fills to the tile, so those
- * variants draw the same pixels; keyed by bytes (render dedup, ETags) they differ.
+ * with coordinates rounded from latitudes: a tile of open sea, or one inside a forest, is a rectangle
+ * whose edges lie 19 to 22 units outside the tile depending on where the tile is (over Belize at z12,
+ * one of two byte strings by row). Keyed by bytes (render dedup, ETags) such tiles differ.
  *
- * A ring that contains the rectangle "tile plus `FILL_MARGIN` on every side" is replaced by exactly
- * that rectangle. Where the ring stops at the tile's edge on a side (the extract box's seam, the edge
- * of the world), that side of the rectangle is the tile's edge instead. The rectangle lies inside the
- * ring and covers the tile, so nothing inside the tile changes; only the ring's part further out than
- * the margin, which no renderer draws, is dropped. Holes of the ring stay as they are (a ring whose
- * holes reach outside the rectangle is left alone: a hole must stay inside its ring).
+ * A ring that covers the tile and its buffer (21 units of 4096, 1/200 rounded outward; reached within
+ * tilemaker's rounding, 2 units) is replaced by the rectangle "tile plus 21 units on every side",
+ * clockwise from its bottom-left corner. Where the ring stops exactly at the tile's edge on a side (the
+ * extract box's seam), that side of the rectangle is the tile's edge too; a ring that goes past an edge
+ * but not out to the buffer (an island in the buffer) is left alone, as is one whose holes reach
+ * outside the rectangle (a hole must stay inside its ring). So the rectangle covers the tile and the
+ * buffer's inner band exactly as the ring did: a style's `fill-translate` draws that band inside the
+ * tile (osm-bright's water pattern is moved 2.5 px, 20 units at 512 px tiles).
  */
 import { PbfReader, PbfWriter } from 'pbf';
 import type { RawFeature } from '../../lib/mvt.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { clipSegment, pointInRing, signedArea2, type Point } from './coastline.ts';
 
-/** Units outside the tile a fill rectangle reaches: 1/256 of the extent (16 of 4096, one pixel of a 256 px tile), inside tilemaker's rounded buffer. */
-export const FILL_MARGIN_DIVISOR = 256;
+/** tilemaker's buffer: 1/200 of the tile on every side (20.48 units of 4096); a fill rectangle reaches it, rounded outward (21). */
+const BUFFER_DIVISOR = 200;
+/** How far short of the buffer tilemaker's rounding leaves a clipped ring (measured over Belize: 19 to 22 units of 4096). */
+const ROUNDING = 2;
 
 const POLYGON = 3;
 const MOVE_TO = 1;
@@ -98,24 +100,24 @@ function contains(r: Ring, b: BBox): boolean {
 }
 
 /**
- * The fill rectangle `[x0, y0, x1, y1]` for ring `r` in a tile of `extent` units: each side at the
- * margin when the ring reaches that far on it, else at the tile's edge (the largest such box the ring
- * contains); undefined when the ring does not contain the tile.
+ * The fill rectangle `[x0, y0, x1, y1]` for ring `r` in a tile of `extent` units, or undefined when
+ * the ring does not cover the tile and its buffer. A side where the ring goes past the tile's edge
+ * must be covered out to the buffer (less tilemaker's rounding) and is at the buffer; a side where the
+ * ring stops exactly at the tile's edge (the extract box's seam) is at the tile's edge.
  */
 export function fillBox(r: Ring, extent: number): BBox | undefined {
-  const m = Math.floor(extent / FILL_MARGIN_DIVISOR);
-  let best: BBox | undefined;
-  let bestArea = -1;
-  // Bits: left, top, right, bottom side out at the margin. Ties keep the first (a fixed order).
-  for (let sides = 15; sides >= 0; sides--) {
-    const b: BBox = [sides & 1 ? -m : 0, sides & 2 ? -m : 0, sides & 4 ? extent + m : extent, sides & 8 ? extent + m : extent];
-    const a = (b[2] - b[0]) * (b[3] - b[1]);
-    if (a > bestArea && contains(r, b)) {
-      best = b;
-      bestArea = a;
-    }
+  let [x0, y0, x1, y1] = [Infinity, Infinity, -Infinity, -Infinity];
+  for (const [x, y] of r) {
+    x0 = Math.min(x0, x);
+    y0 = Math.min(y0, y);
+    x1 = Math.max(x1, x);
+    y1 = Math.max(y1, y);
   }
-  return best;
+  if (x0 > 0 || y0 > 0 || x1 < extent || y1 < extent) return undefined;
+  const buffer = Math.ceil(extent / BUFFER_DIVISOR);
+  const side = (out: boolean, edge: number, dir: number, d: number) => (out ? edge + dir * d : edge);
+  const box = (d: number): BBox => [side(x0 < 0, 0, -1, d), side(y0 < 0, 0, -1, d), side(x1 > extent, extent, 1, d), side(y1 > extent, extent, 1, d)];
+  return contains(r, box(buffer - ROUNDING)) ? box(buffer) : undefined;
 }
 
 /** The canonical ring of a box: clockwise on screen (an exterior), from the bottom-left corner as tilemaker mostly writes it. */
@@ -131,9 +133,8 @@ export function fillFeature(f: RawFeature, extent: number): RawFeature {
   if (!rings) return f;
   let changed = false;
   for (const [i, r] of rings.entries()) {
-    // Exteriors only (positive area in tile coordinates), and first the cheap test: bounds reaching every edge.
+    // Exteriors only (positive area in tile coordinates).
     if (r.length < 3 || signedArea2(r) <= 0) continue;
-    if (!r.some(([x]) => x <= 0) || !r.some(([, y]) => y <= 0) || !r.some(([x]) => x >= extent) || !r.some(([, y]) => y >= extent)) continue;
     const box = fillBox(r, extent);
     if (!box) continue;
     // Its holes: the rings after it with negative area. Each must stay inside the rectangle.
