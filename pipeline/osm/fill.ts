@@ -16,8 +16,8 @@
  * buffer's inner band exactly as the ring did: a style's `fill-translate` draws that band inside the
  * tile (osm-bright's water pattern is moved 2.5 px, 20 units at 512 px tiles).
  */
-import { PbfReader, PbfWriter } from 'pbf';
-import type { RawFeature } from '../../lib/mvt.ts';
+import { PbfReader } from 'pbf';
+import { partsGeometry, type RawFeature } from '../../lib/mvt.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { clipSegment, pointInRing, signedArea2, type Point } from './coastline.ts';
 
@@ -34,7 +34,7 @@ const CLOSE_PATH = 7;
 /** A ring in tile coordinates, its closing point not repeated. */
 type Ring = Point[];
 
-/** The rings of a polygon's command stream; undefined when it is not plain MoveTo/LineTo/ClosePath rings. */
+/** The rings of a polygon's command stream; undefined when it is not plain MoveTo/LineTo/ClosePath rings of 3+ points. */
 export function decodeRings(geometry: Uint8Array): Ring[] | undefined {
   const p = new PbfReader(geometry);
   const rings: Ring[] = [];
@@ -46,7 +46,7 @@ export function decodeRings(geometry: Uint8Array): Ring[] | undefined {
     const id = c & 0x7;
     const n = c >> 3;
     if (id === CLOSE_PATH) {
-      if (!ring || n !== 1) return undefined;
+      if (!ring || n !== 1 || ring.length < 3) return undefined;
       rings.push(ring);
       ring = undefined;
       continue;
@@ -63,25 +63,7 @@ export function decodeRings(geometry: Uint8Array): Ring[] | undefined {
 }
 
 /** The command stream of polygon rings. */
-export function encodeRings(rings: Ring[]): Uint8Array {
-  const pbf = new PbfWriter();
-  let px = 0;
-  let py = 0;
-  const point = ([x, y]: Point) => {
-    pbf.writeSVarint(x - px);
-    pbf.writeSVarint(y - py);
-    px = x;
-    py = y;
-  };
-  for (const r of rings) {
-    pbf.writeVarint((1 << 3) | MOVE_TO);
-    point(r[0]);
-    pbf.writeVarint(((r.length - 1) << 3) | LINE_TO);
-    for (const q of r.slice(1)) point(q);
-    pbf.writeVarint((1 << 3) | CLOSE_PATH);
-  }
-  return pbf.finish();
-}
+export const encodeRings = (rings: Ring[]): Uint8Array => partsGeometry(rings.map((r) => r.flat()), true);
 
 /** True when segment p–q has a point strictly inside box `b`: the middle of its part in the closed box is. */
 function crossesInterior(p: Point, q: Point, b: BBox): boolean {
