@@ -1,7 +1,8 @@
 /**
- * The OSM source's pure parts: coastline → water polygons, canonical tile re-encoding and label grid
- * ranks, the OSM PBF header, the tile box, tilemaker's failure lines and the bbox config field, and
- * what generating some tiles only (tilebake update) computes; ocean shapefiles from a repaired sea.
+ * The OSM source's pure parts: coastline → water polygons, canonical tile re-encoding, fill rings and
+ * label grid ranks, the OSM PBF header, the tile box, tilemaker's failure lines and the bbox config
+ * field, and what generating some tiles only (tilebake update) computes; ocean shapefiles from a
+ * repaired sea.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
