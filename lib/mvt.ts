@@ -3,7 +3,7 @@
  * libraries): decode a tile into layers with each feature's geometry kept as its encoded command
  * stream, and encode layers back, tags sorted by key and key/value tables in first-use order, so that
  * equal layers give equal bytes. The OSM source re-encodes tilemaker's tiles with it; the contour
- * tiles are written with it (`encodeLineTile`).
+ * tiles are written with it (`encodeLineTile`), and the OSM source's fill rings (`partsGeometry`).
  */
 import { PbfReader, PbfWriter } from 'pbf';
 
@@ -182,17 +182,22 @@ const enum Geom {
   LineString = 2,
   MoveTo = 1,
   LineTo = 2,
+  ClosePath = 7,
 }
 const MVT_VERSION = 2;
 
 const zigzag = (n: number) => (n << 1) ^ (n >> 31);
 const command = (id: number, count: number) => (count << 3) | (id & 0x7);
 
-/** The command stream of a (multi)line: MoveTo + LineTo per part, deltas from the previous point; empty without a part of 2+ points. */
-function lineGeometry(lines: number[][]): Uint8Array {
+/**
+ * The command stream of a (multi)line, or with `close` of polygon rings (closing point not repeated):
+ * MoveTo + LineTo (+ ClosePath) per part, deltas from the previous point; parts of fewer than 2
+ * points are left out (empty without any).
+ */
+export function partsGeometry(parts: number[][], close = false): Uint8Array {
   const pbf = new PbfWriter();
   let px = 0, py = 0;
-  for (const l of lines) {
+  for (const l of parts) {
     const n = l.length / 2;
     if (n < 2) continue;
     pbf.writeVarint(command(Geom.MoveTo, 1));
@@ -203,6 +208,7 @@ function lineGeometry(lines: number[][]): Uint8Array {
       pbf.writeVarint(zigzag(l[2 * i] - l[2 * i - 2]));
       pbf.writeVarint(zigzag(l[2 * i + 1] - l[2 * i - 1]));
     }
+    if (close) pbf.writeVarint(command(Geom.ClosePath, 1));
     px = l[2 * n - 2];
     py = l[2 * n - 1];
   }
@@ -228,7 +234,7 @@ export function encodeLineTile(layers: LineLayer[]): Uint8Array {
   for (const l of layers) {
     const features: RawFeature[] = [];
     for (const f of l.features) {
-      const geometry = lineGeometry(f.lines);
+      const geometry = partsGeometry(f.lines);
       if (geometry.length > 0) features.push({ type: Geom.LineString, geometry, tags: new Map(Object.entries(f.properties)) });
     }
     if (features.length > 0) raw.push({ name: l.name, version: MVT_VERSION, extent: l.extent ?? MVT_EXTENT, features });

@@ -1,9 +1,10 @@
 /**
- * The OSM source's pure parts: coastline → water polygons, canonical tile re-encoding and label grid
- * ranks, the OSM PBF header, the tile box, tilemaker's failure lines and the bbox config field, and
- * what generating some tiles only (tilebake update) computes; ocean shapefiles from a repaired sea.
+ * The OSM source's pure parts: coastline → water polygons, canonical tile re-encoding, fill rings and
+ * label grid ranks, the OSM PBF header, the tile box, tilemaker's failure lines and the bbox config
+ * field, and what generating some tiles only (tilebake update) computes; ocean shapefiles from a
+ * repaired sea.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -14,6 +15,7 @@ import { tileBounds, type BBox } from '../lib/tile-math.ts';
 import { parseConfig } from '../pipeline/config/index.ts';
 import { decodeTile, encodeTile, type RawFeature, type RawLayer } from '../lib/mvt.ts';
 import { canonicalLayers, canonicalTile, comparableTile, firstPoint, publicVectorLayers } from '../pipeline/osm/canonical.ts';
+import { decodeRings, encodeRings, fillBox } from '../pipeline/osm/fill.ts';
 import { assembleChains, clipPolyline, parseCoastlineOpl, pointInRing, signedArea2, waterPolygons, type Point } from '../pipeline/osm/coastline.ts';
 import { isOsmPbfHead, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { failureReason, runConfig } from '../pipeline/osm/tilemaker.ts';
@@ -231,6 +233,75 @@ describe('canonical tiles', () => {
     expect([out[0], out[1]]).toEqual([0x1f, 0x8b]);
     const [l] = decodeTile(gunzipSync(out));
     expect(Object.fromEntries(l.features[0].tags)).toEqual({ class: 'ocean' });
+  });
+
+  describe('fill rings (real Belize tiles, test/fixtures/osm)', () => {
+    const fixtures = JSON.parse(readFileSync('test/fixtures/osm/belize-fill-tiles.json', 'utf8')) as Record<string, string>;
+    const stored = (id: string) => Buffer.from(fixtures[id], 'base64');
+    const canonical = (id: string) => {
+      const [, x, y] = id.split('/').map(Number);
+      return canonicalTile(stored(id), x, y);
+    };
+    const polygons = (data: Uint8Array) =>
+      decodeTile(gunzipSync(data)).flatMap((l) => l.features.filter((f) => f.type === 3).map((f) => ({ layer: l.name, tags: Object.fromEntries(f.tags), rings: decodeRings(f.geometry)! })));
+    /**
+     * Even-odd inside-ness of every polygon at a grid of points in the tile, next to its edges and in
+     * the buffer's inner band, which a style's fill-translate draws inside the tile (half units: never on a vertex).
+     */
+    const drawn = (data: Uint8Array) => {
+      const at = [-18.5, -9.5, 0.5, 1.5, 4094.5, 4095.5, 4105.5, 4114.5, ...Array.from({ length: 64 }, (_, i) => i * 64 + 31.5)];
+      return polygons(data).map((p) => at.map((x) => at.map((y) => p.rings.reduce((n, r) => n + (pointInRing([x, y], r) ? 1 : 0), 0) % 2).join('')).join('|'));
+    };
+    const FILL: Point[] = [[-21, 4117], [-21, -21], [4117, -21], [4117, 4117]];
+
+    it('open sea is one rectangle whatever row tilemaker rounded its clip box in: equal bytes, same coverage of the tile', () => {
+      const [a, b] = ['12/1056/1836', '12/1058/1835'];
+      expect(polygons(stored(a))[0].rings).toEqual([[[-21, 4115], [-21, -21], [4116, -21], [4116, 4115]]]);
+      expect(polygons(stored(b))[0].rings).toEqual([[[-21, 4116], [-21, -22], [4116, -22], [4116, 4116]]]);
+      expect(Buffer.from(canonical(a)).equals(Buffer.from(canonical(b)))).toBe(true);
+      expect(polygons(canonical(a))).toEqual([{ layer: 'water', tags: { class: 'ocean' }, rings: [FILL] }]);
+    });
+
+    it('at the extract box\'s seam the rectangle stops where the sea stops (the tile\'s edge)', () => {
+      const [a, b] = ['12/1059/1834', '12/1059/1835'];
+      expect(Buffer.from(stored(a)).equals(Buffer.from(stored(b)))).toBe(false);
+      expect(Buffer.from(canonical(a)).equals(Buffer.from(canonical(b)))).toBe(true);
+      expect(polygons(canonical(a))[0].rings).toEqual([[[-21, 4117], [-21, -21], [4096, -21], [4096, 4117]]]);
+    });
+
+    it('keeps holes (islands) inside the rectangle; leaves a ring alone whose hole reaches past it', () => {
+      const islands = polygons(canonical('12/1049/1854'))[0].rings;
+      expect(islands[0]).toEqual(FILL);
+      expect(islands.slice(1)).toEqual(polygons(stored('12/1049/1854'))[0].rings.slice(1));
+      // An island across the tile's west edge (x = −24): a hole must stay inside its ring, so nothing changes.
+      expect(polygons(canonical('12/1052/1849'))).toEqual(polygons(stored('12/1052/1849')));
+      // An island in the buffer above the tile, cut out of the ring (a notch): the buffer is not all sea, nothing changes.
+      expect(polygons(stored('12/1048/1855'))[0].rings[0]).toContainEqual([2329, -12]);
+      expect(polygons(canonical('12/1048/1855'))).toEqual(polygons(stored('12/1048/1855')));
+    });
+
+    it('any layer: a tile inside a wildlife sanctuary; a ring reaching every edge but not covering the tile is kept', () => {
+      expect(polygons(canonical('13/2077/3709'))).toEqual([{ layer: 'park', tags: { class: 'wildlife_sanctuary' }, rings: [FILL] }]);
+      expect(polygons(canonical('13/2069/3711'))).toEqual(polygons(stored('13/2069/3711')));
+    });
+
+    it('draws the same inside every fixture tile and its buffer\'s inner band, and re-encoding is idempotent', () => {
+      for (const id of Object.keys(fixtures)) {
+        expect(drawn(canonical(id)), id).toEqual(drawn(stored(id)));
+        const [, x, y] = id.split('/').map(Number);
+        expect(Buffer.from(canonicalTile(canonical(id), x, y)).equals(Buffer.from(canonical(id))), id).toBe(true);
+      }
+    });
+
+    it('fillBox: a U-shaped ring whose bounds cover the tile does not; decodeRings/encodeRings round-trip', () => {
+      const u: Point[] = [[-20, 4120], [-20, -20], [1000, -20], [1000, 3000], [3000, 3000], [3000, -20], [4120, -20], [4120, 4120]];
+      expect(fillBox(u, 4096)).toBeUndefined();
+      expect(fillBox([[-20, 4120], [-20, -20], [4120, -20], [4120, 4120]], 4096)).toEqual([-21, -21, 4117, 4117]);
+      // Past the right edge but short of the buffer by more than tilemaker's rounding: left alone.
+      expect(fillBox([[-20, 4120], [-20, -20], [4110, -20], [4110, 4120]], 4096)).toBeUndefined();
+      expect(fillBox([[0, 4096], [0, 0], [4096, 0], [4096, 4096]], 4096)).toEqual([0, 0, 4096, 4096]);
+      expect(decodeRings(encodeRings([u, FILL]))).toEqual([u, FILL]);
+    });
   });
 
   it('TileJSON vector_layers lose the _ fields and gain rank where it is computed', () => {

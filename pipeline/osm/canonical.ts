@@ -6,6 +6,8 @@
  * Here every layer's features are sorted by content (the profile's `_zorder` first, so roads keep
  * their drawing order), each feature's tags by key, and the key/value tables rebuilt in first-use
  * order: the same features always give the same bytes, whatever happened elsewhere in the extract.
+ * A polygon ring that covers its whole tile is replaced by one canonical rectangle (fill.ts), so a tile
+ * of open sea or forest has the same bytes wherever it lies.
  *
  * OpenMapTiles' `rank` of POIs, peaks and small places is a position within a label grid cell
  * (row_number over LabelGrid in its SQL), which needs all of a tile's features at once: the profile
@@ -15,6 +17,7 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { PbfReader } from 'pbf';
 import { decodeTile, encodeTile, valueKey, type RawFeature, type RawLayer } from '../../lib/mvt.ts';
+import { fillFeature } from './fill.ts';
 
 /** Label grid of OpenMapTiles' rank: cell size in pixels and the value added to the position. */
 export interface GridRank {
@@ -83,9 +86,9 @@ function gridRanks(layer: RawLayer, grid: GridRank, x: number, y: number): void 
   }
 }
 
-/** A layer with its features sorted by content (`_zorder` first). */
+/** A layer with its fill rings made canonical and its features sorted by content (`_zorder` first). */
 function sortedLayer(l: RawLayer): RawLayer {
-  const keyed = l.features.map((f) => Object.assign(f, { key: tagsKey(f) }));
+  const keyed = l.features.map((f) => Object.assign(fillFeature(f, l.extent), { key: tagsKey(f) }));
   keyed.sort(compareFeatures);
   return { ...l, features: keyed.map(({ key: _key, ...f }) => f) };
 }

@@ -137,8 +137,8 @@ function inside(p: Point, b: BBox): boolean {
   return p[0] >= b[0] && p[0] <= b[2] && p[1] >= b[1] && p[1] <= b[3];
 }
 
-/** Liang–Barsky: the part [t0, t1] of segment p→q inside the box, or undefined. */
-function clipSegment(p: Point, q: Point, b: BBox): [number, number] | undefined {
+/** Liang–Barsky: the part [t0, t1] of segment p→q inside the (closed) box, or undefined. */
+export function clipSegment(p: Point, q: Point, b: BBox): [number, number] | undefined {
   const dx = q[0] - p[0];
   const dy = q[1] - p[1];
   let t0 = 0;
