@@ -177,13 +177,10 @@ export function encodeTile(layers: RawLayer[]): Uint8Array {
 }
 
 
-/** Geometry types and commands. */
-const enum Geom {
-  LineString = 2,
-  MoveTo = 1,
-  LineTo = 2,
-  ClosePath = 7,
-}
+/** Feature geometry types (the spec's GeomType). */
+export const GEOM_TYPE = { Point: 1, LineString: 2, Polygon: 3 } as const;
+/** Geometry command ids (the spec's MoveTo, LineTo, ClosePath). */
+export const GEOM_COMMAND = { MoveTo: 1, LineTo: 2, ClosePath: 7 } as const;
 const MVT_VERSION = 2;
 
 const zigzag = (n: number) => (n << 1) ^ (n >> 31);
@@ -200,15 +197,15 @@ export function partsGeometry(parts: number[][], close = false): Uint8Array {
   for (const l of parts) {
     const n = l.length / 2;
     if (n < 2) continue;
-    pbf.writeVarint(command(Geom.MoveTo, 1));
+    pbf.writeVarint(command(GEOM_COMMAND.MoveTo, 1));
     pbf.writeVarint(zigzag(l[0] - px));
     pbf.writeVarint(zigzag(l[1] - py));
-    pbf.writeVarint(command(Geom.LineTo, n - 1));
+    pbf.writeVarint(command(GEOM_COMMAND.LineTo, n - 1));
     for (let i = 1; i < n; i++) {
       pbf.writeVarint(zigzag(l[2 * i] - l[2 * i - 2]));
       pbf.writeVarint(zigzag(l[2 * i + 1] - l[2 * i - 1]));
     }
-    if (close) pbf.writeVarint(command(Geom.ClosePath, 1));
+    if (close) pbf.writeVarint(command(GEOM_COMMAND.ClosePath, 1));
     px = l[2 * n - 2];
     py = l[2 * n - 1];
   }
@@ -235,7 +232,7 @@ export function encodeLineTile(layers: LineLayer[]): Uint8Array {
     const features: RawFeature[] = [];
     for (const f of l.features) {
       const geometry = partsGeometry(f.lines);
-      if (geometry.length > 0) features.push({ type: Geom.LineString, geometry, tags: new Map(Object.entries(f.properties)) });
+      if (geometry.length > 0) features.push({ type: GEOM_TYPE.LineString, geometry, tags: new Map(Object.entries(f.properties)) });
     }
     if (features.length > 0) raw.push({ name: l.name, version: MVT_VERSION, extent: l.extent ?? MVT_EXTENT, features });
   }

@@ -17,7 +17,7 @@
  * tile (osm-bright's water pattern is moved 2.5 px, 20 units at 512 px tiles).
  */
 import { PbfReader } from 'pbf';
-import { partsGeometry, type RawFeature } from '../../lib/mvt.ts';
+import { GEOM_COMMAND, GEOM_TYPE, partsGeometry, type RawFeature } from '../../lib/mvt.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { clipSegment, pointInRing, signedArea2, type Point } from './coastline.ts';
 
@@ -26,10 +26,7 @@ const BUFFER_DIVISOR = 200;
 /** How far short of the buffer tilemaker's rounding leaves a clipped ring (measured over Belize: 19 to 22 units of 4096). */
 const ROUNDING = 2;
 
-const POLYGON = 3;
-const MOVE_TO = 1;
-const LINE_TO = 2;
-const CLOSE_PATH = 7;
+const { MoveTo: MOVE_TO, LineTo: LINE_TO, ClosePath: CLOSE_PATH } = GEOM_COMMAND;
 
 /** A ring in tile coordinates, its closing point not repeated. */
 type Ring = Point[];
@@ -110,7 +107,7 @@ const sameRing = (a: Ring, b: Ring) => a.length === b.length && a.every((p, i) =
 
 /** Polygon `f` with every exterior ring that covers its tile replaced by its fill rectangle (the same object when none does). */
 export function fillFeature(f: RawFeature, extent: number): RawFeature {
-  if (f.type !== POLYGON) return f;
+  if (f.type !== GEOM_TYPE.Polygon) return f;
   const rings = decodeRings(f.geometry);
   if (!rings) return f;
   let changed = false;
