@@ -40,12 +40,6 @@ export const CHROMIUM_ARGS = [
   '--disable-background-timer-throttling',
   '--disable-renderer-backgrounding',
   '--disable-backgrounding-occluded-windows',
-  // One process for the browser, the renderer, the GPU service and the network service, and no zygote
-  // to fork them: a render worker's Chromium does one page's work, and each extra process costs CPU to
-  // start and to talk to (~10 % of a start, same tiles: docs/render-performance.md). A renderer crash
-  // now ends the browser, which BrowserRenderer replaces like any killed browser.
-  '--single-process',
-  '--no-zygote',
   // Nothing leaves the machine: every host but the local asset server fails to resolve.
   '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1',
 ];

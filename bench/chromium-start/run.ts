@@ -43,8 +43,6 @@ interface Variant {
 /** The variants measured (docs/render-performance.md "Chromium processes and start-up" has the numbers). */
 const VARIANTS: Record<string, Variant> = {
   base: {},
-  /** The flags before --single-process --no-zygote (workers/chromium-process.ts). */
-  'multi-process': { remove: ['--single-process', '--no-zygote'] },
   'in-process-gpu': { add: ['--in-process-gpu'] },
   'no-zygote': { add: ['--no-zygote'] },
   'single-process': { add: ['--single-process'] },
