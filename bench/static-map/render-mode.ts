@@ -72,9 +72,24 @@ function get(o: RenderBenchOptions, path: string, agent: Agent | false): Promise
   });
 }
 
+/** The metrics page, on a new connection each time (a pooled keep-alive one can be closed by the server as it is reused). */
+function metricsText(o: RenderBenchOptions): Promise<string> {
+  return new Promise((res, rej) => {
+    const req = request(`http://127.0.0.1:${o.metricsPort}/metrics`, { agent: false }, (r) => {
+      let text = '';
+      r.setEncoding('utf8');
+      r.on('data', (c: string) => (text += c));
+      r.on('end', () => res(text));
+      r.on('error', rej);
+    });
+    req.on('error', rej);
+    req.end();
+  });
+}
+
 /** Value of a metric line `name` (with its labels) summed over the server's processes, from /metrics. */
 async function metric(o: RenderBenchOptions, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${o.metricsPort}/metrics`)).text();
+  const text = await metricsText(o);
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line ? Number(line.slice(name.length + 1)) : 0;
 }
