@@ -90,6 +90,11 @@ export class MetatileRenderer {
     return new MetatileRenderer(server, pool, profiles, opts);
   }
 
+  /** Threads (browsers) the pool may start. */
+  get workers(): number {
+    return this.opts.workers;
+  }
+
   /** When the browsers of every thread that has rendered were up (absolute ms), or undefined before any result. */
   get browsersReadyAt(): number | undefined {
     return this.readyAt.size > 0 ? Math.max(...this.readyAt.values()) : undefined;

@@ -6,7 +6,6 @@
 import { UserError } from '../../lib/errors.ts';
 import { metatileKey, type Metatile } from '../../lib/metatiles.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../../lib/raster-encode.ts';
-import { defaultRenderWorkers } from '../../workers/pool.ts';
 import type { MetatileRenderer } from '../../workers/metatile-renderer.ts';
 import type { BuildConfig } from '../config/index.ts';
 import { logLine } from '../progress.ts';
@@ -77,7 +76,7 @@ export async function renderScale(
     ctx.tick(n);
     ctx.rendered(n);
   };
-  const workers = r.workers ?? defaultRenderWorkers();
+  const workers = renderer.workers;
   // Consecutive metatiles are neighbours and share the vector tiles in one page's cache: ~10 % less
   // tile loading with two browsers at 4 per task than with single metatiles (measured).
   const batches = chunk(groups.render, Math.max(1, Math.min(r.batch, Math.ceil(groups.render.length / workers))));
