@@ -11,13 +11,13 @@
  * fixtures/no-ts-loader.mjs, which fails any load of tsx and logs each process and thread it ran in.
  */
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { VectorTile } from '@mapbox/vector-tile';
 import { PbfReader } from 'pbf';
-import { beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort, request } from './fixtures/server/http.ts';
 import { startServe } from './fixtures/server/serve.ts';
 import { readTile, SAMPLE, tempDir } from './render-helpers.ts';
@@ -72,6 +72,10 @@ describe.sequential('the compiled CLI', () => {
     expect(stdout).toMatch(/^build-js: dist\/ from \d+ source files/);
     // Current now: a second run builds nothing.
     expect((await exec(process.execPath, [join(REPO, 'scripts/build-js.mjs'), '--root', pkg])).stdout).toBe('');
+  });
+
+  afterAll(async () => {
+    for (const dir of [pkg, work]) if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   test('plan, shard, publish and serve run without tsx and find their files', async () => {
