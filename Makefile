@@ -5,10 +5,14 @@ OUT ?= build/sample
 PORT ?= 8080
 TILEBAKE := node bin/tilebake.js
 
-.PHONY: setup demo build test typecheck bench clean
+.PHONY: setup build-js demo build test typecheck bench clean
 
 setup:
 	@bash scripts/setup.sh
+
+# The CLI and its worker threads as compiled JavaScript in dist/ (also run by setup; a no-op when current).
+build-js:
+	@node scripts/build-js.mjs
 
 build: setup
 	$(TILEBAKE) build --config $(CONFIG) --out $(OUT)
@@ -29,4 +33,4 @@ bench: setup
 	bash bench/run-all.sh
 
 clean:
-	rm -rf build
+	rm -rf build dist

@@ -11,6 +11,7 @@ import type { IndexMeta } from '../lib/elevation/format.ts';
 import { ElevationIndex } from '../lib/elevation/reader.ts';
 import { UserError } from '../lib/errors.ts';
 import { readManifestOrEmpty, updateManifest, type TilesetEntry } from '../lib/manifest.ts';
+import { moduleUrl } from '../lib/package-root.ts';
 import { FileRangeSource } from '../lib/storage.ts';
 import { createPool } from '../workers/pool.ts';
 import type { ElevationTask, IndexRef, TileOut } from '../workers/elevation-tiles.ts';
@@ -119,7 +120,7 @@ export async function buildElevation(outDir: string, sources: DemSource[], opts:
   const workDir = join(outDir, WORK_DIR);
   const threads = opts.threads ?? availableCpus();
   // The pool's threads start while the inputs are checked.
-  const pool = createPool(new URL('../workers/elevation-tiles.ts', import.meta.url).href, threads);
+  const pool = createPool(moduleUrl('workers/elevation-tiles.ts'), threads);
   const stats: ElevationStats = { indexKept: false, chunks: 0, resumedChunks: 0, gridLoads: 0, indexSeconds: 0 };
   const entries: Record<string, TilesetEntry> = {};
   let meta: IndexMeta, bytes: number, fingerprint: string;

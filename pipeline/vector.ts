@@ -1,5 +1,4 @@
 import { rmdir } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import { basename, dirname, join, resolve } from 'node:path';
 import { readManifestOrEmpty, setOsmState, updateManifest, type TilesetEntry } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
@@ -7,6 +6,7 @@ import { packSource, type PackOptions, type PackResult } from './pack.ts';
 import { logLine } from './progress.ts';
 import { openTileSource } from './sources/index.ts';
 import { osmDataState } from './osm/pbf-header.ts';
+import { PROFILE_CONFIG, PROFILE_PROCESS } from './osm/tilemaker.ts';
 import { hashInputs, linkFile, readDeps, recordDeps } from './reuse.ts';
 import { patchOsmArchive, type OsmPatch } from './vector-patch.ts';
 
@@ -74,7 +74,7 @@ export interface VectorStageResult {
 /** Version of how a source becomes an archive; bump when packing changes, so archives are packed again. */
 const PACK_VERSION = 'tilebake-vector/1';
 /** The OpenMapTiles profile tilemaker runs for .osm.pbf sources (part of their fingerprint). */
-const OSM_PROFILE = [fileURLToPath(new URL('./osm/openmaptiles.json', import.meta.url)), fileURLToPath(new URL('./osm/openmaptiles.lua', import.meta.url))];
+const OSM_PROFILE = [PROFILE_CONFIG, PROFILE_PROCESS];
 
 /** What a tileset archive is made from besides its source's bytes: the packer, an OSM extract's profile, the options. */
 async function tilesetRecipe(t: BuildConfig['tilesets'][string]): Promise<string> {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what tilebake needs: Debian packages (Chromium, GDAL, nginx, wrk) and the npm packages.
+# Installs what tilebake needs: Debian packages (Chromium, GDAL, nginx, wrk) and the npm packages, and
+# compiles the sources to dist/.
 # Idempotent and quick when everything is already there. Used by `make setup` and `.ci/run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,3 +40,7 @@ if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt
   touch "$stamp"
 fi
 node -e "if (require('gdal-async').bundled) { console.error('setup: gdal-async was built with its bundled GDAL; remove node_modules and rerun'); process.exit(1) }"
+
+# The CLI and its worker threads compiled to dist/, so that they start without tsx (a no-op when dist/
+# is current). Not when the sources are not there yet (the container image copies them after set-up).
+if [ -f pipeline/cli.ts ]; then node scripts/build-js.mjs; fi

@@ -4,6 +4,7 @@
  */
 import type { Piscina } from 'piscina';
 import { UserError } from '../lib/errors.ts';
+import { moduleUrl } from '../lib/package-root.ts';
 import { canvasSize, metatileKey, metatileView, type Metatile } from '../lib/metatiles.ts';
 import { CHANNELS, fromDrawingBuffer, type RawImage } from '../lib/raster-encode.ts';
 import { RENDER_PAGE_PATH, uploadUrl } from '../lib/upload-receipt.ts';
@@ -11,8 +12,10 @@ import { chromiumCommand, createProfiles, removeProfiles } from './chromium-proc
 import { createPool } from './pool.ts';
 import type { CloseTask, RenderResult, RenderTask, RenderWorkerData } from './render-task.ts';
 
-/** The render pool's worker module: plain JavaScript that starts the thread's browser first. */
-const WORKER_MODULE = new URL('./render-worker.mjs', import.meta.url).href;
+/** The render pool's worker module: plain JavaScript that starts the thread's browser first, then loads the task module. */
+const WORKER_MODULE = moduleUrl('workers/render-worker.mjs');
+/** The task module the worker module loads: render-task.ts, or its compiled copy. */
+const TASK_MODULE = moduleUrl('workers/render-task.ts');
 /** Extra time the main thread grants a task beyond its own timeout before aborting the thread. */
 const ABORT_GRACE_MS = 15_000;
 /** How long a thread may take to kill its browser at the end before the thread is ended anyway. */
@@ -84,9 +87,9 @@ export class MetatileRenderer {
   /** Start the pool: up to `opts.workers` threads, started as batches come, each starting its browser on `server`'s render page with `first`. */
   static async start(server: RenderHost, first: FirstStyle, opts: MetatileRendererOptions): Promise<MetatileRenderer> {
     const profiles = await createProfiles();
-    const workerData: RenderWorkerData = { browser: chromiumCommand(renderPageUrl(server, first)), profiles };
+    const workerData: RenderWorkerData = { browser: chromiumCommand(renderPageUrl(server, first)), profiles, task: TASK_MODULE };
     // Lazy: a thread (and its browser) starts when a task needs it; a job of fewer batches than workers starts fewer browsers.
-    const pool = createPool(WORKER_MODULE, opts.workers, { workerData, tsx: false, background: true, lazy: true });
+    const pool = createPool(WORKER_MODULE, opts.workers, { workerData, background: true, lazy: true });
     return new MetatileRenderer(server, pool, profiles, opts);
   }
 

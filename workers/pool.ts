@@ -8,10 +8,10 @@ function isTsxFlag(argv: readonly string[], i: number): boolean {
 }
 
 /**
- * execArgv for worker threads: the parent's, plus the tsx loader so workers can import .ts files;
- * with `tsx: false`, the parent's without it (a worker module that loads tsx itself, later).
+ * execArgv for worker threads: the parent's without tsx's loader, plus that loader when `tsx` (a
+ * worker module in TypeScript; compiled ones in dist/ and plain JavaScript ones need none).
  */
-export function workerExecArgv(tsx = true): string[] {
+export function workerExecArgv(tsx: boolean): string[] {
   const argv: string[] = [];
   const parent = process.execArgv;
   for (let i = 0; i < parent.length; i++) {
@@ -46,8 +46,6 @@ export function defaultRenderWorkers(): number {
 export interface PoolOptions {
   /** Given to every thread (Piscina `workerData`). */
   workerData?: unknown;
-  /** false: the worker module is plain JavaScript that loads tsx itself (default: tsx preloaded). */
-  tsx?: boolean;
   /**
    * Keep idle threads' event loops running: for threads that own work beyond their tasks (a
    * browser starting or running). By default Piscina blocks idle threads in Atomics.wait.
@@ -60,7 +58,11 @@ export interface PoolOptions {
   lazy?: boolean;
 }
 
-/** A Piscina pool running `filename` (a worker module URL or path) in `threads` threads, one task at a time each. */
+/**
+ * A Piscina pool running `filename` (a worker module URL or path) in `threads` threads, one task at a
+ * time each. The threads load tsx only for a TypeScript module (the sources; lib/package-root.ts's
+ * `moduleUrl` gives the compiled one when this code runs compiled).
+ */
 export function createPool(filename: string, threads = defaultWorkers(), opts: PoolOptions = {}): Piscina {
   return new Piscina({
     filename,
@@ -68,7 +70,7 @@ export function createPool(filename: string, threads = defaultWorkers(), opts: P
     maxThreads: threads,
     concurrentTasksPerWorker: 1,
     idleTimeout: Number.POSITIVE_INFINITY,
-    execArgv: workerExecArgv(opts.tsx ?? true),
+    execArgv: workerExecArgv(filename.endsWith('.ts')),
     workerData: opts.workerData,
     ...(opts.background ? { atomics: 'disabled' as const } : {}),
   });

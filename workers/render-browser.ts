@@ -1,12 +1,11 @@
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
+import { packagePath, packageRequire } from '../lib/package-root.ts';
 import type { UploadReceipt } from '../lib/upload-receipt.ts';
 import { ChromiumStartTimeout, chromiumCommand, killChromium, watchChromium, type ChromiumProcess, type SpawnedChromium } from './chromium-process.ts';
 import { spawnChromium } from './chromium-spawn.mjs';
 
 /** The render page's folder (render.html and its modules), served by the render server. */
-export const RENDER_PAGE_DIR = fileURLToPath(new URL('./page/', import.meta.url));
+export const RENDER_PAGE_DIR = packagePath('workers', 'page/');
 
 /**
  * playwright-core, loaded on first use (a browser's start), with require: it is CommonJS (7 MB of
@@ -16,7 +15,7 @@ export const RENDER_PAGE_DIR = fileURLToPath(new URL('./page/', import.meta.url)
  */
 let playwright: typeof import('playwright-core') | undefined;
 function playwrightChromium(): (typeof import('playwright-core'))['chromium'] {
-  playwright ??= createRequire(import.meta.url)('playwright-core') as typeof import('playwright-core');
+  playwright ??= packageRequire('playwright-core') as typeof import('playwright-core');
   return playwright.chromium;
 }
 

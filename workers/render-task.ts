@@ -18,6 +18,8 @@ export interface RenderWorkerData {
   browser: ChromiumCommand;
   /** The build's createProfiles folder, for its browsers' profiles. */
   profiles: string;
+  /** URL of this module (render-task.ts, or its compiled copy in dist/) for render-worker.mjs to load. */
+  task: string;
 }
 
 /** Input of one render task. */

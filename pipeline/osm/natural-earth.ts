@@ -8,13 +8,14 @@
  * so each table is clipped here to those tiles (`zoomArea`) and written as one shapefile per OMT layer
  * and zoom, which a separate tilemaker run with base zoom 6 turns into tiles (tilemaker.ts, osm.ts).
  */
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { packagePath } from '../../lib/package-root.ts';
 import { tileBounds, tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
 import { loadGdal } from '../elevation/gdal.ts';
 import { boxPolygon, clipTo, writeShapefile, type Geometry, type Shape, type ShapeAttributes, type ShapeKind } from './shapes.ts';
 
 /** Where the Natural Earth tables are. */
-export const NATURAL_EARTH_DIR = resolve(import.meta.dirname, '..', '..', 'data', 'naturalearth');
+export const NATURAL_EARTH_DIR = packagePath('data', 'naturalearth');
 /** The highest zoom whose layers (other than the extract's own places) come from Natural Earth. */
 export const NE_MAXZOOM = 6;
 

@@ -4,14 +4,15 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { packagePath } from '../../lib/package-root.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { createProgress, logLine, type Progress } from '../progress.ts';
 import { countryRanks, type ShapeLayer } from './natural-earth.ts';
 import { runTool, ToolError } from './tools.ts';
 
 /** The profile tilemaker runs with. */
-export const PROFILE_CONFIG = join(import.meta.dirname, 'openmaptiles.json');
-export const PROFILE_PROCESS = join(import.meta.dirname, 'openmaptiles.lua');
+export const PROFILE_CONFIG = packagePath('pipeline', 'osm', 'openmaptiles.json');
+export const PROFILE_PROCESS = packagePath('pipeline', 'osm', 'openmaptiles.lua');
 
 /**
  * Tile boxes are shrunk by this much (degrees, ~1 cm) before tilemaker sees them: it writes every tile

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { createRequire } from 'node:module';
+import { packageRequire } from '../../lib/package-root.ts';
 import { Compression, openArchiveFile, openStoreArchive, PMTilesWriter, summarizeArchiveFile, tileIdToZxy, TileType, type ArchiveReader, type ArchiveSummary } from '../../lib/pmtiles/index.ts';
 import type { Store } from '../../lib/storage.ts';
 import type { RasterFormat } from '../../lib/raster-encode.ts';
@@ -25,7 +25,7 @@ export interface RenderIdentity {
 /** PMTiles tile type of a raster format. */
 export const TILE_TYPES: Record<RasterFormat, TileType> = { png: TileType.Png, jpg: TileType.Jpeg };
 
-const MAPLIBRE_VERSION = (createRequire(import.meta.url)('maplibre-gl/package.json') as { version: string }).version;
+const MAPLIBRE_VERSION = (packageRequire('maplibre-gl/package.json') as { version: string }).version;
 /**
  * Version of how tilebake turns a style into tiles (metatile grid, render page, pixel read-out).
  * Bump it when a change can alter tiles or metatile keys: archives and journals of older versions

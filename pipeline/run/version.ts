@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import { packageRequire } from '../../lib/package-root.ts';
 
 /** tilebake's version (package.json), recorded in run.json. */
-export const TILEBAKE_VERSION = (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
+export const TILEBAKE_VERSION = (packageRequire('./package.json') as { version: string }).version;

@@ -1,6 +1,6 @@
-import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { packageRequire } from '../../lib/package-root.ts';
 import type { ServerContext } from '../context.ts';
 import { StaticFolder } from '../static-files.ts';
 
@@ -8,7 +8,7 @@ import { StaticFolder } from '../static-files.ts';
 export const MAPLIBRE_PREFIX = '/maplibre/';
 
 /** maplibre-gl's `dist` folder (the version pinned in package.json). */
-const MAPLIBRE_DIST = dirname(createRequire(import.meta.url).resolve('maplibre-gl/dist/maplibre-gl.mjs'));
+const MAPLIBRE_DIST = dirname(packageRequire.resolve('maplibre-gl/dist/maplibre-gl.mjs'));
 
 /**
  * `GET /maplibre/{file}`: MapLibre GL JS from the installed `maplibre-gl` package (`maplibre-gl.mjs`,

@@ -1,12 +1,12 @@
-import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
+import { packagePath } from '../../lib/package-root.ts';
 import { servedBuild } from '../metrics.ts';
 import type { ServerContext } from '../context.ts';
 import { StaticFolder } from '../static-files.ts';
 import { MAPLIBRE_PREFIX } from './maplibre.ts';
 
 /** The preview page's folder: index.html and its modules, style sheet and icon. */
-export const PREVIEW_DIR = fileURLToPath(new URL('../preview/', import.meta.url));
+export const PREVIEW_DIR = packagePath('static-server', 'preview/');
 /** Path prefix of the page's assets. */
 const PREVIEW_PREFIX = '/preview/';
 /** The page itself. */
