@@ -263,6 +263,11 @@ async function runPrimary(options: ServeOptions, count: number, log: Logger): Pr
     w.on('message', (m: { type?: string; url?: string; routingUrl?: string }) => {
       if (m?.type !== Msg.Ready) return;
       everReady.add(w);
+      // A worker still starting when the shutdown began had no listener for it: tell it again now.
+      if (shuttingDown) {
+        if (w.isConnected()) w.send(Msg.Shutdown);
+        return;
+      }
       readyCount++;
       if (readyCount === count) {
         log.info({ url: m.url, routingUrl: m.routingUrl, metricsUrl, workers: count, out: options.out }, 'tilebake listening');

@@ -1,11 +1,12 @@
 // `tilebake serve` as a process: graceful SIGTERM, cluster workers, the routing listener, terrain tiles.
 import { currentVersionDir } from '../lib/build-version.ts';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
+import { CLI, ROOT } from './fixtures/server/sample.ts';
 import { buildSample, monacoTiles, request, startGatedRangeServer, startServe, type SourceTile } from './fixtures/server/helpers.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
@@ -74,6 +75,35 @@ describe('graceful shutdown', () => {
       expect(s.output().match(/shutting down: finishing in-flight requests/g)).toHaveLength(2);
     } finally {
       s.proc.kill('SIGKILL');
+    }
+  });
+  it('on SIGTERM while its workers are still starting, stops them once they are up and exits 0', async () => {
+    const proc = spawn(process.execPath, [CLI, 'serve', '--out', out, '--port', '0', '--host', '127.0.0.1', '--workers', '2'], {
+      cwd: ROOT,
+      env: { ...process.env, ...ENV },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    proc.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    proc.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((res) => proc.on('exit', (code) => res(code)));
+    try {
+      // The primary installs its signal handlers as it forks: signal it as soon as both workers exist.
+      const forked = () => {
+        try {
+          return execFileSync('ps', ['--ppid', String(proc.pid), '-o', 'args='], { encoding: 'utf8' }).split('\n').filter((l) => l.includes('serve')).length;
+        } catch {
+          return 0; // ps exits 1 while the process has no children
+        }
+      };
+      while (forked() < 2) await new Promise((r) => setTimeout(r, 10));
+      expect(output).not.toContain('tilebake listening'); // the workers were not up yet
+      proc.kill('SIGTERM');
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running after 15 s'), 15_000))]);
+      expect(code, output).toBe(0);
+      expect(output.match(/shutting down: finishing in-flight requests/g)).toHaveLength(2);
+    } finally {
+      proc.kill('SIGKILL');
     }
   });
 });
