@@ -64,6 +64,7 @@ const VARIANTS: Record<string, Variant> = {
   'no-crash-reporter': { add: ['--disable-crash-reporter'] },
   'v8-no-opt': { add: ['--js-flags=--no-opt --no-maglev'] },
   'v8-no-turbofan': { add: ['--js-flags=--no-turbofan'] },
+  'angle-no-warmup': { add: ['--disable-angle-features=warmUpPipelineCacheAtLink'] },
   'template-profile': { template: 'blank' },
   'render-profile': { template: 'render' },
   'gpu-cache': { template: 'render', only: ['Default/GPUCache', 'GPUPersistentCache'] },
