@@ -3,10 +3,12 @@
  * build, for Chromium flag variants in alternated rounds, and whether each variant's tiles are byte for
  * byte those of the first (the code's own flags).
  *
- *   node --import tsx bench/chromium-start/run.ts [--rounds 5] [--maxzoom 0] [--variants base,in-process-gpu]
+ *   node --import tsx bench/chromium-start/run.ts [--rounds 5] [--minzoom 0] [--maxzoom 0] [--variants base,in-process-gpu]
  *
- * Each run is `tilebake build` of the Monaco sample, osm-bright, z0–maxzoom, 1x PNG (z0: one metatile,
- * the shard of docs/distributed.md "Where a shard's CPU goes") into a fresh folder, one render worker.
+ * Each run is `tilebake build` of the Monaco sample, osm-bright, z{minzoom}–{maxzoom}, 1x PNG (z0: one
+ * metatile, the shard of docs/distributed.md "Where a shard's CPU goes") into a fresh folder, one
+ * render worker. `--minzoom 13 --maxzoom 14 --styles osm-bright,positron --scales 1,2` is where the
+ * bench job's work is: 8 metatiles, 40 tiles.
  * Chromium is started through a wrapper (TILEBAKE_CHROMIUM) that joins a cpuacct cgroup of its own,
  * nested in the command's cgroup, and edits the flags for the variant: the CPU seconds printed are
  * Chromium's whole process tree (browser, zygotes, GPU, renderers, utilities) and the command's.
@@ -21,6 +23,7 @@ import { parseArgs } from 'node:util';
 import { openArchiveFile } from '../../lib/pmtiles/index.ts';
 import { commandLine, processStat } from '../../lib/process-tree.ts';
 import { CHROMIUM_PATH, chromiumCommand } from '../../workers/chromium-process.ts';
+import { chromiumKind, cpuSeconds } from './process-kind.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
@@ -34,10 +37,12 @@ interface Variant {
   remove?: string[];
   disable?: string[];
   enable?: string[];
-  /** Start from a copy of a profile (made before the rounds): `blank` as a browser on about:blank leaves it, `render` copied during a build of this job. */
+  /** Start from a copy of a profile (made before the rounds): `blank` as a browser on about:blank leaves it, `render` as a browser leaves it after a build of this job (GPU caches, code cache, HTTP cache). */
   template?: 'blank' | 'render';
-  /** Copy the profile to `$WORK/template` 4 s after the start (makes the `render` template). */
-  copyProfile?: boolean;
+  /** Of the template, copy only these paths (relative to the profile folder). */
+  only?: string[];
+  /** Run in `$WORK/template-render` instead of the profile given (makes the `render` template: a browser's profile after this job). */
+  keepProfile?: boolean;
 }
 
 /** The variants measured (docs/render-performance.md "Chromium processes and start-up" has the numbers). */
@@ -58,8 +63,12 @@ const VARIANTS: Record<string, Variant> = {
   'v8-single-gc': { add: ['--js-flags=--single-threaded-gc'] },
   'no-crash-reporter': { add: ['--disable-crash-reporter'] },
   'v8-no-opt': { add: ['--js-flags=--no-opt --no-maglev'] },
+  'v8-no-turbofan': { add: ['--js-flags=--no-turbofan'] },
+  'angle-no-warmup': { add: ['--disable-angle-features=warmUpPipelineCacheAtLink'] },
   'template-profile': { template: 'blank' },
   'render-profile': { template: 'render' },
+  'gpu-cache': { template: 'render', only: ['Default/GPUCache', 'GPUPersistentCache'] },
+  'code-cache': { template: 'render', only: ['Default/Code Cache'] },
   incognito: { add: ['--incognito'] },
   'no-pings': { add: ['--no-pings', '--disable-client-side-phishing-detection', '--disable-domain-reliability', '--disable-notifications', '--disable-print-preview', '--disable-speech-api', '--no-proxy-server'] },
   'no-gpu-raster': { add: ['--disable-gpu-rasterization', '--disable-accelerated-2d-canvas'] },
@@ -69,6 +78,7 @@ const VARIANTS: Record<string, Variant> = {
 const { values } = parseArgs({
   options: {
     rounds: { type: 'string', default: '5' },
+    minzoom: { type: 'string', default: '0' },
     maxzoom: { type: 'string', default: '0' },
     scales: { type: 'string', default: '1' },
     styles: { type: 'string', default: 'osm-bright' },
@@ -79,9 +89,19 @@ const ROUNDS = Number(values.rounds);
 const names = values.variants!.split(',');
 for (const n of names) if (!VARIANTS[n]) throw new Error(`unknown variant ${n} (known: ${Object.keys(VARIANTS).join(', ')})`);
 
+/** `s` quoted for bash. */
+const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The wrapper's shell lines that copy the variant's template (or its `only` paths) into the profile folder. */
+function copyTemplate(v: Variant): string {
+  if (!v.template) return '';
+  const from = join(WORK, `template-${v.template}`);
+  if (!v.only) return `cp -a ${q(from)}/. "\${a#--user-data-dir=}"/; `;
+  return v.only.map((p) => `mkdir -p "\${a#--user-data-dir=}"/${q(p)}/..; cp -a ${q(join(from, p))} "\${a#--user-data-dir=}"/${q(p)}; `).join('');
+}
+
 /** A wrapper that joins `$TILEBAKE_BENCH_CG` and starts Chromium with the variant's flags. */
 function writeWrapper(path: string, v: Variant): void {
-  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   const remove = (v.remove ?? []).map((r) => `    ${q(r)}) continue ;;`).join('\n');
   writeFileSync(
     path,
@@ -92,7 +112,7 @@ have_enable=
 for a in "$@"; do
   case "$a" in
 ${remove}
-    --user-data-dir=*) ${v.template ? `cp -a ${q(join(WORK, `template-${v.template}`))}/. "\${a#--user-data-dir=}"/` : ''}${v.copyProfile ? `(sleep 4; cp -a "\${a#--user-data-dir=}" ${q(join(WORK, 'template-render'))}) &` : ''} ;;
+    --user-data-dir=*) ${copyTemplate(v)}${v.keepProfile ? `a=--user-data-dir=${q(join(WORK, 'template-render'))}` : ''} ;;
     --disable-features=*) a="$a${v.disable?.length ? `,${v.disable.join(',')}` : ''}" ;;
     --enable-features=*) have_enable=1; a="$a${v.enable?.length ? `,${v.enable.join(',')}` : ''}" ;;
   esac
@@ -141,18 +161,6 @@ async function tileHashes(dir: string): Promise<Map<string, string>> {
   return out;
 }
 
-/** Clock ticks per second of /proc/<pid>/stat's times (Linux's USER_HZ). */
-const HZ = 100;
-
-/** A process's kind from its command line: browser, zygote, gpu, renderer, the utility's sub-type. */
-function kind(cmd: string): string {
-  const args = cmd.split(/[\0 ]/);
-  const type = args.find((a) => a.startsWith('--type='))?.slice(7);
-  if (!type) return args[0].endsWith('.sh') || args[0].includes('chromium') ? 'browser' : args[0];
-  if (type === 'utility') return args.find((a) => a.startsWith('--utility-sub-type='))?.slice(19).replace(/^.*\./, '') ?? 'utility';
-  return type === 'gpu-process' ? 'gpu' : type;
-}
-
 /**
  * Samples the CPU time of every process in cgroup `cg` every 20 ms while it runs (the last sample
  * before a process ends stands for it: its last ≤ 20 ms are missed). `stop()` returns CPU s by kind.
@@ -164,8 +172,8 @@ function sampleProcesses(cg: string): { stop(): Map<string, number> } {
       const s = processStat(pid);
       const cmd = commandLine(pid);
       if (!s || !cmd) continue;
-      const cpu = (Number(s.fields[11]) + Number(s.fields[12])) / HZ;
-      seen.set(pid, { kind: kind(cmd), cpu: Math.max(cpu, seen.get(pid)?.cpu ?? 0), cmd });
+      const cpu = cpuSeconds(s);
+      seen.set(pid, { kind: chromiumKind(cmd), cpu: Math.max(cpu, seen.get(pid)?.cpu ?? 0), cmd });
     }
   };
   const timer = setInterval(tick, 20);
@@ -188,7 +196,7 @@ function sampleProcesses(cg: string): { stop(): Map<string, number> } {
 async function once(name: string, round: number, maxzoom = Number(values.maxzoom)): Promise<{ chromium: number; total: number; wall: number; tiles: Map<string, string>; byKind: Map<string, number> }> {
   const out = join(WORK, `out-${name}-${round}`);
   const config = join(WORK, 'config.json');
-  const style = (id: string) => ({ style: join(SAMPLE, 'styles', id, 'style.json'), tileset: 'openmaptiles', minzoom: 0, maxzoom, scales: values.scales!.split(',').map(Number), formats: ['png'] });
+  const style = (id: string) => ({ style: join(SAMPLE, 'styles', id, 'style.json'), tileset: 'openmaptiles', minzoom: Math.min(Number(values.minzoom), maxzoom), maxzoom, scales: values.scales!.split(',').map(Number), formats: ['png'] });
   writeFileSync(config, JSON.stringify({ out, tilesets: { openmaptiles: join(SAMPLE, 'monaco_omt.mbtiles') }, styles: Object.fromEntries(values.styles!.split(',').map((s) => [s, style(s)])), fonts: join(SAMPLE, 'fonts'), render: { metatile: 4, margin: 64, workers: 1 } }));
   const outer = join(CPUACCT, `tilebake-chromium-bench-${process.pid}`);
   const inner = join(outer, 'chromium');
@@ -227,8 +235,11 @@ async function main(): Promise<void> {
   for (const n of names) writeWrapper(join(WORK, `chromium-${n}.sh`), VARIANTS[n]);
   if (names.some((n) => VARIANTS[n].template === 'blank')) await makeTemplate(join(WORK, 'template-blank'));
   if (names.some((n) => VARIANTS[n].template === 'render')) {
-    writeWrapper(join(WORK, 'chromium-copy-profile.sh'), { copyProfile: true });
-    await once('copy-profile', 0, 14);
+    writeWrapper(join(WORK, 'chromium-keep-profile.sh'), { keepProfile: true });
+    await once('keep-profile', 0);
+    // The browser was killed: wait for its last writes, then drop its locks.
+    await new Promise((r) => setTimeout(r, 1000));
+    for (const f of ['SingletonLock', 'SingletonSocket', 'SingletonCookie']) rmSync(join(WORK, 'template-render', f), { force: true });
   }
   const results = new Map<string, { chromium: number[]; total: number[]; wall: number[] }>(names.map((n) => [n, { chromium: [], total: [], wall: [] }]));
   let reference: Map<string, string> | undefined;
