@@ -5,7 +5,7 @@ import { readManifestOrEmpty, updateManifest, type Manifest } from '../lib/manif
 import type { BuildConfig } from './config/index.ts';
 import type { Stage, StageContext, StageName } from './stage.ts';
 import { STAGES, stageNamed } from './stages/index.ts';
-import { logLine } from './progress.ts';
+import { logLine, secondsSince, stepsText } from './progress.ts';
 import { linkTree } from './reuse.ts';
 
 /** Options of `tilebake build`. */
@@ -78,6 +78,7 @@ export async function build(config: BuildConfig, opts: BuildOptions = {}): Promi
   const incoming = join(root, BUILDS_DIR, `.incoming-${id}-${process.pid}`);
   await mkdir(incoming, { recursive: true });
   let timings: StageTiming[];
+  let published = 0;
   try {
     if (opts.only && base) {
       // A one-stage build: the other stages' outputs come from the current version unchanged.
@@ -86,6 +87,7 @@ export async function build(config: BuildConfig, opts: BuildOptions = {}): Promi
     }
     const sc: StageContext = { outDir: incoming, previous: opts.full ? undefined : base?.dir, workDir: join(root, '.work'), workers: opts.workers, vectorPatches: opts.vectorPatches };
     timings = await runStages(config, sc, (s) => !opts.only || opts.only === s.name, opts.manifest);
+    published = performance.now();
     const final = join(root, BUILDS_DIR, id);
     await rename(incoming, final);
     await publishVersion(root, id);
@@ -95,7 +97,7 @@ export async function build(config: BuildConfig, opts: BuildOptions = {}): Promi
     throw e;
   }
   const removed = await pruneVersions(root, opts.keep ?? DEFAULT_KEEP_VERSIONS);
-  logLine(`build: published ${id} in ${root}${removed.length ? ` (removed old versions ${removed.join(', ')})` : ''} in ${((Date.now() - started) / MS_PER_S).toFixed(1)} s`);
+  logLine(`build: published ${id} in ${root}${removed.length ? ` (removed old versions ${removed.join(', ')})` : ''} in ${((Date.now() - started) / MS_PER_S).toFixed(1)} s (${stepsText([{ name: 'publish and prune', seconds: secondsSince(published) }])})`);
   return timings;
 }
 

@@ -11,7 +11,7 @@ import { OverlayStore } from '../lib/overlay-store.ts';
 import { LocalStore, type Store } from '../lib/storage.ts';
 import type { RenderServer } from '../static-server/render-server.ts';
 import type { BuildConfig } from './config/index.ts';
-import { createProgress, logLine } from './progress.ts';
+import { createProgress, logLine, secondsSince, stepsText, type Step } from './progress.ts';
 import { archiveFromJournal, readIdentity, type RenderIdentity } from './render/archive.ts';
 import type { RasterFormat } from '../lib/raster-encode.ts';
 import { RenderJournal } from './render/journal.ts';
@@ -20,6 +20,7 @@ import { archiveFingerprints, archiveKey, archiveName, prepareJobs, type StyleJo
 import { enumerateMetatiles, metatileKey, type Metatile } from '../lib/metatiles.ts';
 import { inShard, metatilesToRerender, type ChangedSource } from './render/metatiles.ts';
 import type { FirstStyle, MetatileRenderer } from '../workers/metatile-renderer.ts';
+import type { ScaleDone } from './render/draw.ts';
 import { changedSources, changedTilesets, viewKeys } from './render/sources.ts';
 import { linkFile } from './reuse.ts';
 import { EXIT_PERMANENT } from './run/exit.ts';
@@ -81,7 +82,10 @@ function* tilesOf(metas: Metatile[], keys: ReadonlySet<string>): Generator<Metat
   for (const m of metas) if (keys.has(metatileKey(m))) yield* m.tiles;
 }
 
-/** Render one style (every scale × format); fills its manifest entry with the archives of this run. */
+/**
+ * Render one style (every scale × format); fills its manifest entry with the archives of this run.
+ * Resolves once every view is drawn, with `finished`, which resolves once every archive is written.
+ */
 async function renderStyle(
   ctx: {
     config: BuildConfig;
@@ -101,7 +105,7 @@ async function renderStyle(
     viewKeys?: (job: StyleJob, styleKey: string) => Promise<ViewKeys>;
   },
   job: StyleJob,
-): Promise<StyleEntry> {
+): Promise<{ finished: Promise<StyleEntry> }> {
   const { config, outDir, shard } = ctx;
   const { s, prep, entry } = job;
   const styleDir = join(outDir, 'styles', s.id);
@@ -112,6 +116,8 @@ async function renderStyle(
   const label = `render ${s.id}${shard ? ` (shard ${shard.index}/${shard.count})` : ''}`;
   const progress = createProgress(label, tilesPerScale * s.scales.length);
   const r = config.render;
+  /** Each drawn scale's encoding and archive writing, still running while the next scale draws. */
+  const writing: Promise<void>[] = [];
   try {
     for (const scale of s.scales) {
       const identities = new Map<RasterFormat, RenderIdentity>();
@@ -167,6 +173,7 @@ async function renderStyle(
         progress.tick(tilesPerScale);
         continue;
       }
+      let done: ScaleDone;
       try {
         const rendered = (n: number) => (ctx.stats.tiles += n);
         const styleUrl = async () => `${(await ctx.server()).url}/styles/${encodeURIComponent(s.id)}/style.json`;
@@ -174,36 +181,69 @@ async function renderStyle(
         const views = ctx.viewKeys && (() => ctx.viewKeys!(job, styleKey));
         // The browsers and encoders are loaded only now (a build that draws nothing does without them).
         const { renderScale } = await import('./render/draw.ts');
-        const done = await renderScale({ renderer, config, styleUrl, label, style: prep.style, tick: (k) => progress.tick(k), rendered, stats: ctx.stats }, metas, scale, journals, copies, views);
-        const n = done.metatiles;
-        ctx.stats.renderedMetatiles += n;
-        ctx.stats.distinctViews += done.distinct;
-        ctx.stats.views.push({ style: s.id, scale, metatiles: n, distinct: done.distinct });
-        logLine(`${label} @${scale}x: re-rendered ${n} of ${metas.length} metatiles (${[...reasons].join('; ')})`);
-        if (n > 0) logLine(`${label} @${scale}x: ${done.distinct} distinct views rendered for ${n} metatiles${ctx.viewKeys ? ` (${describeRule(job.position)})` : ' (render.dedup off)'}`);
-        for (const [format, journal] of journals) {
-          const name = archiveName(scale, format, shard);
-          const copy = copies.get(format);
-          const res = await archiveFromJournal(journal, join(styleDir, name), {
-            format,
-            identity: identities.get(format)!,
-            bounds: bbox,
-            center,
-            metadata: { name: prep.name ?? s.id, attribution, format, scale, type: 'baselayer', minzoom: s.minzoom, maxzoom: s.maxzoom },
-            copy: copy && copy.size > 0 ? { archive: join(ctx.previous!, 'styles', s.id, name), tiles: tilesOf(metas, copy) } : undefined,
-          });
-          await journal.remove();
-          const a: StyleArchive = { archive: `styles/${s.id}/${name}`, format, scale: scale as 1 | 2, tiles: res.tiles, bytes: res.bytes };
-          entry.archives[`${scale}x.${format}`] = a;
-        }
-      } finally {
+        done = await renderScale({ renderer, config, styleUrl, label, style: prep.style, tick: (k) => progress.tick(k), rendered, stats: ctx.stats }, metas, scale, journals, copies, views);
+      } catch (e) {
         for (const j of journals.values()) await j.close();
+        throw e;
       }
+      const n = done.metatiles;
+      ctx.stats.renderedMetatiles += n;
+      ctx.stats.distinctViews += done.distinct;
+      ctx.stats.views.push({ style: s.id, scale, metatiles: n, distinct: done.distinct });
+      logLine(`${label} @${scale}x: re-rendered ${n} of ${metas.length} metatiles (${[...reasons].join('; ')})`);
+      if (n > 0) logLine(`${label} @${scale}x: ${done.distinct} distinct views rendered for ${n} metatiles${ctx.viewKeys ? ` (${describeRule(job.position)})` : ' (render.dedup off)'}`);
+      // Every view is drawn: the browsers go on with the next scale or style while the last metatiles
+      // are encoded and the archives written (the tiles are the same whatever runs beside them).
+      const write = async (): Promise<void> => {
+        try {
+          let t = performance.now();
+          await done.encoded;
+          const encoding = secondsSince(t);
+          t = performance.now();
+          for (const [format, journal] of journals) {
+            const name = archiveName(scale, format, shard);
+            const copy = copies.get(format);
+            const res = await archiveFromJournal(journal, join(styleDir, name), {
+              format,
+              identity: identities.get(format)!,
+              bounds: bbox,
+              center,
+              metadata: { name: prep.name ?? s.id, attribution, format, scale, type: 'baselayer', minzoom: s.minzoom, maxzoom: s.maxzoom },
+              copy: copy && copy.size > 0 ? { archive: join(ctx.previous!, 'styles', s.id, name), tiles: tilesOf(metas, copy) } : undefined,
+            });
+            await journal.remove();
+            const a: StyleArchive = { archive: `styles/${s.id}/${name}`, format, scale: scale as 1 | 2, tiles: res.tiles, bytes: res.bytes };
+            entry.archives[`${scale}x.${format}`] = a;
+          }
+          if (n > 0) logLine(`${label} @${scale}x: times: ${stepsText([...done.steps, ...pageSteps(done), { name: 'encoding after the drawing', seconds: encoding }, { name: 'archives', seconds: secondsSince(t) }])}`);
+        } finally {
+          for (const j of journals.values()) await j.close();
+        }
+      };
+      const written = write();
+      written.catch(() => undefined);
+      writing.push(written);
     }
-  } finally {
+  } catch (e) {
     progress.done();
+    await Promise.allSettled(writing);
+    throw e;
   }
-  return entry;
+  const finished = allDone(writing).then(() => entry).finally(() => progress.done());
+  finished.catch(() => undefined);
+  return { finished };
+}
+
+/** The page's own times of a scale: loading the style, drawing per zoom (`drawing z14: 4 × 0.62 s`). */
+function pageSteps(done: ScaleDone): Step[] {
+  const zooms = [...done.zooms].sort(([a], [b]) => a - b).map(([z, d]) => ({ name: `z${z} ${d.metatiles} × ${(d.seconds / d.metatiles).toFixed(2)} s =`, seconds: d.seconds }));
+  return [{ name: 'in the page: style load', seconds: done.styleSeconds }, ...zooms];
+}
+
+/** Wait for every promise of `ps`, then throw the first failure (none is left running). */
+async function allDone(ps: Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(ps)).find((r) => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /**
@@ -238,6 +278,17 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   let renderer: Promise<MetatileRenderer> | undefined;
   const cfg: BuildConfig = { ...config, render: { ...config.render, workers } };
   const changed = changedTilesets(data, opts.previous ? new LocalStore(opts.previous) : undefined, manifest);
+  /** Each style's archives written and recorded in the manifest. */
+  const recorded: Promise<void>[] = [];
+  let closing: Promise<void> | undefined;
+  const closeBrowsers = () =>
+    (closing ??= (async () => {
+      const r = await renderer?.catch(() => undefined);
+      const readyAt = r?.browsersReadyAt;
+      if (readyAt !== undefined) stats.startSeconds = (readyAt - (performance.timeOrigin + started)) / MS_PER_S;
+      await r?.close();
+      await (await server?.catch(() => undefined))?.close();
+    })());
   try {
     const ctx = {
       config: cfg,
@@ -264,23 +315,27 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
         })()),
     };
     for (const job of jobs) {
-      const entry = await renderStyle(ctx, job);
+      // The next style draws while this one's last archives are written.
+      const { finished } = await renderStyle(ctx, job);
       const id = job.s.id;
-      if (opts.shard) {
-        logLine(`render ${id}: shard ${opts.shard.index}/${opts.shard.count} written to ${Object.keys(entry.archives).map((k) => entry.archives[k].archive).join(', ')} (merge with \`tilebake merge\`)`);
-        continue;
-      }
-      await updateManifest(outDir, (m) => {
-        m.styles[id] = entry;
-        if (fontsDir) m.fonts = 'fonts';
+      const record = finished.then(async (entry) => {
+        if (opts.shard) {
+          logLine(`render ${id}: shard ${opts.shard.index}/${opts.shard.count} written to ${Object.keys(entry.archives).map((k) => entry.archives[k].archive).join(', ')} (merge with \`tilebake merge\`)`);
+          return;
+        }
+        await updateManifest(outDir, (m) => {
+          m.styles[id] = entry;
+          if (fontsDir) m.fonts = 'fonts';
+        });
       });
+      record.catch(() => undefined);
+      recorded.push(record);
     }
+    // Every view is drawn: the browsers and the server close while the last archives are written.
+    await Promise.all([allDone(recorded), closeBrowsers()]);
   } finally {
-    const r = await renderer?.catch(() => undefined);
-    const readyAt = r?.browsersReadyAt;
-    if (readyAt !== undefined) stats.startSeconds = (readyAt - (performance.timeOrigin + started)) / MS_PER_S;
-    await r?.close();
-    await (await server?.catch(() => undefined))?.close();
+    await Promise.allSettled(recorded);
+    await closeBrowsers();
   }
   if (!opts.shard) await rm(join(workDir, 'render'), { recursive: true, force: true }).catch(() => undefined);
   stats.seconds = (performance.now() - started) / MS_PER_S;

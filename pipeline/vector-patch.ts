@@ -12,7 +12,7 @@ import type { BBox } from '../lib/tile-math.ts';
 import { changedTiles } from './osm/changed-tiles.ts';
 import { readOsmHeader } from './osm/pbf-header.ts';
 import { findTool, killLeftovers, OSMIUM, TILEMAKER } from './osm/tools.ts';
-import { logLine } from './progress.ts';
+import { logLine, stepsText } from './progress.ts';
 import { inTileBox, openOsm, tileBox } from './sources/osm.ts';
 import { openPmtiles } from './sources/pmtiles.ts';
 import type { SourceTile, TileSource } from './sources/common.ts';
@@ -96,7 +96,7 @@ async function patchIn(source: string, prevArchive: string, output: string, patc
   try {
     const result = await packSource(splice(prev, changed, fresh), output, { name: opts.name, attribution: opts.attribution, description: opts.description, label: opts.label });
     const phases = [{ name: 'changed tiles', seconds: found }, ...(generated.phases ?? []), ...result.phases];
-    logLine(`${opts.label}: generated ${changed.size} changed tiles (${fresh.size} not empty) and copied the others from the previous archive`);
+    logLine(`${opts.label}: generated ${changed.size} changed tiles (${fresh.size} not empty) and copied the others from the previous archive (${stepsText(phases)})`);
     return { unchanged: false, result: { ...result, phases } };
   } finally {
     await prev.close();

@@ -20,6 +20,7 @@ const TASK_MODULE = moduleUrl('workers/render-task.ts');
 const ABORT_GRACE_MS = 15_000;
 /** How long a thread may take to kill its browser at the end before the thread is ended anyway. */
 const CLOSE_TIMEOUT_MS = 10_000;
+const MS_PER_S = 1000;
 
 /** Settings of a MetatileRenderer. */
 export interface MetatileRendererOptions {
@@ -48,6 +49,12 @@ export interface RenderHost {
     uploads: { expect(maxBytes: number, onArrive?: (image: SlotImage) => void): string; take(id: string): SlotImage | undefined };
     takeFailures(): { url: string; status: number; error: string }[];
   };
+}
+
+/** Where a batch's time went in its browser: loading the style into the page, and drawing each metatile delivered. */
+export interface BatchTimes {
+  styleSeconds: number;
+  drawn: { metatile: Metatile; seconds: number }[];
 }
 
 /** The style the browsers open the render page with: they start loading it at once. */
@@ -110,9 +117,10 @@ export class MetatileRenderer {
    * (true: keep it; false: drop it, the metatile is retried or the build fails). Metatiles a failed
    * attempt did not deliver are retried on a fresh browser; a metatile that fails `retries + 1` times
    * fails the build, named. Resolves once every metatile is delivered, with `encoded`, which resolves
-   * once every `onImage` has: the caller may ask for the next batch while these are encoded.
+   * once every `onImage` has: the caller may ask for the next batch while these are encoded; and
+   * `times`, the page's time loading the style and drawing each metatile (for the build's log).
    */
-  async renderBatch(styleUrl: string, label: string, metas: Metatile[], pixelRatio: number, onImage: (m: Metatile, image: RawImage, delivered: Promise<boolean>) => Promise<void>): Promise<{ encoded: Promise<void> }> {
+  async renderBatch(styleUrl: string, label: string, metas: Metatile[], pixelRatio: number, onImage: (m: Metatile, image: RawImage, delivered: Promise<boolean>) => Promise<void>): Promise<{ encoded: Promise<void>; times: BatchTimes }> {
     const uploads = this.server.session.uploads;
     const handling: Promise<void>[] = [];
     /** Uploads already handed to `onImage` as they arrived. */
@@ -120,6 +128,7 @@ export class MetatileRenderer {
     let handlingError: unknown;
     const failures: string[] = [];
     let pending = metas;
+    const times: BatchTimes = { styleSeconds: 0, drawn: [] };
     for (let attempt = 0; attempt <= this.opts.retries && pending.length > 0; attempt++) {
       // The page uploads the metatile's tiles only: the margin is cropped before the pixels are read.
       const slots = pending.map((m) => {
@@ -157,6 +166,7 @@ export class MetatileRenderer {
       // MapLibre does not report every failed request (e.g. glyphs); the server saw them all.
       this.checkFailedRequests(label, pending[0]);
       if (result?.browserReadyAt !== undefined && !this.readyAt.has(result.thread)) this.readyAt.set(result.thread, result.browserReadyAt);
+      times.styleSeconds += (result?.styleMs ?? 0) / MS_PER_S;
       const delivered = new Set<number>();
       for (const [i, view] of (result?.views ?? []).entries()) {
         const s = slots[i];
@@ -167,6 +177,7 @@ export class MetatileRenderer {
           break;
         }
         delivered.add(i);
+        times.drawn.push({ metatile: s.m, seconds: view.ms / MS_PER_S });
         s.confirm(true);
         if (!started.has(s.id)) handling.push(onImage(s.m, fromDrawingBuffer(image.body, s.size.width, s.size.height), Promise.resolve(true)).catch((e) => void (handlingError ??= e)));
       }
@@ -190,7 +201,7 @@ export class MetatileRenderer {
     }
     // Awaited by the caller later: not an unhandled rejection meanwhile.
     encoded.catch(() => undefined);
-    return { encoded };
+    return { encoded, times };
   }
 
   /** Fail the build when the page asked the server for anything it could not answer. */

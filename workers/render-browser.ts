@@ -34,10 +34,12 @@ export interface PageUpload {
   crop?: number;
 }
 
-/** A rendered view: size of the canvas in device pixels (its pixels went to the upload URL). */
+/** A rendered view: size of the canvas in device pixels (its pixels went to the upload URL), and its drawing time. */
 export interface PageRender {
   width: number;
   height: number;
+  /** Milliseconds the page took to draw and read it (render.js `render`). */
+  ms: number;
 }
 
 /** What renderViews drew: the views rendered in order, and why it stopped early if it did. */
@@ -45,6 +47,8 @@ export interface PageRenders {
   views: PageRender[];
   /** The map's problems with the view after the last one rendered (failed requests, unloaded sources). */
   failure?: string;
+  /** Milliseconds spent loading the style into the page first (0: it was loaded already). */
+  styleMs: number;
 }
 
 /** The outcome of one upload (flush): the server's receipt, or why it failed. */
@@ -58,7 +62,7 @@ const START_ATTEMPTS = 2;
 /** The render page's API (render.js `window.tilebake`). */
 interface RenderPageApi {
   init(styleUrl: string, pixelRatio: number): Promise<string[]>;
-  renderViews(views: (PageView & PageUpload)[]): Promise<{ width: number; height: number; errors: string[] }[]>;
+  renderViews(views: (PageView & PageUpload)[]): Promise<{ width: number; height: number; errors: string[]; ms: number }[]>;
   flush(): Promise<PageUploadResult[]>;
 }
 
@@ -167,17 +171,21 @@ export class BrowserRenderer {
    */
   async renderViews(styleUrl: string, pixelRatio: number, views: (PageView & PageUpload)[]): Promise<PageRenders> {
     const page = await this.open();
+    let styleMs = 0;
     if (this.styleUrl !== styleUrl || this.pixelRatio !== pixelRatio) {
+      const t0 = performance.now();
       const errors = await page.evaluate(([s, r]) => (window as unknown as { tilebake: RenderPageApi }).tilebake.init(s, r), [styleUrl, pixelRatio] as [string, number]);
-      if (errors.length) return { views: [], failure: `loading the style ${styleUrl}: ${[...new Set(errors)].join('; ')}` };
+      styleMs = performance.now() - t0;
+      if (errors.length) return { views: [], failure: `loading the style ${styleUrl}: ${[...new Set(errors)].join('; ')}`, styleMs };
       this.styleUrl = styleUrl;
       this.pixelRatio = pixelRatio;
     }
     const results = await page.evaluate((v) => (window as unknown as { tilebake: RenderPageApi }).tilebake.renderViews(v), views);
     const failed = results.find((r) => r.errors.length > 0);
     return {
-      views: results.filter((r) => r.errors.length === 0).map((r) => ({ width: r.width, height: r.height })),
+      views: results.filter((r) => r.errors.length === 0).map((r) => ({ width: r.width, height: r.height, ms: r.ms })),
       failure: failed ? [...new Set(failed.errors)].join('; ') : undefined,
+      styleMs,
     };
   }
 

@@ -38,11 +38,12 @@ export interface CloseTask {
   close: true;
 }
 
-/** A view rendered and uploaded: its canvas size and the server's receipt for its pixels. */
+/** A view rendered and uploaded: its canvas size, the server's receipt for its pixels and the page's milliseconds drawing it. */
 export interface RenderedView {
   width: number;
   height: number;
   receipt: UploadReceipt;
+  ms: number;
 }
 
 /** Output of a task: the views delivered (a prefix of the task's), and why the rest were not. */
@@ -53,6 +54,8 @@ export interface RenderResult {
   /** This worker thread, and when its browser's page was ready (absolute ms), for start-up figures. */
   thread: number;
   browserReadyAt?: number;
+  /** Milliseconds the task spent loading its style into the page before drawing (0: already loaded). */
+  styleMs: number;
 }
 
 /** Error kinds a task can fail with (prefix of `failure`). */
@@ -80,7 +83,8 @@ export function createRenderTask(data: RenderWorkerData, spawned?: SpawnedChromi
   renderer.open().catch(() => undefined);
 
   return async function renderTask(task: RenderTask | CloseTask): Promise<RenderResult> {
-    const result = (views: RenderedView[], failure?: string): RenderResult => ({ views, failure, thread: threadId, browserReadyAt: renderer.readyAt });
+    let styleMs = 0;
+    const result = (views: RenderedView[], failure?: string): RenderResult => ({ views, failure, thread: threadId, browserReadyAt: renderer.readyAt, styleMs });
     if ('close' in task) {
       // Killed, not left to exit once the thread's end closes its pipe (a graceful exit: ~1 s).
       await renderer.close();
@@ -89,6 +93,7 @@ export function createRenderTask(data: RenderWorkerData, spawned?: SpawnedChromi
     try {
       // One page call for the batch; the time allowed is the per-view timeout for each view.
       const drawn = await withTimeout(renderer.renderViews(task.styleUrl, task.pixelRatio, task.views), task.timeoutMs * task.views.length);
+      styleMs = drawn.styleMs;
       const uploads = await withTimeout(renderer.flush(), task.timeoutMs);
       const views: RenderedView[] = [];
       // Uploads are in render order, one per view drawn: the views delivered are those up to the first failed upload.

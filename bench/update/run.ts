@@ -7,10 +7,12 @@
  * served as a real empty Geofabrik daily (Monaco's of 2021-08-03, the same bytes every empty day has)
  * with a state file one day after 2437.
  *
- *   node --import tsx bench/update/run.ts [--quick] [--workers N]
+ *   node --import tsx bench/update/run.ts [--quick] [--workers N] [--until SEQ] [--logs DIR]
  *
  * Full: osm-bright and positron, z0–14, 1x and 2x, PNG (bench/update/RESULTS.md). --quick: osm-bright,
- * z0–12, 1x (RESULTS-quick.md). Target: each night ≤ 0.1 × the full build.
+ * z0–12, 1x (RESULTS-quick.md). Target: each night ≤ 0.1 × the full build. --until SEQ stops after
+ * that night (RESULTS.md is then not written: the table is printed only); --logs DIR keeps each run's
+ * log (stderr: stage and step timings) as DIR/<run>.log.
  */
 import { execFile, spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,17 +28,26 @@ const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
 const SAMPLE = join(ROOT, 'data/sample');
 const FIXTURE = join(ROOT, 'test/fixtures/osm-replication/liechtenstein');
-const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, workers: { type: 'string' } } });
+const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, workers: { type: 'string' }, until: { type: 'string' }, logs: { type: 'string' } } });
 const QUICK = values.quick;
 const STYLES = QUICK ? ['osm-bright'] : ['osm-bright', 'positron'];
 const MAXZOOM = QUICK ? 12 : 14;
 const SCALES = QUICK ? [1] : [1, 2];
 const NIGHTS = [2435, 2436, 2437];
+const UNTIL = values.until === undefined ? undefined : Number(values.until);
+if (UNTIL !== undefined && !NIGHTS.includes(UNTIL) && UNTIL !== 2438) throw new Error(`--until ${values.until}: expected one of ${[...NIGHTS, 2438].join(', ')}`);
 /** The empty night: its sequence, time, and the empty daily served as it. */
 const EMPTY = { sequence: 2438, timestamp: '2019-11-22T21\\:19\\:02Z', osc: fixtureFile(MONACO, 3049, 'osc.gz') };
 const WORK = join(ROOT, 'build', 'bench-update');
 const MS_PER_S = 1000;
 const POLL_MS = 50;
+
+/** Keep a run's log when --logs is given. */
+function keepLog(name: string, stderr: string): void {
+  if (!values.logs) return;
+  mkdirSync(values.logs, { recursive: true });
+  writeFileSync(join(values.logs, `${name}.log`), stderr);
+}
 
 /** Run the CLI; wall seconds and stderr. */
 function cli(args: string[]): Promise<{ seconds: number; stderr: string }> {
@@ -104,10 +115,11 @@ async function main(): Promise<void> {
   }, null, 2));
 
   const full = await cli(['build', '--config', config, '--full']);
+  keepLog('full', full.stderr);
   const server = await startServer(out);
   const rows: string[][] = [];
   try {
-    for (const seq of [...NIGHTS, EMPTY.sequence]) {
+    for (const seq of [...NIGHTS, EMPTY.sequence].filter((n) => UNTIL === undefined || n <= UNTIL)) {
       rmSync(served, { recursive: true, force: true });
       await replicationFolder({ replication: join(FIXTURE, 'replication') }, served, Math.min(seq, NIGHTS[NIGHTS.length - 1]));
       if (seq === EMPTY.sequence) {
@@ -119,6 +131,7 @@ async function main(): Promise<void> {
         writeFileSync(join(served, 'state.txt'), state);
       }
       const night = await cli(['update', '--config', config]);
+      keepLog(`night-${seq}`, night.stderr);
       const switchS = await untilServed(server.url, seq);
       const changes = /: (\d+) change files, (\d+) changed objects/.exec(night.stderr);
       rows.push([`${seq}`, changes?.[2] ?? '?', night.seconds.toFixed(1), (night.seconds / full.seconds).toFixed(3), rerendered(night.stderr), switchS.toFixed(2)]);
@@ -135,7 +148,7 @@ async function main(): Promise<void> {
   const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`;
   const text = `# bench/update${QUICK ? ' (--quick)' : ''}\n\nLiechtenstein 2019-11-18 (sequence 2434) and the Geofabrik dailies 2435–2437 over file://, then an empty daily as 2438; styles ${STYLES.join(', ')}, z0–${MAXZOOM}, ${SCALES.map((s) => `${s}x`).join(' and ')}, PNG; \`tilebake serve --workers 2\` running. ${machine} (a shared machine: indicative only). Target: each night ≤ 0.1 × the full build.\n\n${table}\n`;
   process.stdout.write(`${text}\n`);
-  writeFileSync(join(import.meta.dirname, QUICK ? 'RESULTS-quick.md' : 'RESULTS.md'), text);
+  if (UNTIL === undefined) writeFileSync(join(import.meta.dirname, QUICK ? 'RESULTS-quick.md' : 'RESULTS.md'), text);
 }
 
 await main();

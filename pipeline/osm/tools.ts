@@ -105,11 +105,13 @@ export async function runTool(path: string, args: string[], opts: RunOptions = {
     });
   });
   if (opts.pidFile && child.pid !== undefined) {
+    // A program that fails at once (osmium on a file it cannot read) rejects `done` while the pid is
+    // written: handled here, or Node.js ends the process on an unhandled rejection; awaited below.
+    done.catch(() => undefined);
     try {
       await appendFile(opts.pidFile, `${child.pid}\n`);
     } catch (e) {
       child.kill('SIGKILL');
-      done.catch(() => undefined);
       throw e;
     }
   }

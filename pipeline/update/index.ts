@@ -25,7 +25,7 @@ import type { BuildConfig } from '../config/index.ts';
 import { copyWithHeaderBBox } from '../osm/pbf-bounds.ts';
 import { readOsmHeader } from '../osm/pbf-header.ts';
 import { findTool, OSMIUM, runTool, ToolError } from '../osm/tools.ts';
-import { logLine } from '../progress.ts';
+import { logLine, secondsSince, stepsText, type Step } from '../progress.ts';
 import { linkFile } from '../reuse.ts';
 import { downloadChanges, removeAppliedChanges, removeTempFiles } from './diffs.ts';
 import { withUpdateLock } from './lock.ts';
@@ -190,11 +190,15 @@ async function updateLocked(config: BuildConfig, root: string, currentDir: strin
       sources[id] = await useCopy(dir, fromCopy);
       continue;
     }
+    let t = performance.now();
     const files = await downloadChanges(osmium, base, dir, from, newest, label);
+    const steps: Step[] = [{ name: 'download and check', seconds: secondsSince(t) }];
+    t = performance.now();
     const to = files[files.length - 1].state;
     const changes = files.reduce((n, f) => n + f.changes, 0);
     const next = await applyChanges(osmium, dir, fromCopy, files.map((f) => f.path), to, base, changes);
-    logLine(`${label}: sequence ${from.sequence} → ${to.sequence} (${to.timestamp}): ${files.length} change files, ${changes} changed objects`);
+    steps.push({ name: 'apply', seconds: secondsSince(t) });
+    logLine(`${label}: sequence ${from.sequence} → ${to.sequence} (${to.timestamp}): ${files.length} change files, ${changes} changed objects (${stepsText(steps)})`);
     sources[id] = await useCopy(dir, next);
     // The vector stage generates only the tiles these files can change (when the current archive shows fromCopy).
     if (changes > 0) patches[id] = { previous: fromCopy, changes: files.map((f) => f.path) };

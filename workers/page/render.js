@@ -161,9 +161,11 @@ function beginAhead(next) {
 /**
  * Render one view and start uploading its pixels to `view.upload` (see flush). With `next` (the
  * view the next call will render), next's tiles load while this view's pixels are read (beginAhead
- * for a view of the same size, MapInternals.requestTilesAt for another). Resolves { width, height, errors }.
+ * for a view of the same size, MapInternals.requestTilesAt for another). Resolves { width, height, errors, ms }:
+ * `ms` from this call until the pixels are read (with `next`, part of next's loading counts here).
  */
 async function render(view, next) {
+  const t0 = performance.now();
   const ahead = begun && begun.key === viewKey(view) ? begun.idle : null;
   begun = null;
   await (ahead || begin(view));
@@ -176,7 +178,7 @@ async function render(view, next) {
   const canvas = map.getCanvas();
   lastRenderFailed = problems.length > 0;
   const { width, height } = canvas;
-  if (problems.length) return { width, height, errors: problems };
+  if (problems.length) return { width, height, errors: problems, ms: performance.now() - t0 };
   if (next) {
     if (next.width === view.width && next.height === view.height) beginAhead(next);
     // A next view of another size: its tiles load while this view is read; render(next) then resizes,
@@ -189,7 +191,7 @@ async function render(view, next) {
   const read = { x: crop, y: crop, width: width - 2 * crop, height: height - 2 * crop };
   if (read.width <= 0 || read.height <= 0) throw new Error(`crop ${crop} leaves nothing of a ${width}×${height} canvas`);
   uploads.push(upload(`${view.upload}?width=${read.width}&height=${read.height}`, internals.readPixels(read)));
-  return { width, height, errors: problems };
+  return { width, height, errors: problems, ms: performance.now() - t0 };
 }
 
 /**
