@@ -1,6 +1,5 @@
 // Units of `tilebake update`: replication state files and paths, the extract header's replication
-// fields, putting the bbox back into an osmium-written header, gzip checks, the small extracts of the
-// changed tiles, and /health's data age.
+// fields, putting the bbox back into an osmium-written header, gzip checks, and /health's data age.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -9,7 +8,6 @@ import { describe, expect, it } from 'vitest';
 import { UserError } from '../lib/errors.ts';
 import { emptyManifest, setOsmState } from '../lib/manifest.ts';
 import { asTilemakerReads, changedTiles } from '../pipeline/osm/changed-tiles.ts';
-import { parentsOf, readOplExtract, withReferenced } from '../pipeline/osm/opl-extract.ts';
 import { copyWithHeaderBBox } from '../pipeline/osm/pbf-bounds.ts';
 import { inTileBox, tileBox } from '../pipeline/sources/osm.ts';
 import { osmDataState, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
@@ -134,40 +132,6 @@ describe('objects as tilemaker reads them', () => {
       expect(await small(after, join(dir, 'a.osm.pbf'))).toBe(await small(before, join(dir, 'b.osm.pbf')));
       expect(await changedTiles({ ...job, alwaysGenerate: true })).toEqual(new Set());
       expect(await changedTiles(job)).toEqual(new Set());
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  }, 300_000);
-
-  it('one OPL read of each extract gives the objects rounds of osmium getparents and getid -r give (nights 2435, 2436)', async () => {
-    const dir = await tempDir('opl-extract');
-    const ids = (opl: string) => new Set(opl.split('\n').map((l) => /^([nwr]-?\d+) /.exec(l)?.[1]).filter((id): id is string => !!id));
-    try {
-      for (const seq of [2435, 2436]) {
-        const before = seq - 1 === 2434 ? LIECHTENSTEIN.extract : await referenceExtract(LIECHTENSTEIN, 2434, seq - 1, join(dir, `${seq - 1}.osm.pbf`));
-        const files = [before, await referenceExtract(LIECHTENSTEIN, 2434, seq, join(dir, `${seq}.osm.pbf`))];
-        const changed = ids(execFileSync('osmium', ['cat', '--no-progress', '-f', 'opl', '-o', '-', fixtureFile(LIECHTENSTEIN, seq, 'osc.gz')], { encoding: 'utf8' }));
-        // osmium: parents in either file until none is new; then each file's objects with what they reference.
-        let viaOsmium = changed;
-        for (;;) {
-          await writeFile(join(dir, 'ids'), [...viaOsmium].join('\n'));
-          const found = files.flatMap((f) => [...ids(execFileSync('osmium', ['getparents', '--no-progress', '-s', '-i', join(dir, 'ids'), '-f', 'opl', '-o', '-', f], { encoding: 'utf8' }))]);
-          const next = new Set([...viaOsmium, ...found]);
-          if (next.size === viaOsmium.size) break;
-          viaOsmium = next;
-        }
-        const xs = await Promise.all(files.map((f, i) => readOplExtract('osmium', f, join(dir, `${i}.opl`))));
-        let inMemory = changed;
-        for (let next = new Set([...inMemory, ...parentsOf(xs, inMemory)]); next.size > inMemory.size; next = new Set([...next, ...parentsOf(xs, next)])) inMemory = next;
-        expect(inMemory).toEqual(viaOsmium);
-        expect(viaOsmium.size).toBeGreaterThan(changed.size);
-        for (const [i, f] of files.entries()) {
-          // Exit code 1: some members are beyond the extract.
-          spawnSync('osmium', ['getid', '--no-progress', '-r', '-O', '-i', join(dir, 'ids'), '-o', join(dir, 'small.osm.pbf'), f]);
-          const small = execFileSync('osmium', ['cat', '--no-progress', '-f', 'opl,add_metadata=false', '-o', '-', join(dir, 'small.osm.pbf')], { encoding: 'utf8' });
-          expect(withReferenced(xs[i], inMemory).join('\n')).toBe(small.trim());
-        }
-      }
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
