@@ -6,10 +6,9 @@
  * own (tags, geometry, parent relations' tags); the tile is then re-encoded per tile (canonical.ts).
  * So a tile changes only where the output of an object whose inputs changed differs. Those objects are
  * the changed ones and, recursively, their parents (ways of a moved node, relations of a changed
- * member, relations of those), found in the extract before and after, each read once as OPL
- * (opl-extract.ts: what `osmium getparents` rounds would find); they are written with everything they
- * reference (as `osmium getid -r`: the members of a changed route or boundary relation too, whose
- * attributes come from it) into a small extract. tilemaker runs with the
+ * member, relations of those); `osmium getparents` finds them in the extract before and after, and
+ * `osmium getid -r` writes them with everything they reference (the members of a changed route or
+ * boundary relation too, whose attributes come from it) into a small extract. tilemaker runs with the
  * profile over the "before" and the "after" small extracts over the extract's tile box; the tiles whose
  * features differ (compared with the `_…` instructions kept, so a changed label order counts) are the
  * changed tiles. A change of the coastline changes the sea of every tile: `undefined` then (generate all).
@@ -22,14 +21,13 @@
  * z3–14 as a run from z0). An object shown at z0–2 is shown at z3 too (the profile only sets minimum
  * zooms), so z0–2 tiles count as changed whenever either run has a z3 tile there.
  */
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BBox } from '../../lib/tile-math.ts';
 import { openMbtiles } from '../sources/mbtiles.ts';
 import { comparableTile } from './canonical.ts';
 import { runTilemaker } from './tilemaker.ts';
-import { hasCoastline, parentsOf, readOplExtract, withReferenced, writeOplPbf, type OplExtract } from './opl-extract.ts';
-import { runTool } from './tools.ts';
+import { runTool, ToolError } from './tools.ts';
 import { logLine, secondsSince, stepsText, type Step } from '../progress.ts';
 
 /** What `changedTiles` compares. */
@@ -56,7 +54,7 @@ export interface ChangedTilesJob {
 const FIRST_ZOOM = 3;
 const MAX_ZOOM = 14;
 
-/** Rounds of parents at most (node → way → relation → parent relation …). */
+/** Rounds of `getparents` at most (node → way → relation → parent relation …). */
 const MAX_PARENT_ROUNDS = 8;
 
 /** The typed ids (`n1`, `w2`, `r3`) of the objects in OPL text. */
@@ -69,20 +67,30 @@ function oplIds(opl: string): Set<string> {
   return ids;
 }
 
+/** The objects of `ids` found in `file` and their parents in it (one level). */
+async function withParents(job: ChangedTilesJob, file: string, ids: Set<string>, idFile: string): Promise<Set<string>> {
+  await writeFile(idFile, [...ids].join('\n') + '\n');
+  return oplIds(await runTool(job.osmium, ['getparents', '--no-progress', '-s', '-i', idFile, '-f', 'opl', '-o', '-', file], { pidFile: job.pidFile }));
+}
+
 /** A small extract that holds coastline (the sea of every tile may change). */
 const COAST = Symbol('coastline');
 
-/**
- * Write the small extract of the objects `ids` of `x` with everything they reference (`osmium getid -r`);
- * its path, null for no ids, or COAST.
- */
-async function smallExtract(job: ChangedTilesJob, which: string, x: OplExtract, ids: Set<string>): Promise<string | null | typeof COAST> {
+/** Write the small extract of `ids` in `file` (with everything they reference); its path, null for no ids, or COAST. */
+async function smallExtract(job: ChangedTilesJob, which: string, file: string, ids: Set<string>): Promise<string | null | typeof COAST> {
   if (ids.size === 0) return null;
+  const idFile = join(job.workDir, `${which}.ids`);
   const small = join(job.workDir, `${which}.osm.pbf`);
-  const lines = withReferenced(x, ids);
-  if (hasCoastline(lines)) return COAST;
-  await writeOplPbf(job.osmium, lines, small, job.pidFile);
-  return small;
+  await writeFile(idFile, [...ids].join('\n') + '\n');
+  try {
+    await runTool(job.osmium, ['getid', '--no-progress', '-r', '-O', '-i', idFile, '-o', small, file], { pidFile: job.pidFile });
+  } catch (e) {
+    // Exit code 1 without a message: some referenced objects are not in the extract (members of a
+    // relation beyond its edge), as in the full run; everything else is a failure.
+    if (!(e instanceof ToolError && e.code === 1 && !e.stderr.trim())) throw e;
+  }
+  const coast = await runTool(job.osmium, ['tags-filter', '--no-progress', '-R', '-f', 'opl', '-o', '-', small, 'w/natural=coastline'], { pidFile: job.pidFile });
+  return coast.trim() ? COAST : small;
 }
 
 /**
@@ -143,25 +151,24 @@ export async function changedTiles(job: ChangedTilesJob): Promise<Set<string> | 
     if (changed.size === 0) return new Set();
     // Parents in either state: a way that lost a node is a parent only before, one that gained it only after.
     // Until no new parent turns up; then `inBefore`/`inAfter` are the objects of the set each extract holds.
+    let ids = changed;
+    let inBefore = new Set<string>();
+    let inAfter = new Set<string>();
     const steps: Step[] = [];
     const log = () => logLine(`${job.label}: ${stepsText(steps)}`);
     let t = performance.now();
-    // Both extracts read once; parents and references are then looked up in memory.
-    const [xBefore, xAfter] = await Promise.all([
-      readOplExtract(job.osmium, job.before, join(job.workDir, 'before-all.opl'), job.pidFile),
-      readOplExtract(job.osmium, job.after, join(job.workDir, 'after-all.opl'), job.pidFile),
-    ]);
-    steps.push({ name: 'extracts read', seconds: secondsSince(t) });
-    t = performance.now();
-    let ids = changed;
     for (let round = 0; ; round++) {
       if (round === MAX_PARENT_ROUNDS) return undefined; // parents nested deeper than any real data: generate all
-      const next = new Set([...ids, ...parentsOf([xBefore, xAfter], ids)]);
-      if (next.size === ids.size) break;
+      [inBefore, inAfter] = await Promise.all([withParents(job, job.before, ids, join(job.workDir, 'before-parents.ids')), withParents(job, job.after, ids, join(job.workDir, 'after-parents.ids'))]);
+      const next = new Set([...ids, ...inBefore, ...inAfter]);
+      if (next.size === ids.size) {
+        steps.push({ name: `parents (${round + 1} rounds)`, seconds: secondsSince(t) });
+        break;
+      }
       ids = next;
     }
-    // Each small extract: the objects of the set its extract holds, with what they reference.
-    const [smallBefore, smallAfter] = await Promise.all([smallExtract(job, 'before', xBefore, ids), smallExtract(job, 'after', xAfter, ids)]);
+    t = performance.now();
+    const [smallBefore, smallAfter] = await Promise.all([smallExtract(job, 'before', job.before, inBefore), smallExtract(job, 'after', job.after, inAfter)]);
     steps.push({ name: 'small extracts', seconds: secondsSince(t) });
     if (smallBefore === COAST || smallAfter === COAST) return undefined;
     // The same objects for tilemaker before and after (a long route or border that changed only
