@@ -4,7 +4,7 @@
  * script cycling through every tile in shuffled order (keep-alive, 64 connections, gzip accepted).
  *
  *   node --import tsx bench/serve-vector/run.ts [--duration 20] [--warmup 5] [--rounds 2] [--mbtiles F]
- *     [--servers tilebake,tilebake-keys-local,…] [--quick]
+ *     [--servers tilebake,tilebake-keys-local,…] [--quick] [--baseline DIR]
  *
  * With keys on (docs/keys.md): `tilebake-keys-local` serves with a keys file holding an origin key and
  * the rate-limited secret key wrk uses (its rate is high enough that nothing is refused, so every
@@ -12,11 +12,14 @@
  * `tilebake-keys-redis` does the same with `--limits redis://…` (a redis-server started here).
  * Targets against today's auth (`tilebake`): ≤ 10 % slower with local limits, ≤ 25 % with Redis.
  * `--quick`: 1 round of 1 s warm-up + 3 s, tilebake rows only (proves the harness works).
+ * `--baseline DIR`: a checkout of another commit (with node_modules); each tilebake row is also run
+ * from it as `<row>@base`, right after its own row in every round (an A/B of two commits in one run).
  *
  * Prints req/s, p50/p99 latency and the ratios; writes bench/serve-vector/RESULTS.md.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -33,6 +36,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '64' },
     mbtiles: { type: 'string', default: join(root, 'data/liechtenstein/liechtenstein_omt.mbtiles') },
     servers: { type: 'string' },
+    baseline: { type: 'string' },
     quick: { type: 'boolean', default: false },
   },
 });
@@ -170,28 +174,35 @@ async function main(): Promise<void> {
       ],
     }),
   );
-  const tilebake = (name: string, port: number, extra: string[], env: Record<string, string> = {}): Server => ({
+  const tilebake = (name: string, port: number, extra: string[], env: Record<string, string> = {}, from = root): Server => ({
     name,
     port,
     prefix: `/data/${TILESET}/`,
     token: TOKEN,
     start: () =>
-      spawn(process.execPath, [join(root, 'bin/tilebake.js'), 'serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', ...extra], {
+      spawn(process.execPath, [join(from, 'bin/tilebake.js'), 'serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', ...extra], {
         env: { ...process.env, ...env },
         stdio: ['ignore', 'ignore', 'inherit'],
       }),
   });
   let redis: ChildProcess | undefined;
-  const all: Server[] = [
-    tilebake('tilebake', 18770, [], { TILEBAKE_TOKENS: TOKEN }),
-    tilebake('tilebake-keys-local', 18774, ['--keys', keysFile, '--state-dir', join(work, 'state-local')]),
+  const redisArgs = ['--limits', `redis://127.0.0.1:${REDIS_PORT}`];
+  const tilebakeRows = (from: string, suffix: string): Server[] => [
+    tilebake(`tilebake${suffix}`, 18770, [], { TILEBAKE_TOKENS: TOKEN }, from),
+    tilebake(`tilebake-keys-local${suffix}`, 18774, ['--keys', keysFile, '--state-dir', join(work, `state-local${suffix}`)], {}, from),
     {
-      ...tilebake('tilebake-keys-redis', 18775, ['--keys', keysFile, '--state-dir', join(work, 'state-redis'), '--limits', `redis://127.0.0.1:${REDIS_PORT}`]),
+      ...tilebake(`tilebake-keys-redis${suffix}`, 18775, ['--keys', keysFile, '--state-dir', join(work, `state-redis${suffix}`), ...redisArgs], {}, from),
       start() {
         redis ??= spawn('/usr/bin/redis-server', ['--port', String(REDIS_PORT), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], { stdio: 'ignore' });
-        return tilebake('tilebake-keys-redis', 18775, ['--keys', keysFile, '--state-dir', join(work, 'state-redis'), '--limits', `redis://127.0.0.1:${REDIS_PORT}`]).start();
+        return tilebake(`tilebake-keys-redis${suffix}`, 18775, ['--keys', keysFile, '--state-dir', join(work, `state-redis${suffix}`), ...redisArgs], {}, from).start();
       },
     },
+  ];
+  const ours = tilebakeRows(root, '');
+  const base = args.baseline ? tilebakeRows(resolve(args.baseline), '@base') : [];
+  const all: Server[] = [
+    // With --baseline, each tilebake row is followed by the same row from the baseline checkout.
+    ...ours.flatMap((s, i) => (base[i] ? [s, base[i]] : [s])),
     {
       name: 'tileserver-gl-light',
       port: 18772,
@@ -205,7 +216,7 @@ async function main(): Promise<void> {
       start: () => spawn('/usr/sbin/nginx', ['-p', nginxPrefix, '-c', nginxConf, '-g', 'daemon off;'], { stdio: 'ignore' }),
     },
   ];
-  const servers = selected ? all.filter((s) => selected.includes(s.name)) : all;
+  const servers = selected ? all.filter((s) => selected.includes(s.name.replace(/@base$/, ''))) : all;
 
   const runs: Run[] = [];
   const duration = Number(args.duration);
@@ -221,7 +232,7 @@ async function main(): Promise<void> {
         wrk(s, list, warmup);
         const r = { server: s.name, ...parseWrk(wrk(s, list, duration)) };
         runs.push(r);
-        console.log(`round ${round} ${s.name.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  errors ${r.errors}`);
+        console.log(`round ${round} ${s.name.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  errors ${r.errors}  load ${loadavg()[0].toFixed(1)}`);
       } finally {
         await stop(proc);
       }
@@ -246,10 +257,25 @@ ${args.rounds} rounds in A B C order; mean of the rounds. wrk runs on the same 2
 | server | req/s | p50 ms | p99 ms | tilebake ÷ this |
 |---|---:|---:|---:|---:|
 ${rows.join('\n')}
-${keysTable(servers.map((s) => s.name), mean)}`;
+${keysTable(servers.map((s) => s.name), mean)}${abTable(servers.map((s) => s.name), runs)}`;
   // A quick run, or one of some servers only, does not replace the recorded results.
-  if (!args.quick && !selected) writeFileSync(join(root, 'bench/serve-vector/RESULTS.md'), md);
+  if (!args.quick && !selected && !args.baseline) writeFileSync(join(root, 'bench/serve-vector/RESULTS.md'), md);
   console.log(`\n${md}`);
+}
+
+/** With --baseline: each row against the same row of the baseline checkout, per round and overall. */
+function abTable(names: string[], runs: Run[]): string {
+  const rows = names
+    .filter((n) => names.includes(`${n}@base`))
+    .map((n) => {
+      const a = runs.filter((r) => r.server === n).map((r) => r.rps);
+      const b = runs.filter((r) => r.server === `${n}@base`).map((r) => r.rps);
+      const perRound = a.map((x, i) => `${((x / b[i] - 1) * 100).toFixed(1)} %`).join(', ');
+      const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
+      return `| ${n} | ${(sum(a) / a.length).toFixed(0)} | ${(sum(b) / b.length).toFixed(0)} | ${((sum(a) / sum(b) - 1) * 100).toFixed(1)} % | ${perRound} |`;
+    });
+  if (rows.length === 0) return '';
+  return `\nThis checkout vs the baseline (${args.baseline}), req/s:\n\n| server | this | baseline | change | per round |\n|---|---:|---:|---:|---|\n${rows.join('\n')}\n`;
 }
 
 /** Keys on vs today's auth: req/s and p99 ratios against the targets (when both were measured). */
