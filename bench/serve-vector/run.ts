@@ -15,7 +15,8 @@
  * `--baseline DIR`: a checkout of another commit (with node_modules); each tilebake row is also run
  * from it as `<row>@base`, right after its own row in every round (an A/B of two commits in one run).
  *
- * Prints req/s, p50/p99 latency and the ratios; writes bench/serve-vector/RESULTS.md.
+ * Prints req/s, p50/p99 latency, the server's CPU time per request (its process tree, plus redis-server for
+ * the Redis row: steadier than req/s on a shared machine) and the ratios; writes bench/serve-vector/RESULTS.md.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { ensurePeers, writeBenchNginxConf } from '../peers.ts';
+import { treeCpuMs } from '../rss.ts';
 import { parseWrk, shuffle, stop } from '../wrk.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -60,6 +62,8 @@ interface Run {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU time of the server's processes (and of redis-server for its rows) per request, µs. */
+  cpuUs: number;
 }
 
 /** Every tile of the MBTiles as XYZ, with its stored (gzip) bytes. */
@@ -230,23 +234,28 @@ async function main(): Promise<void> {
         await waitReady(`http://127.0.0.1:${s.port}${s.prefix}${t0.z}/${t0.x}/${t0.y}.pbf`, s.token, proc);
         await verify(s, tiles);
         wrk(s, list, warmup);
-        const r = { server: s.name, ...parseWrk(wrk(s, list, duration)) };
+        // CPU per request does not depend on what else runs on the machine as much as req/s does.
+        const cpu = () => treeCpuMs(proc.pid!) + (s.name.includes('redis') && redis ? treeCpuMs(redis.pid!) : 0);
+        const cpu0 = cpu();
+        const out = wrk(s, list, duration);
+        const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+        const r = { server: s.name, ...parseWrk(out), cpuUs: ((cpu() - cpu0) * 1000) / requests };
         runs.push(r);
-        console.log(`round ${round} ${s.name.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  errors ${r.errors}  load ${loadavg()[0].toFixed(1)}`);
+        console.log(`round ${round} ${s.name.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  ${r.cpuUs.toFixed(1)} µs CPU/req  errors ${r.errors}  load ${loadavg()[0].toFixed(1)}`);
       } finally {
         await stop(proc);
       }
     }
   }
 
-  const mean = (name: string, k: 'rps' | 'p50' | 'p99') => {
+  const mean = (name: string, k: 'rps' | 'p50' | 'p99' | 'cpuUs') => {
     const rs = runs.filter((r) => r.server === name);
     return rs.reduce((s, r) => s + r[k], 0) / rs.length;
   };
   if (redis) await stop(redis);
   const has = (name: string) => servers.some((s) => s.name === name);
   const tb = has('tilebake') ? mean('tilebake', 'rps') : NaN;
-  const rows = servers.map((s) => `| ${s.name} | ${mean(s.name, 'rps').toFixed(0)} | ${mean(s.name, 'p50').toFixed(2)} | ${mean(s.name, 'p99').toFixed(2)} | ${(tb / mean(s.name, 'rps')).toFixed(2)}× |`);
+  const rows = servers.map((s) => `| ${s.name} | ${mean(s.name, 'rps').toFixed(0)} | ${mean(s.name, 'p50').toFixed(2)} | ${mean(s.name, 'p99').toFixed(2)} | ${mean(s.name, 'cpuUs').toFixed(1)} | ${(tb / mean(s.name, 'rps')).toFixed(2)}× |`);
   const cpu = execFileSync('sh', ['-c', "nproc; grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], { encoding: 'utf8' }).trim().split('\n');
   const md = `# bench/serve-vector results
 
@@ -254,8 +263,8 @@ ${new Date().toISOString().slice(0, 10)}, ${cpu[0]} cores (${cpu[1]?.trim()}), w
 ${tiles.length} tiles of \`${mbtiles.replace(`${root}/`, '')}\` in shuffled order, ${warmup} s warm-up + ${duration} s per run,
 ${args.rounds} rounds in A B C order; mean of the rounds. wrk runs on the same 2 cores as the server.
 
-| server | req/s | p50 ms | p99 ms | tilebake ÷ this |
-|---|---:|---:|---:|---:|
+| server | req/s | p50 ms | p99 ms | server CPU µs/req | tilebake ÷ this |
+|---|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 ${keysTable(servers.map((s) => s.name), mean)}${abTable(servers.map((s) => s.name), runs)}`;
   // A quick run, or one of some servers only, does not replace the recorded results.
@@ -270,16 +279,19 @@ function abTable(names: string[], runs: Run[]): string {
     .map((n) => {
       const a = runs.filter((r) => r.server === n).map((r) => r.rps);
       const b = runs.filter((r) => r.server === `${n}@base`).map((r) => r.rps);
-      const perRound = a.map((x, i) => `${((x / b[i] - 1) * 100).toFixed(1)} %`).join(', ');
+      const ca = runs.filter((r) => r.server === n).map((r) => r.cpuUs);
+      const cb = runs.filter((r) => r.server === `${n}@base`).map((r) => r.cpuUs);
+      const pct = (x: number, y: number) => `${((x / y - 1) * 100).toFixed(1)} %`;
       const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
-      return `| ${n} | ${(sum(a) / a.length).toFixed(0)} | ${(sum(b) / b.length).toFixed(0)} | ${((sum(a) / sum(b) - 1) * 100).toFixed(1)} % | ${perRound} |`;
+      const perRound = a.map((x, i) => `${pct(x, b[i])} / ${pct(ca[i], cb[i])}`).join(', ');
+      return `| ${n} | ${(sum(a) / a.length).toFixed(0)} | ${(sum(b) / b.length).toFixed(0)} | ${pct(sum(a), sum(b))} | ${(sum(ca) / ca.length).toFixed(1)} | ${(sum(cb) / cb.length).toFixed(1)} | ${pct(sum(ca), sum(cb))} | ${perRound} |`;
     });
   if (rows.length === 0) return '';
-  return `\nThis checkout vs the baseline (${args.baseline}), req/s:\n\n| server | this | baseline | change | per round |\n|---|---:|---:|---:|---|\n${rows.join('\n')}\n`;
+  return `\nThis checkout vs the baseline (${args.baseline}): req/s, and server CPU µs per request:\n\n| server | req/s | baseline | change | CPU µs/req | baseline | change | per round (req/s / CPU) |\n|---|---:|---:|---:|---:|---:|---:|---|\n${rows.join('\n')}\n`;
 }
 
 /** Keys on vs today's auth: req/s and p99 ratios against the targets (when both were measured). */
-function keysTable(names: string[], mean: (name: string, k: 'rps' | 'p50' | 'p99') => number): string {
+function keysTable(names: string[], mean: (name: string, k: 'rps' | 'p50' | 'p99' | 'cpuUs') => number): string {
   if (!names.includes('tilebake')) return '';
   const targets: Record<string, number> = { 'tilebake-keys-local': 0.1, 'tilebake-keys-redis': 0.25 };
   const rows = names
