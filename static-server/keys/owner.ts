@@ -20,18 +20,20 @@ const enum Msg {
 const ANSWER_TIMEOUT_MS = 2000;
 
 /**
- * A worker's batch of takes: the keys once, then per request [key index, 1 for /height, id]. The
- * requests of one event-loop turn go in one message (one write each way instead of one per request);
- * the primary decides them in order, exactly as if they had come one by one.
+ * A worker's batch of takes (IpcLimiter): its number, the keys once, then per request [key index, 1 for
+ * /height, id]. One message each way for many requests instead of one per request; the primary decides
+ * them in order, exactly as if they had come one by one.
  */
 interface TakeBatch {
   type: Msg.Take;
+  batch: number;
   keys: LimitedKey[];
   takes: [number, 0 | 1, number][];
 }
 /** The primary's answers to one batch: [id, decision] in the batch's order. */
 interface AnswerBatch {
   type: Msg.Answer;
+  batch: number;
   answers: [number, LimitDecision][];
 }
 
@@ -73,11 +75,11 @@ export async function serveLimitsToWorkers(opts: OwnerOptions, log: Logger): Pro
   const owner = await startLimitsOwner(opts, log, (s) => {
     for (const w of Object.values(cluster.workers ?? {})) tell(w, s);
   });
-  cluster.on('message', (worker, m: { type?: string; key?: LimitedKey; n?: number; rows?: UsageRow[]; keys?: TakeBatch['keys']; takes?: TakeBatch['takes'] }) => {
+  cluster.on('message', (worker, m: { type?: string; key?: LimitedKey; n?: number; rows?: UsageRow[]; batch?: number; keys?: TakeBatch['keys']; takes?: TakeBatch['takes'] }) => {
     if (m?.type === Msg.Take) {
-      const { keys, takes } = m as unknown as TakeBatch;
+      const { batch, keys, takes } = m as unknown as TakeBatch;
       void owner.limiter.takeMany(takes.map(([k, height]) => ({ key: keys[k], height: height === 1 }))).then((decisions) => {
-        const answer: AnswerBatch = { type: Msg.Answer, answers: takes.map((t, i) => [t[2], decisions[i]]) };
+        const answer: AnswerBatch = { type: Msg.Answer, batch, answers: takes.map((t, i) => [t[2], decisions[i]]) };
         if (worker.isConnected()) worker.send(answer);
       });
     } else if (m?.type === Msg.Points) {
@@ -99,20 +101,31 @@ interface Waiting {
 }
 
 /**
- * In a cluster worker: limits decided by the primary, the takes of one event-loop turn sent as one
- * batch (a local decision for those it does not answer in time).
+ * In a cluster worker: limits decided by the primary in batches, one batch in flight at a time: the
+ * takes of one event-loop turn go at once when none is in flight, else they wait for its answer and
+ * go as the next batch (the busier the worker, the larger the batches). When the primary does not
+ * answer within ANSWER_TIMEOUT_MS, the batch in flight and the waiting takes are decided locally.
  */
 export class IpcLimiter implements Limiter {
   private nextId = 0;
+  private nextBatch = 0;
   private readonly waiting = new Map<number, Waiting>();
-  /** Takes not sent yet (sent by `flush` once this turn's requests have been read). */
+  /** Takes not sent yet. */
   private queued: number[] = [];
+  private flushScheduled = false;
+  /** The batch sent and not answered yet: its number, takes and timeout. */
+  private inFlight: { batch: number; ids: number[]; timer: NodeJS.Timeout } | undefined;
   private last: LimitsStatus = { backend: 'local' };
-  private readonly onMessage = (m: { type?: string; status?: LimitsStatus; answers?: AnswerBatch['answers'] }) => {
+  private readonly onMessage = (m: { type?: string; status?: LimitsStatus; batch?: number; answers?: AnswerBatch['answers'] }) => {
     if (m?.type === Msg.Answer) {
       for (const [id, decision] of m.answers!) {
         this.waiting.get(id)?.resolve(decision);
         this.waiting.delete(id);
+      }
+      if (this.inFlight && this.inFlight.batch === m.batch) {
+        clearTimeout(this.inFlight.timer);
+        this.inFlight = undefined;
+        this.flush();
       }
     } else if (m?.type === Msg.Status) {
       this.last = m.status!;
@@ -128,8 +141,15 @@ export class IpcLimiter implements Limiter {
 
   take(key: LimitedKey, height: boolean): Promise<LimitDecision> {
     const id = this.nextId++;
-    if (this.queued.length === 0) setImmediate(() => this.flush());
     this.queued.push(id);
+    if (!this.inFlight && !this.flushScheduled) {
+      this.flushScheduled = true;
+      // Once this turn's requests have been read.
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flush();
+      });
+    }
     return new Promise((resolve) => this.waiting.set(id, { key, height, resolve }));
   }
 
@@ -137,8 +157,9 @@ export class IpcLimiter implements Limiter {
     return Promise.all(takes.map((t) => this.take(t.key, t.height)));
   }
 
-  /** Send the queued takes as one message; decide locally those still unanswered after ANSWER_TIMEOUT_MS. */
+  /** Send the queued takes as one batch, unless one is in flight. */
   private flush(): void {
+    if (this.inFlight || this.queued.length === 0) return;
     const ids = this.queued;
     this.queued = [];
     const keys: LimitedKey[] = [];
@@ -153,16 +174,22 @@ export class IpcLimiter implements Limiter {
       }
       takes.push([k, w.height ? 1 : 0, id]);
     }
-    const batch: TakeBatch = { type: Msg.Take, keys, takes };
+    const batch: TakeBatch = { type: Msg.Take, batch: this.nextBatch++, keys, takes };
+    this.inFlight = { batch: batch.batch, ids, timer: setTimeout(() => this.timedOut(), ANSWER_TIMEOUT_MS) };
     process.send!(batch);
-    setTimeout(() => {
-      for (const id of ids) {
-        const w = this.waiting.get(id);
-        if (!w) continue;
-        this.waiting.delete(id);
-        w.resolve(this.fallback.decide(w.key, w.height));
-      }
-    }, ANSWER_TIMEOUT_MS);
+  }
+
+  /** The primary did not answer in time: decide the batch in flight and the waiting takes here. */
+  private timedOut(): void {
+    const ids = [...(this.inFlight?.ids ?? []), ...this.queued];
+    this.inFlight = undefined;
+    this.queued = [];
+    for (const id of ids) {
+      const w = this.waiting.get(id);
+      if (!w) continue;
+      this.waiting.delete(id);
+      w.resolve(this.fallback.decide(w.key, w.height));
+    }
   }
 
   points(key: LimitedKey, n: number): void {
