@@ -46,6 +46,15 @@ async function statuses(url: string, n: number): Promise<number[]> {
 }
 const count = (xs: number[], v: number) => xs.filter((x) => x === v).length;
 
+/** A new redis-server, and two servers (own state folders) sharing it, with a quota of `requests`. */
+async function twoServersSharingRedis(name: string, requests: number): Promise<[ServeProcess, ServeProcess]> {
+  const redis = await startRedis(await freePort());
+  redises.push(redis);
+  const keys = await keysFile(`${name}.json`, requests);
+  const start = (side: string) => serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, `state-${name}-${side}`)]);
+  return [await start('a'), await start('b')];
+}
+
 /** Statuses of `n` tile requests with the key sent at once (each worker batches what it reads in one turn). */
 async function concurrentStatuses(url: string, n: number): Promise<number[]> {
   return Promise.all(Array.from({ length: n }, async () => (await request(`${url}${tile}`, { headers: { authorization: `Bearer ${SECRET}` } })).status));
@@ -89,11 +98,7 @@ describe('batched limits', () => {
   }, 120_000);
 
   it('two servers sharing Redis, 20 requests at once on each: exactly the quota of 10 is let through', async () => {
-    const redis = await startRedis(await freePort());
-    redises.push(redis);
-    const keys = await keysFile('batch-redis.json', 10);
-    const a = await serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-batch-a')]);
-    const b = await serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-batch-b')]);
+    const [a, b] = await twoServersSharingRedis('batch', 10);
     const got = (await Promise.all([concurrentStatuses(a.url, 20), concurrentStatuses(b.url, 20)])).flat();
     expect([count(got, 200), count(got, 429)]).toEqual([10, 30]);
     await stop(a);
@@ -123,11 +128,7 @@ describe('batched limits', () => {
 
 describe('limits shared through Redis', () => {
   it('two servers sharing Redis enforce one budget', async () => {
-    const redis = await startRedis(await freePort());
-    redises.push(redis);
-    const keys = await keysFile('shared.json', 10);
-    const a = await serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-a')]);
-    const b = await serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-b')]);
+    const [a, b] = await twoServersSharingRedis('shared', 10);
     const fromA = await statuses(a.url, 7);
     const fromB = await statuses(b.url, 7);
     expect(count(fromA, 200)).toBe(7);
