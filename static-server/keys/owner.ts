@@ -160,6 +160,8 @@ export class IpcLimiter implements Limiter {
   /** Send the queued takes as one batch, unless one is in flight. */
   private flush(): void {
     if (this.inFlight || this.queued.length === 0) return;
+    // The primary is gone (the server is stopping): decide here rather than throw.
+    if (!process.connected) return this.decideLocally();
     const ids = this.queued;
     this.queued = [];
     const keys: LimitedKey[] = [];
@@ -175,12 +177,12 @@ export class IpcLimiter implements Limiter {
       takes.push([k, w.height ? 1 : 0, id]);
     }
     const batch: TakeBatch = { type: Msg.Take, batch: this.nextBatch++, keys, takes };
-    this.inFlight = { batch: batch.batch, ids, timer: setTimeout(() => this.timedOut(), ANSWER_TIMEOUT_MS) };
+    this.inFlight = { batch: batch.batch, ids, timer: setTimeout(() => this.decideLocally(), ANSWER_TIMEOUT_MS) };
     process.send!(batch);
   }
 
-  /** The primary did not answer in time: decide the batch in flight and the waiting takes here. */
-  private timedOut(): void {
+  /** The primary did not answer in time (or is gone): decide the batch in flight and the waiting takes here. */
+  private decideLocally(): void {
     const ids = [...(this.inFlight?.ids ?? []), ...this.queued];
     this.inFlight = undefined;
     this.queued = [];
