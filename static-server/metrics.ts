@@ -4,7 +4,7 @@
  * (read at scrape time) and the store's read listener (reads, bytes, errors, timeouts). With cluster
  * workers the primary sums every worker's registry (static-server/metrics-cluster.ts).
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration, type LabelValues } from 'prom-client';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Manifest } from '../lib/manifest.ts';
 import type { ReadOutcome } from '../lib/store-read.ts';
@@ -62,11 +62,40 @@ export function servedBuild(manifest: Pick<Manifest, 'generatedAt' | 'version'>,
   return { build_id: buildId ?? manifest.generatedAt ?? 'unknown', version: String(manifest.version) };
 }
 
+/** A counter counted once per request: `add` sums in a Map, the counter takes the sums when it is read. */
+export interface HotCounter<L extends string> {
+  /** Add `n` to the series `id` names (the same id always with the same `labels`). */
+  add(id: string, labels: () => LabelValues<L>, n?: number): void;
+}
+
+/**
+ * A prom-client Counter for the request path: prom-client hashes the labels on every inc; this sums
+ * per series id (a string the caller builds) and hands the sums to the counter in its collect, so a
+ * scrape sees every request answered before it.
+ */
+export function hotCounter<L extends string>(config: Omit<CounterConfiguration<L>, 'collect'>): HotCounter<L> {
+  const pending = new Map<string, { labels: LabelValues<L>; n: number }>();
+  new Counter<L>({
+    ...config,
+    collect() {
+      for (const p of pending.values()) this.inc(p.labels, p.n);
+      pending.clear();
+    },
+  });
+  return {
+    add(id, labels, n = 1) {
+      const p = pending.get(id);
+      if (p) p.n += n;
+      else pending.set(id, { labels: labels(), n });
+    },
+  };
+}
+
 /** The registry and metrics of this process. */
 export class ServerMetrics {
   readonly registry = new Registry();
   private readonly caches = new Set<WatchedCache>();
-  private readonly requests = new Counter({
+  private readonly requests = hotCounter({
     name: `${PREFIX}http_requests_total`,
     help: 'HTTP requests answered, by route kind and status',
     labelNames: ['kind', 'status'] as const,
@@ -79,7 +108,7 @@ export class ServerMetrics {
     buckets: LATENCY_BUCKETS_S,
     registers: [this.registry],
   });
-  private readonly bytesSent = new Counter({
+  private readonly bytesSent = hotCounter({
     name: `${PREFIX}http_response_bytes_total`,
     help: 'Body bytes sent (Content-Length of answers), by route kind',
     labelNames: ['kind'] as const,
@@ -198,10 +227,11 @@ export class ServerMetrics {
 
   /** One answered request (the app's onResponse hook). */
   request(kind: RouteKind, reply: FastifyReply): void {
-    this.requests.inc({ kind, status: reply.statusCode });
+    const status = reply.statusCode;
+    this.requests.add(`${kind} ${status}`, () => ({ kind, status }));
     this.latency.observe({ kind }, reply.elapsedTime / 1000);
     const length = Number(reply.getHeader('content-length'));
-    if (length > 0) this.bytesSent.inc({ kind }, length);
+    if (length > 0) this.bytesSent.add(kind, () => ({ kind }), length);
   }
 
   /** One outcome of an on-demand tile (static-server/overzoom/render.ts). */

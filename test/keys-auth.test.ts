@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuthResult } from '../static-server/auth.ts';
+import { KeyRing, type Identity } from '../static-server/keys/key-ring.ts';
 import { parseKeys } from '../static-server/keys/keys-file.ts';
 import { UsageStore } from '../static-server/keys/usage-store.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
@@ -92,6 +94,22 @@ describe('keys file', () => {
     const dup = bad({ keys: [{ name: 'a', secret: 'same-secret' }, { name: 'b', secret: 'same-secret' }] });
     expect(dup).toBe('k.json: keys[1].secret: the same secret as another key');
     expect(dup).not.toContain('same-secret"');
+  });
+
+  it('a token is identified once per connection, again when the header or the keys change', () => {
+    const keys = parseKeys(keysDoc(), 'k.json');
+    const ring = new KeyRing(keys);
+    const conn = {};
+    const as = (token: string) => ({ authorization: `Bearer ${token}` });
+    const name = (id: Identity) => (id.ok ? id.key.name : `refused ${id.result}`);
+    expect(name(ring.identify(as(LIMITED), conn))).toBe('limited');
+    expect(ring.identify(as(LIMITED), conn)).toBe(ring.identify(as(LIMITED), conn));
+    expect(name(ring.identify(as(`${LIMITED}x`), conn))).toBe(`refused ${AuthResult.Invalid}`);
+    expect(name(ring.identify(as(BACKEND), conn))).toBe('backend');
+    expect(name(ring.identify(as(LIMITED), {}))).toBe('limited');
+    // Keys reloaded without "backend": the same connection and header are refused from now on.
+    ring.replace(keys.filter((k) => k.name !== 'backend'));
+    expect(name(ring.identify(as(BACKEND), conn))).toBe(`refused ${AuthResult.Invalid}`);
   });
 });
 

@@ -1,11 +1,15 @@
 // Limits of `tilebake serve` processes with cluster workers: one budget for all workers of a server,
 // quotas that survive a restart, one budget for two servers sharing Redis, and local limits while
-// Redis is unreachable (said once in the log and in /health).
+// Redis is unreachable (said once in the log and in /health). Concurrent requests, which workers send
+// to the primary in batches and the primary to Redis as one script call per key, get exactly the budget.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalLimiter, type Take } from '../static-server/keys/limits.ts';
+import { RedisLimiter } from '../static-server/keys/redis-limits.ts';
 import { buildSampleVector, freePort, monacoTiles, request, startServe, type ServeProcess } from './fixtures/server/helpers.ts';
 import { startRedis, type TestRedis } from './fixtures/server/redis.ts';
 
@@ -42,6 +46,20 @@ async function statuses(url: string, n: number): Promise<number[]> {
 }
 const count = (xs: number[], v: number) => xs.filter((x) => x === v).length;
 
+/** A new redis-server, and two servers (own state folders) sharing it, with a quota of `requests`. */
+async function twoServersSharingRedis(name: string, requests: number): Promise<[ServeProcess, ServeProcess]> {
+  const redis = await startRedis(await freePort());
+  redises.push(redis);
+  const keys = await keysFile(`${name}.json`, requests);
+  const start = (side: string) => serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, `state-${name}-${side}`)]);
+  return [await start('a'), await start('b')];
+}
+
+/** Statuses of `n` tile requests with the key sent at once (each worker batches what it reads in one turn). */
+async function concurrentStatuses(url: string, n: number): Promise<number[]> {
+  return Promise.all(Array.from({ length: n }, async () => (await request(`${url}${tile}`, { headers: { authorization: `Bearer ${SECRET}` } })).status));
+}
+
 beforeAll(async () => {
   out = await buildSampleVector();
   dir = await mkdtemp(join(tmpdir(), 'tilebake-limits-'));
@@ -71,13 +89,46 @@ describe('limits across workers and restarts', () => {
   }, 120_000);
 });
 
-describe('limits shared through Redis', () => {
-  it('two servers sharing Redis enforce one budget', async () => {
+describe('batched limits', () => {
+  it('40 requests at once on two workers: exactly the quota of 12 is let through', async () => {
+    const s = await serve(['--keys', await keysFile('batch-local.json', 12), '--state-dir', join(dir, 'state-batch-local')]);
+    const got = await concurrentStatuses(s.url, 40);
+    expect([count(got, 200), count(got, 429)]).toEqual([12, 28]);
+    await stop(s);
+  }, 120_000);
+
+  it('two servers sharing Redis, 20 requests at once on each: exactly the quota of 10 is let through', async () => {
+    const [a, b] = await twoServersSharingRedis('batch', 10);
+    const got = (await Promise.all([concurrentStatuses(a.url, 20), concurrentStatuses(b.url, 20)])).flat();
+    expect([count(got, 200), count(got, 429)]).toEqual([10, 30]);
+    await stop(a);
+    await stop(b);
+  }, 120_000);
+
+  it('a Redis script call taking a batch decides like the local limiter taking them one by one', async () => {
     const redis = await startRedis(await freePort());
     redises.push(redis);
-    const keys = await keysFile('shared.json', 10);
-    const a = await serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-a')]);
-    const b = await serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-b')]);
+    const limiter = await RedisLimiter.connect(redis.url, new LocalLimiter(), pino({ level: 'silent' }));
+    try {
+      // A bucket of 4 refilling very slowly and a quota of 6 requests; a second key with only a quota.
+      const a = { name: 'a', rate: { perSecond: 0.001, burst: 4 }, quota: { requests: 6, per: 'day' as const } };
+      const b = { name: 'b', quota: { requests: 3, per: 'day' as const } };
+      const takes: Take[] = [a, b, a, a, b, a, b, a, b, a].map((key) => ({ key, height: false }));
+      const summary = (ds: { allowed: boolean; limit: number; remaining: number }[]) => ds.map((d) => [d.allowed, d.limit, Math.floor(d.remaining)]);
+      const fromRedis = summary(await limiter.takeMany(takes));
+      expect(fromRedis).toEqual(summary(await new LocalLimiter().takeMany(takes)));
+      expect(fromRedis.filter(([ok]) => ok)).toHaveLength(4 + 3);
+      // The next batch continues from what Redis kept: the bucket is empty, b's quota used up.
+      expect((await limiter.takeMany(takes.slice(0, 2))).map((d) => d.allowed)).toEqual([false, false]);
+    } finally {
+      await limiter.close();
+    }
+  }, 60_000);
+});
+
+describe('limits shared through Redis', () => {
+  it('two servers sharing Redis enforce one budget', async () => {
+    const [a, b] = await twoServersSharingRedis('shared', 10);
     const fromA = await statuses(a.url, 7);
     const fromB = await statuses(b.url, 7);
     expect(count(fromA, 200)).toBe(7);

@@ -4,7 +4,7 @@
  * script cycling through every tile in shuffled order (keep-alive, 64 connections, gzip accepted).
  *
  *   node --import tsx bench/serve-vector/run.ts [--duration 20] [--warmup 5] [--rounds 2] [--mbtiles F]
- *     [--servers tilebake,tilebake-keys-local,…] [--quick]
+ *     [--servers tilebake,tilebake-keys-local,…] [--quick] [--baseline DIR]
  *
  * With keys on (docs/keys.md): `tilebake-keys-local` serves with a keys file holding an origin key and
  * the rate-limited secret key wrk uses (its rate is high enough that nothing is refused, so every
@@ -12,16 +12,21 @@
  * `tilebake-keys-redis` does the same with `--limits redis://…` (a redis-server started here).
  * Targets against today's auth (`tilebake`): ≤ 10 % slower with local limits, ≤ 25 % with Redis.
  * `--quick`: 1 round of 1 s warm-up + 3 s, tilebake rows only (proves the harness works).
+ * `--baseline DIR`: a checkout of another commit (with node_modules); each tilebake row is also run
+ * from it as `<row>@base`, right after its own row in every round (an A/B of two commits in one run).
  *
- * Prints req/s, p50/p99 latency and the ratios; writes bench/serve-vector/RESULTS.md.
+ * Prints req/s, p50/p99 latency, the server's CPU time per request (its process tree, plus redis-server for
+ * the Redis row: steadier than req/s on a shared machine) and the ratios; writes bench/serve-vector/RESULTS.md.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { ensurePeers, writeBenchNginxConf } from '../peers.ts';
+import { treeCpuMs } from '../rss.ts';
 import { parseWrk, shuffle, stop } from '../wrk.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -33,6 +38,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '64' },
     mbtiles: { type: 'string', default: join(root, 'data/liechtenstein/liechtenstein_omt.mbtiles') },
     servers: { type: 'string' },
+    baseline: { type: 'string' },
     quick: { type: 'boolean', default: false },
   },
 });
@@ -56,6 +62,8 @@ interface Run {
   p50: number;
   p99: number;
   errors: number;
+  /** CPU time of the server's processes (and of redis-server for its rows) per request, µs. */
+  cpuUs: number;
 }
 
 /** Every tile of the MBTiles as XYZ, with its stored (gzip) bytes. */
@@ -170,28 +178,35 @@ async function main(): Promise<void> {
       ],
     }),
   );
-  const tilebake = (name: string, port: number, extra: string[], env: Record<string, string> = {}): Server => ({
+  const tilebake = (name: string, port: number, extra: string[], env: Record<string, string> = {}, from = root): Server => ({
     name,
     port,
     prefix: `/data/${TILESET}/`,
     token: TOKEN,
     start: () =>
-      spawn(process.execPath, [join(root, 'bin/tilebake.js'), 'serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', ...extra], {
+      spawn(process.execPath, [join(from, 'bin/tilebake.js'), 'serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--log-level', 'warn', ...extra], {
         env: { ...process.env, ...env },
         stdio: ['ignore', 'ignore', 'inherit'],
       }),
   });
   let redis: ChildProcess | undefined;
-  const all: Server[] = [
-    tilebake('tilebake', 18770, [], { TILEBAKE_TOKENS: TOKEN }),
-    tilebake('tilebake-keys-local', 18774, ['--keys', keysFile, '--state-dir', join(work, 'state-local')]),
+  const redisArgs = ['--limits', `redis://127.0.0.1:${REDIS_PORT}`];
+  const tilebakeRows = (from: string, suffix: string): Server[] => [
+    tilebake(`tilebake${suffix}`, 18770, [], { TILEBAKE_TOKENS: TOKEN }, from),
+    tilebake(`tilebake-keys-local${suffix}`, 18774, ['--keys', keysFile, '--state-dir', join(work, `state-local${suffix}`)], {}, from),
     {
-      ...tilebake('tilebake-keys-redis', 18775, ['--keys', keysFile, '--state-dir', join(work, 'state-redis'), '--limits', `redis://127.0.0.1:${REDIS_PORT}`]),
+      ...tilebake(`tilebake-keys-redis${suffix}`, 18775, ['--keys', keysFile, '--state-dir', join(work, `state-redis${suffix}`), ...redisArgs], {}, from),
       start() {
         redis ??= spawn('/usr/bin/redis-server', ['--port', String(REDIS_PORT), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], { stdio: 'ignore' });
-        return tilebake('tilebake-keys-redis', 18775, ['--keys', keysFile, '--state-dir', join(work, 'state-redis'), '--limits', `redis://127.0.0.1:${REDIS_PORT}`]).start();
+        return tilebake(`tilebake-keys-redis${suffix}`, 18775, ['--keys', keysFile, '--state-dir', join(work, `state-redis${suffix}`), ...redisArgs], {}, from).start();
       },
     },
+  ];
+  const ours = tilebakeRows(root, '');
+  const base = args.baseline ? tilebakeRows(resolve(args.baseline), '@base') : [];
+  const all: Server[] = [
+    // With --baseline, each tilebake row is followed by the same row from the baseline checkout.
+    ...ours.flatMap((s, i) => (base[i] ? [s, base[i]] : [s])),
     {
       name: 'tileserver-gl-light',
       port: 18772,
@@ -205,7 +220,7 @@ async function main(): Promise<void> {
       start: () => spawn('/usr/sbin/nginx', ['-p', nginxPrefix, '-c', nginxConf, '-g', 'daemon off;'], { stdio: 'ignore' }),
     },
   ];
-  const servers = selected ? all.filter((s) => selected.includes(s.name)) : all;
+  const servers = selected ? all.filter((s) => selected.includes(s.name.replace(/@base$/, ''))) : all;
 
   const runs: Run[] = [];
   const duration = Number(args.duration);
@@ -219,23 +234,28 @@ async function main(): Promise<void> {
         await waitReady(`http://127.0.0.1:${s.port}${s.prefix}${t0.z}/${t0.x}/${t0.y}.pbf`, s.token, proc);
         await verify(s, tiles);
         wrk(s, list, warmup);
-        const r = { server: s.name, ...parseWrk(wrk(s, list, duration)) };
+        // CPU per request does not depend on what else runs on the machine as much as req/s does.
+        const cpu = () => treeCpuMs(proc.pid!) + (s.name.includes('redis') && redis ? treeCpuMs(redis.pid!) : 0);
+        const cpu0 = cpu();
+        const out = wrk(s, list, duration);
+        const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+        const r = { server: s.name, ...parseWrk(out), cpuUs: ((cpu() - cpu0) * 1000) / requests };
         runs.push(r);
-        console.log(`round ${round} ${s.name.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  errors ${r.errors}`);
+        console.log(`round ${round} ${s.name.padEnd(20)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50.toFixed(2)} ms  p99 ${r.p99.toFixed(2)} ms  ${r.cpuUs.toFixed(1)} µs CPU/req  errors ${r.errors}  load ${loadavg()[0].toFixed(1)}`);
       } finally {
         await stop(proc);
       }
     }
   }
 
-  const mean = (name: string, k: 'rps' | 'p50' | 'p99') => {
+  const mean = (name: string, k: 'rps' | 'p50' | 'p99' | 'cpuUs') => {
     const rs = runs.filter((r) => r.server === name);
     return rs.reduce((s, r) => s + r[k], 0) / rs.length;
   };
   if (redis) await stop(redis);
   const has = (name: string) => servers.some((s) => s.name === name);
   const tb = has('tilebake') ? mean('tilebake', 'rps') : NaN;
-  const rows = servers.map((s) => `| ${s.name} | ${mean(s.name, 'rps').toFixed(0)} | ${mean(s.name, 'p50').toFixed(2)} | ${mean(s.name, 'p99').toFixed(2)} | ${(tb / mean(s.name, 'rps')).toFixed(2)}× |`);
+  const rows = servers.map((s) => `| ${s.name} | ${mean(s.name, 'rps').toFixed(0)} | ${mean(s.name, 'p50').toFixed(2)} | ${mean(s.name, 'p99').toFixed(2)} | ${mean(s.name, 'cpuUs').toFixed(1)} | ${(tb / mean(s.name, 'rps')).toFixed(2)}× |`);
   const cpu = execFileSync('sh', ['-c', "nproc; grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], { encoding: 'utf8' }).trim().split('\n');
   const md = `# bench/serve-vector results
 
@@ -243,17 +263,35 @@ ${new Date().toISOString().slice(0, 10)}, ${cpu[0]} cores (${cpu[1]?.trim()}), w
 ${tiles.length} tiles of \`${mbtiles.replace(`${root}/`, '')}\` in shuffled order, ${warmup} s warm-up + ${duration} s per run,
 ${args.rounds} rounds in A B C order; mean of the rounds. wrk runs on the same 2 cores as the server.
 
-| server | req/s | p50 ms | p99 ms | tilebake ÷ this |
-|---|---:|---:|---:|---:|
+| server | req/s | p50 ms | p99 ms | server CPU µs/req | tilebake ÷ this |
+|---|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
-${keysTable(servers.map((s) => s.name), mean)}`;
+${keysTable(servers.map((s) => s.name), mean)}${abTable(servers.map((s) => s.name), runs)}`;
   // A quick run, or one of some servers only, does not replace the recorded results.
-  if (!args.quick && !selected) writeFileSync(join(root, 'bench/serve-vector/RESULTS.md'), md);
+  if (!args.quick && !selected && !args.baseline) writeFileSync(join(root, 'bench/serve-vector/RESULTS.md'), md);
   console.log(`\n${md}`);
 }
 
+/** With --baseline: each row against the same row of the baseline checkout, per round and overall. */
+function abTable(names: string[], runs: Run[]): string {
+  const rows = names
+    .filter((n) => names.includes(`${n}@base`))
+    .map((n) => {
+      const a = runs.filter((r) => r.server === n).map((r) => r.rps);
+      const b = runs.filter((r) => r.server === `${n}@base`).map((r) => r.rps);
+      const ca = runs.filter((r) => r.server === n).map((r) => r.cpuUs);
+      const cb = runs.filter((r) => r.server === `${n}@base`).map((r) => r.cpuUs);
+      const pct = (x: number, y: number) => `${((x / y - 1) * 100).toFixed(1)} %`;
+      const sum = (xs: number[]) => xs.reduce((s, x) => s + x, 0);
+      const perRound = a.map((x, i) => `${pct(x, b[i])} / ${pct(ca[i], cb[i])}`).join(', ');
+      return `| ${n} | ${(sum(a) / a.length).toFixed(0)} | ${(sum(b) / b.length).toFixed(0)} | ${pct(sum(a), sum(b))} | ${(sum(ca) / ca.length).toFixed(1)} | ${(sum(cb) / cb.length).toFixed(1)} | ${pct(sum(ca), sum(cb))} | ${perRound} |`;
+    });
+  if (rows.length === 0) return '';
+  return `\nThis checkout vs the baseline (${args.baseline}): req/s, and server CPU µs per request:\n\n| server | req/s | baseline | change | CPU µs/req | baseline | change | per round (req/s / CPU) |\n|---|---:|---:|---:|---:|---:|---:|---|\n${rows.join('\n')}\n`;
+}
+
 /** Keys on vs today's auth: req/s and p99 ratios against the targets (when both were measured). */
-function keysTable(names: string[], mean: (name: string, k: 'rps' | 'p50' | 'p99') => number): string {
+function keysTable(names: string[], mean: (name: string, k: 'rps' | 'p50' | 'p99' | 'cpuUs') => number): string {
   if (!names.includes('tilebake')) return '';
   const targets: Record<string, number> = { 'tilebake-keys-local': 0.1, 'tilebake-keys-redis': 0.25 };
   const rows = names

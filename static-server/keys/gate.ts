@@ -51,7 +51,7 @@ export function rateLimitHeaders(d: LimitDecision): Record<string, string> {
  */
 export function checkKey(gate: KeyGate, req: FastifyRequest, reply: FastifyReply, kind: RouteKind): HttpError | undefined | Promise<HttpError | undefined> {
   const h = req.headers;
-  const id = gate.ring.identify({ authorization: h.authorization, origin: h.origin, referer: h.referer });
+  const id = gate.ring.identify({ authorization: h.authorization, origin: h.origin, referer: h.referer }, req.raw.socket);
   if (!id.ok) {
     try {
       rejectUnauthorized(id.result, id.origin);

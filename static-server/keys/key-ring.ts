@@ -28,6 +28,8 @@ export class KeyRing {
   private byHash = new Map<string, Key>();
   private originKeys: Key[] = [];
   private memo = new Map<string, Key | null>();
+  /** Per connection, the last Authorization header and what it identified (a keep-alive client sends the same one each time). */
+  private byConnection = new WeakMap<object, { authorization: string; identity: Identity }>();
   private all: readonly Key[] = [];
 
   constructor(keys: readonly Key[]) {
@@ -41,6 +43,7 @@ export class KeyRing {
     this.byHash = byHash;
     this.originKeys = keys.filter((k) => k.origins);
     this.memo = new Map();
+    this.byConnection = new WeakMap();
     this.all = keys;
   }
 
@@ -63,15 +66,22 @@ export class KeyRing {
   /**
    * Identify a request: a bearer token must be a secret key's (a wrong one is never excused by an
    * origin); without one, an origin key allowing the Origin (else the Referer's origin) is used.
+   * With `connection` (the request's socket), a token is hashed once per connection: the next request
+   * on it with the same header gets the same answer (compared in constant time: a proxy may carry
+   * several clients' requests on one connection).
    */
-  identify(h: IdentityHeaders): Identity {
+  identify(h: IdentityHeaders, connection?: object): Identity {
     const auth = h.authorization;
     if (auth) {
+      const seen = connection && this.byConnection.get(connection);
+      if (seen && sameString(seen.authorization, auth)) return seen.identity;
       const m = BEARER.exec(auth);
       const token = m ? auth.slice(m[0].length).trim() : '';
       if (token !== '') {
         const key = this.byHash.get(hashToken(token).toString('latin1'));
-        return key ? { ok: true, key } : { ok: false, result: AuthResult.Invalid };
+        const identity: Identity = key ? { ok: true, key } : { ok: false, result: AuthResult.Invalid };
+        if (connection) this.byConnection.set(connection, { authorization: auth, identity });
+        return identity;
       }
     }
     const claimed = h.origin ?? (h.referer ? refererOrigin(h.referer) : undefined);
@@ -81,6 +91,14 @@ export class KeyRing {
     }
     return { ok: false, result: AuthResult.Missing, ...(claimed !== undefined ? { origin: claimed } : {}) };
   }
+}
+
+/** Whether two strings are equal, in time that depends on their length only. */
+function sameString(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
 }
 
 /** `scheme://host[:port]` of a Referer URL (paths differ per page; the memo keys on the origin). */

@@ -30,10 +30,18 @@ export interface LimitsStatus {
   redis?: 'ok' | 'unreachable';
 }
 
+/** One request to take from a key's limits. */
+export interface Take {
+  key: LimitedKey;
+  height: boolean;
+}
+
 /** Decides limits for keys. */
 export interface Limiter {
   /** Take one request from the key's rate and quota; `height` also checks its height-point quota. */
   take(key: LimitedKey, height: boolean): Promise<LimitDecision>;
+  /** Take several requests, decided one after the other in this order (a cluster worker's batch). */
+  takeMany(takes: readonly Take[]): Promise<LimitDecision[]>;
   /** Count /height points answered for the key (against its height-point quota). */
   points(key: LimitedKey, n: number): void;
   status(): LimitsStatus;
@@ -99,6 +107,29 @@ export function quotasOf(key: LimitedKey, height: boolean): { kind: QuotaKind; l
   return out;
 }
 
+/** What one key's limits hold: tokens in its bucket (when it has a rate) and the count of each quota that applies. */
+export interface LimitState {
+  tokens: number;
+  used: number[];
+}
+
+/**
+ * Decide one request of `key` on `state` (the rules: a rate's bucket, then `quotas` as quotasOf gives
+ * them); an allowed request takes a token and adds each quota's cost. Used by the local limiter on its
+ * own state, and to replay the requests a Redis script took at once (keys/redis-limits.ts).
+ */
+export function decideOn(key: LimitedKey, quotas: readonly { kind: QuotaKind; limit: number; cost: number }[], state: LimitState, now: number): LimitDecision {
+  const verdicts: Verdict[] = [];
+  if (key.rate) verdicts.push(bucketVerdict(key.rate, state.tokens));
+  quotas.forEach((q, i) => verdicts.push(quotaVerdict(q.kind, q.limit, key.quota!.per, state.used[i], q.cost, now)));
+  const d = combine(verdicts);
+  if (d.allowed) {
+    state.tokens -= 1;
+    quotas.forEach((q, i) => (state.used[i] += q.cost));
+  }
+  return d;
+}
+
 /** Where quota counts of earlier runs come from (the usage store). */
 export interface QuotaHistory {
   /** Requests or points of `key` on days from `sinceDay` (YYYY-MM-DD) on. */
@@ -137,21 +168,22 @@ export class LocalLimiter implements Limiter {
   /** Synchronous `take`. */
   decide(key: LimitedKey, height: boolean): LimitDecision {
     const now = this.now();
-    const verdicts: Verdict[] = [];
     const b = key.rate ? this.bucket(key as LimitedKey & { rate: RateRule }, now) : undefined;
-    if (b) verdicts.push(bucketVerdict(key.rate!, b.tokens));
-    const quotas = quotasOf(key, height).map((q) => ({ ...q, slot: this.counter(key.name, q.kind, key.quota!.per, now) }));
-    for (const q of quotas) verdicts.push(quotaVerdict(q.kind, q.limit, key.quota!.per, this.counts.get(q.slot)!, q.cost, now));
-    const d = combine(verdicts);
-    if (d.allowed) {
-      if (b) b.tokens -= 1;
-      for (const q of quotas) this.counts.set(q.slot, this.counts.get(q.slot)! + q.cost);
-    }
+    const quotas = quotasOf(key, height);
+    const slots = quotas.map((q) => this.counter(key.name, q.kind, key.quota!.per, now));
+    const state = { tokens: b?.tokens ?? 0, used: slots.map((slot) => this.counts.get(slot)!) };
+    const d = decideOn(key, quotas, state, now);
+    if (b) b.tokens = state.tokens;
+    slots.forEach((slot, i) => this.counts.set(slot, state.used[i]));
     return d;
   }
 
   take(key: LimitedKey, height: boolean): Promise<LimitDecision> {
     return Promise.resolve(this.decide(key, height));
+  }
+
+  takeMany(takes: readonly Take[]): Promise<LimitDecision[]> {
+    return Promise.resolve(takes.map((t) => this.decide(t.key, t.height)));
   }
 
   points(key: LimitedKey, n: number): void {

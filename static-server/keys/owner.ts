@@ -4,7 +4,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import { LocalLimiter, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus } from './limits.ts';
+import { LocalLimiter, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus, type Take } from './limits.ts';
 import { RedisLimiter } from './redis-limits.ts';
 import { UsageStore, type UsageRow } from './usage-store.ts';
 
@@ -18,6 +18,24 @@ const enum Msg {
 }
 /** How long a worker waits for the primary before deciding with its own local limits. */
 const ANSWER_TIMEOUT_MS = 2000;
+
+/**
+ * A worker's batch of takes (IpcLimiter): its number, the keys once, then per request [key index, 1 for
+ * /height, id]. One message each way for many requests instead of one per request; the primary decides
+ * them in order, exactly as if they had come one by one.
+ */
+interface TakeBatch {
+  type: Msg.Take;
+  batch: number;
+  keys: LimitedKey[];
+  takes: [number, 0 | 1, number][];
+}
+/** The primary's answers to one batch: [id, decision] in the batch's order. */
+interface AnswerBatch {
+  type: Msg.Answer;
+  batch: number;
+  answers: [number, LimitDecision][];
+}
 
 /** What the owner needs from the options. */
 export interface OwnerOptions {
@@ -57,10 +75,12 @@ export async function serveLimitsToWorkers(opts: OwnerOptions, log: Logger): Pro
   const owner = await startLimitsOwner(opts, log, (s) => {
     for (const w of Object.values(cluster.workers ?? {})) tell(w, s);
   });
-  cluster.on('message', (worker, m: { type?: string; id?: number; key?: LimitedKey; height?: boolean; n?: number; rows?: UsageRow[] }) => {
+  cluster.on('message', (worker, m: { type?: string; key?: LimitedKey; n?: number; rows?: UsageRow[]; batch?: number; keys?: TakeBatch['keys']; takes?: TakeBatch['takes'] }) => {
     if (m?.type === Msg.Take) {
-      void owner.limiter.take(m.key!, m.height === true).then((decision) => {
-        if (worker.isConnected()) worker.send({ type: Msg.Answer, id: m.id, decision });
+      const { batch, keys, takes } = m as unknown as TakeBatch;
+      void owner.limiter.takeMany(takes.map(([k, height]) => ({ key: keys[k], height: height === 1 }))).then((decisions) => {
+        const answer: AnswerBatch = { type: Msg.Answer, batch, answers: takes.map((t, i) => [t[2], decisions[i]]) };
+        if (worker.isConnected()) worker.send(answer);
       });
     } else if (m?.type === Msg.Points) {
       owner.limiter.points(m.key!, m.n!);
@@ -73,15 +93,40 @@ export async function serveLimitsToWorkers(opts: OwnerOptions, log: Logger): Pro
   return owner;
 }
 
-/** In a cluster worker: limits decided by the primary (a local decision if it does not answer in time). */
+/** A take waiting for the primary's answer. */
+interface Waiting {
+  key: LimitedKey;
+  height: boolean;
+  resolve: (d: LimitDecision) => void;
+}
+
+/**
+ * In a cluster worker: limits decided by the primary in batches, one batch in flight at a time: the
+ * takes of one event-loop turn go at once when none is in flight, else they wait for its answer and
+ * go as the next batch (the busier the worker, the larger the batches). When the primary does not
+ * answer within ANSWER_TIMEOUT_MS, the batch in flight and the waiting takes are decided locally.
+ */
 export class IpcLimiter implements Limiter {
   private nextId = 0;
-  private readonly waiting = new Map<number, (d: LimitDecision) => void>();
+  private nextBatch = 0;
+  private readonly waiting = new Map<number, Waiting>();
+  /** Takes not sent yet. */
+  private queued: number[] = [];
+  private flushScheduled = false;
+  /** The batch sent and not answered yet: its number, takes and timeout. */
+  private inFlight: { batch: number; ids: number[]; timer: NodeJS.Timeout } | undefined;
   private last: LimitsStatus = { backend: 'local' };
-  private readonly onMessage = (m: { type?: string; id?: number; decision?: LimitDecision; status?: LimitsStatus }) => {
+  private readonly onMessage = (m: { type?: string; status?: LimitsStatus; batch?: number; answers?: AnswerBatch['answers'] }) => {
     if (m?.type === Msg.Answer) {
-      this.waiting.get(m.id!)?.(m.decision!);
-      this.waiting.delete(m.id!);
+      for (const [id, decision] of m.answers!) {
+        this.waiting.get(id)?.resolve(decision);
+        this.waiting.delete(id);
+      }
+      if (this.inFlight && this.inFlight.batch === m.batch) {
+        clearTimeout(this.inFlight.timer);
+        this.inFlight = undefined;
+        this.flush();
+      }
     } else if (m?.type === Msg.Status) {
       this.last = m.status!;
     }
@@ -96,17 +141,57 @@ export class IpcLimiter implements Limiter {
 
   take(key: LimitedKey, height: boolean): Promise<LimitDecision> {
     const id = this.nextId++;
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiting.delete(id);
-        resolve(this.fallback.decide(key, height));
-      }, ANSWER_TIMEOUT_MS);
-      this.waiting.set(id, (d) => {
-        clearTimeout(timer);
-        resolve(d);
+    this.queued.push(id);
+    if (!this.inFlight && !this.flushScheduled) {
+      this.flushScheduled = true;
+      // Once this turn's requests have been read.
+      setImmediate(() => {
+        this.flushScheduled = false;
+        this.flush();
       });
-      process.send!({ type: Msg.Take, id, key: { name: key.name, rate: key.rate, quota: key.quota }, height });
-    });
+    }
+    return new Promise((resolve) => this.waiting.set(id, { key, height, resolve }));
+  }
+
+  takeMany(takes: readonly Take[]): Promise<LimitDecision[]> {
+    return Promise.all(takes.map((t) => this.take(t.key, t.height)));
+  }
+
+  /** Send the queued takes as one batch, unless one is in flight. */
+  private flush(): void {
+    if (this.inFlight || this.queued.length === 0) return;
+    // The primary is gone (the server is stopping): decide here rather than throw.
+    if (!process.connected) return this.decideLocally();
+    const ids = this.queued;
+    this.queued = [];
+    const keys: LimitedKey[] = [];
+    const index = new Map<LimitedKey, number>();
+    const takes: TakeBatch['takes'] = [];
+    for (const id of ids) {
+      const w = this.waiting.get(id)!;
+      let k = index.get(w.key);
+      if (k === undefined) {
+        index.set(w.key, (k = keys.length));
+        keys.push({ name: w.key.name, rate: w.key.rate, quota: w.key.quota });
+      }
+      takes.push([k, w.height ? 1 : 0, id]);
+    }
+    const batch: TakeBatch = { type: Msg.Take, batch: this.nextBatch++, keys, takes };
+    this.inFlight = { batch: batch.batch, ids, timer: setTimeout(() => this.decideLocally(), ANSWER_TIMEOUT_MS) };
+    process.send!(batch);
+  }
+
+  /** The primary did not answer in time (or is gone): decide the batch in flight and the waiting takes here. */
+  private decideLocally(): void {
+    const ids = [...(this.inFlight?.ids ?? []), ...this.queued];
+    this.inFlight = undefined;
+    this.queued = [];
+    for (const id of ids) {
+      const w = this.waiting.get(id);
+      if (!w) continue;
+      this.waiting.delete(id);
+      w.resolve(this.fallback.decide(w.key, w.height));
+    }
   }
 
   points(key: LimitedKey, n: number): void {

@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { bucketVerdict, combine, periodOf, quotasOf, quotaVerdict, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus, type LocalLimiter } from './limits.ts';
+import { decideOn, periodOf, quotasOf, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus, type LimitState, type LocalLimiter, type Take } from './limits.ts';
 
 /** Prefix of every Redis key tilebake writes. */
 const PREFIX = 'tilebake:';
@@ -18,40 +18,47 @@ const CONNECT_TIMEOUT_MS = 2000;
 const MAX_RETRY_DELAY_MS = 2000;
 
 /**
- * KEYS[1]: the bucket hash; KEYS[2..]: quota counters. ARGV: perSecond, burst (0: no rate), then per
- * quota: limit, cost, ttl seconds. Returns {allowed, tokens before, used before…}.
+ * KEYS[1]: the bucket hash; KEYS[2..]: quota counters. ARGV: perSecond, burst (0: no rate), n (requests
+ * taken one after the other), then per quota: limit, cost, ttl seconds. Returns {allowed of the n,
+ * tokens before (exact), used before…}; the caller replays the n decisions from those (decideOn).
  */
 const TAKE_SCRIPT = `
-local rate = tonumber(ARGV[1]); local burst = tonumber(ARGV[2])
+local rate = tonumber(ARGV[1]); local burst = tonumber(ARGV[2]); local n = tonumber(ARGV[3])
 local t = redis.call('TIME'); local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local ok = 1; local tokens = 0
+local tokens = 0
 if rate > 0 then
   local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
   tokens = tonumber(b[1]); local at = tonumber(b[2])
   if tokens == nil or at == nil then tokens = burst; at = now end
   tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
-  if tokens < 1 then ok = 0 end
 end
-local out = {}
+local before = {}; local used = {}
 for i = 2, #KEYS do
-  local used = tonumber(redis.call('GET', KEYS[i]) or '0')
-  out[i - 1] = used
-  if used + 1 > tonumber(ARGV[3 * i - 3]) then ok = 0 end
+  before[i - 1] = tonumber(redis.call('GET', KEYS[i]) or '0')
+  used[i - 1] = before[i - 1]
 end
-if ok == 1 then
+local left = tokens; local allowed = 0
+for r = 1, n do
+  local ok = not (rate > 0 and left < 1)
   for i = 2, #KEYS do
-    local cost = tonumber(ARGV[3 * i - 2])
-    if cost > 0 then redis.call('INCRBY', KEYS[i], cost) end
-    redis.call('EXPIRE', KEYS[i], tonumber(ARGV[3 * i - 1]))
+    if used[i - 1] + 1 > tonumber(ARGV[3 * i - 2]) then ok = false end
+  end
+  if not ok then break end
+  allowed = allowed + 1
+  left = left - 1
+  for i = 2, #KEYS do used[i - 1] = used[i - 1] + tonumber(ARGV[3 * i - 1]) end
+end
+if allowed > 0 then
+  for i = 2, #KEYS do
+    if used[i - 1] > before[i - 1] then redis.call('INCRBY', KEYS[i], used[i - 1] - before[i - 1]) end
+    redis.call('EXPIRE', KEYS[i], tonumber(ARGV[3 * i]))
   end
 end
 if rate > 0 then
-  local left = tokens
-  if ok == 1 then left = tokens - 1 end
   redis.call('HSET', KEYS[1], 'tokens', tostring(left), 'at', tostring(now))
   redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 1)
 end
-return {ok, tostring(tokens), unpack(out)}
+return {allowed, string.format('%.17g', tokens), unpack(before)}
 `;
 
 type TakeCommand = (...args: (string | number)[]) => Promise<[number, string, ...number[]]>;
@@ -89,6 +96,8 @@ export class RedisLimiter implements Limiter {
       connectTimeout: CONNECT_TIMEOUT_MS,
       commandTimeout: COMMAND_TIMEOUT_MS,
       retryStrategy: (n) => Math.min(n * 200, MAX_RETRY_DELAY_MS),
+      // The script calls of one batch (and of both workers' batches in one tick) go out in one write.
+      enableAutoPipelining: true,
     });
     redis.defineCommand('tilebakeTake', { lua: TAKE_SCRIPT });
     const l = new RedisLimiter(redis, local, log, redactedUrl(url), onStatus);
@@ -113,12 +122,40 @@ export class RedisLimiter implements Limiter {
     this.onStatus(this.status());
   }
 
-  async take(key: LimitedKey, height: boolean): Promise<LimitDecision> {
-    if (!this.up) return this.local.decide(key, height);
+  take(key: LimitedKey, height: boolean): Promise<LimitDecision> {
+    return this.takeMany([{ key, height }]).then((d) => d[0]);
+  }
+
+  /** One script call per key (and kind of request) in `takes`, sent together (auto-pipelined). */
+  takeMany(takes: readonly Take[]): Promise<LimitDecision[]> {
+    if (!this.up) return Promise.resolve(takes.map((t) => this.local.decide(t.key, t.height)));
+    const groups = new Map<LimitedKey, [number[], number[]]>();
+    takes.forEach((t, i) => {
+      let g = groups.get(t.key);
+      if (!g) groups.set(t.key, (g = [[], []]));
+      g[t.height ? 1 : 0].push(i);
+    });
+    const out: LimitDecision[] = new Array(takes.length);
+    const calls: Promise<void>[] = [];
+    for (const [key, byKind] of groups) {
+      byKind.forEach((indexes, height) => {
+        if (indexes.length === 0) return;
+        calls.push(
+          this.takeN(key, height === 1, indexes.length).then((ds) => {
+            indexes.forEach((at, j) => (out[at] = ds[j]));
+          }),
+        );
+      });
+    }
+    return Promise.all(calls).then(() => out);
+  }
+
+  /** `n` requests of `key` taken in one script call (local limits when Redis fails). */
+  private async takeN(key: LimitedKey, height: boolean, n: number): Promise<LimitDecision[]> {
     const now = Date.now();
     const quotas = quotasOf(key, height);
     const keys = [`${PREFIX}bucket:${key.name}`];
-    const args: (string | number)[] = [key.rate?.perSecond ?? 0, key.rate?.burst ?? 0];
+    const args: (string | number)[] = [key.rate?.perSecond ?? 0, key.rate?.burst ?? 0, n];
     for (const q of quotas) {
       const p = periodOf(key.quota!.per, now);
       keys.push(`${PREFIX}quota:${key.name}:${q.kind}:${p.day}`);
@@ -129,12 +166,10 @@ export class RedisLimiter implements Limiter {
       r = await (this.redis as unknown as { tilebakeTake: TakeCommand }).tilebakeTake(keys.length, ...keys, ...args);
     } catch {
       this.mark(false);
-      return this.local.decide(key, height);
+      return Array.from({ length: n }, () => this.local.decide(key, height));
     }
-    const verdicts = [];
-    if (key.rate) verdicts.push(bucketVerdict(key.rate, Number(r[1])));
-    quotas.forEach((q, i) => verdicts.push(quotaVerdict(q.kind, q.limit, key.quota!.per, Number(r[2 + i]), q.cost, now)));
-    return combine(verdicts);
+    const state: LimitState = { tokens: Number(r[1]), used: quotas.map((_, i) => Number(r[2 + i])) };
+    return Array.from({ length: n }, () => decideOn(key, quotas, state, now));
   }
 
   points(key: LimitedKey, n: number): void {

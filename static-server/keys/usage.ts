@@ -5,12 +5,14 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
-import { serverMetrics, type RouteKind } from '../metrics.ts';
+import { hotCounter, serverMetrics, type HotCounter, type RouteKind } from '../metrics.ts';
 import type { Key } from './keys-file.ts';
 import type { UsageRow } from './usage-store.ts';
 
 /** How often batched usage rows are handed on. */
 const FLUSH_MS = 1000;
+/** Milliseconds in a (UTC) day. */
+const DAY_MS = 86_400_000;
 /** Status of a request refused by a rate limit or quota. */
 const REFUSED = 429;
 
@@ -27,12 +29,12 @@ export function pointsOf(req: FastifyRequest): number {
   return requestPoints.get(req) ?? 0;
 }
 
-let counters: { requests: Counter<'key' | 'kind' | 'status'>; points: Counter<'key'> } | undefined;
+let counters: { requests: HotCounter<'key' | 'kind' | 'status'>; points: Counter<'key'> } | undefined;
 /** The per-key counters, registered once in this process's registry. */
 function keyCounters(): NonNullable<typeof counters> {
   const registers = [serverMetrics().registry];
   counters ??= {
-    requests: new Counter({ name: 'tilebake_requests_total', help: 'Requests answered per key name, by route kind and status', labelNames: ['key', 'kind', 'status'] as const, registers }),
+    requests: hotCounter({ name: 'tilebake_requests_total', help: 'Requests answered per key name, by route kind and status', labelNames: ['key', 'kind', 'status'] as const, registers }),
     points: new Counter({ name: 'tilebake_key_height_points_total', help: '/height points answered per key name', labelNames: ['key'] as const, registers }),
   };
   return counters;
@@ -42,6 +44,9 @@ function keyCounters(): NonNullable<typeof counters> {
 export class UsageRecorder {
   private pending = new Map<string, UsageRow>();
   private readonly timer: NodeJS.Timeout;
+  /** Today (UTC, YYYY-MM-DD) and the time it ends, ms. */
+  private day = '';
+  private dayEnds = 0;
 
   constructor(private readonly sink: (rows: UsageRow[]) => void) {
     this.timer = setInterval(() => this.flush(), FLUSH_MS);
@@ -53,11 +58,17 @@ export class UsageRecorder {
     const points = pointsOf(req);
     const bytes = Number(reply.getHeader('content-length')) || 0;
     const c = keyCounters();
-    c.requests.inc({ key: key.name, kind, status: reply.statusCode });
+    const status = reply.statusCode;
+    c.requests.add(`${key.name}\n${kind} ${status}`, () => ({ key: key.name, kind, status }));
     if (points > 0) c.points.inc({ key: key.name }, points);
     // Refused by a limit: counted above, but not as usage (local quotas count from these rows).
-    if (reply.statusCode === REFUSED) return;
-    const day = new Date().toISOString().slice(0, 10);
+    if (status === REFUSED) return;
+    const now = Date.now();
+    if (now >= this.dayEnds) {
+      this.day = new Date(now).toISOString().slice(0, 10);
+      this.dayEnds = Date.parse(this.day) + DAY_MS;
+    }
+    const day = this.day;
     const slot = `${day}\n${key.name}`;
     let row = this.pending.get(slot);
     if (!row) this.pending.set(slot, (row = { day, key: key.name, requests: 0, bytes: 0, points: 0 }));
