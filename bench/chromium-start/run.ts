@@ -16,20 +16,19 @@
  * --maxzoom 14` makes a larger job for the byte check.
  */
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openArchiveFile } from '../../lib/pmtiles/index.ts';
 import { commandLine, processStat } from '../../lib/process-tree.ts';
 import { CHROMIUM_PATH, chromiumCommand } from '../../workers/chromium-process.ts';
 import { chromiumKind, cpuSeconds } from './process-kind.ts';
+import { CPUACCT, cpuacctSeconds, runCommand } from '../command.ts';
+import { tileHashes } from '../tile-hashes.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
 const SAMPLE = join(ROOT, 'data/sample');
 const WORK = join(ROOT, 'build', 'bench-chromium-start');
-const CPUACCT = '/sys/fs/cgroup/cpuacct';
 
 /** A variant: switches added, switches (by prefix) removed, feature names added to --disable-features / --enable-features. */
 interface Variant {
@@ -125,42 +124,6 @@ exec ${q(CHROMIUM_PATH)} "\${args[@]}"
   chmodSync(path, 0o755);
 }
 
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  return new Promise((res, rej) => {
-    const p = spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    p.on('exit', (code) => (code === 0 ? res() : rej(new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${out.slice(-4000)}`))));
-  });
-}
-
-const usage = (cg: string) => Number(readFileSync(join(cg, 'cpuacct.usage'), 'utf8')) / 1e9;
-
-/** sha256 of every tile of every archive under `dir`, keyed by file name and tile id. */
-async function tileHashes(dir: string): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  const walk = async (d: string): Promise<void> => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) await walk(p);
-      else if (e.name.endsWith('.pmtiles') && p.includes('/styles/')) {
-        const r = await openArchiveFile(p);
-        try {
-          for await (const t of r.entries()) {
-            const h = createHash('sha256').update(await r.readRange(t.offset, t.length)).digest('hex');
-            for (let k = 0; k < t.runLength; k++) out.set(`${p.slice(p.indexOf("/styles/"))}:${t.tileId + k}`, h);
-          }
-        } finally {
-          await r.close();
-        }
-      }
-    }
-  };
-  await walk(dir);
-  return out;
-}
-
 /**
  * Samples the CPU time of every process in cgroup `cg` every 20 ms while it runs (the last sample
  * before a process ends stands for it: its last ≤ 20 ms are missed). `stop()` returns CPU s by kind.
@@ -204,16 +167,16 @@ async function once(name: string, round: number, maxzoom = Number(values.maxzoom
   const env = { ...process.env, TILEBAKE_QUIET: '1', TILEBAKE_CHROMIUM: join(WORK, `chromium-${name}.sh`), TILEBAKE_BENCH_CG: inner };
   const sampler = sampleProcesses(inner);
   const t0 = performance.now();
-  await run('/bin/bash', ['-c', `echo $$ > ${outer}/tasks && exec "$0" "$@"`, process.execPath, CLI, 'build', '--config', config, '--workers', '1'], env);
+  await runCommand('/bin/bash', ['-c', `echo $$ > ${outer}/tasks && exec "$0" "$@"`, process.execPath, CLI, 'build', '--config', config, '--workers', '1'], env);
   const wall = (performance.now() - t0) / 1000;
   // Let the last processes leave the groups (the browser is killed at the build's end).
   for (let i = 0; i < 100 && readFileSync(join(inner, 'tasks'), 'utf8').trim(); i++) await new Promise((r) => setTimeout(r, 50));
   const byKind = sampler.stop();
-  const chromium = usage(inner);
-  const total = usage(outer);
+  const chromium = cpuacctSeconds(inner);
+  const total = cpuacctSeconds(outer);
   rmdirSync(inner);
   rmdirSync(outer);
-  const tiles = await tileHashes(out);
+  const tiles = await tileHashes(out, (p) => p.includes('/styles/'));
   rmSync(out, { recursive: true, force: true });
   return { chromium, total, wall, tiles, byKind };
 }

@@ -13,12 +13,12 @@
  * each command's whole process tree, from a cpuacct cgroup per command (bash `times` where none can be
  * made: it misses Chromium's zygote-forked processes).
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tileCountInBBox } from '../../lib/tile-math.ts';
 import { startSlurm } from '../../test/fixtures/slurm.ts';
+import { CPUACCT, runCommand } from '../command.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
@@ -41,9 +41,6 @@ interface Measured {
   wall: number;
   cpu: number;
 }
-
-/** cgroup v1 cpuacct hierarchy: counts every process of a command's tree, also those its parents never wait for. */
-const CPUACCT = '/sys/fs/cgroup/cpuacct';
 
 /**
  * A wrapper that runs the CLI and appends "<name> <wall s> <cpu s>" to `log`. CPU seconds come from a
@@ -79,16 +76,6 @@ exit $rc
   chmodSync(path, 0o755);
 }
 
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  return new Promise((res, rej) => {
-    const p = spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    p.on('exit', (code) => (code === 0 ? res(out) : rej(new Error(`${cmd} ${args.join(' ')} exited ${code}:\n${out.slice(-4000)}`))));
-  });
-}
-
 function readTimes(log: string): Map<string, Measured> {
   const out = new Map<string, Measured>();
   for (const line of readFileSync(log, 'utf8').trim().split('\n')) {
@@ -111,13 +98,13 @@ async function main(): Promise<void> {
   const env = { ...process.env, TILEBAKE_QUIET: '1' };
 
   console.log(`one-machine build: ${STYLES.join(', ')}, z0-${MAXZOOM}, 1x+2x, png+jpg`);
-  await run(timer, ['build', '--config', config], env);
+  await runCommand(timer, ['build', '--config', config], env);
   const slurm = await startSlurm();
   try {
     const runDir = join(WORK, 'run');
     console.log(`plan + ${SHARDS} shards (${values.parallel} at a time, one CPU each) on Slurm + publish`);
-    await run(timer, ['plan', '--config', config, '--run', runDir, '--shards', String(SHARDS)], env);
-    await run('/bin/bash', [join(ROOT, 'deploy/slurm/submit.sh'), '--run', runDir, '--out', join(WORK, 'out'), '--parallel', values.parallel!, '--wait', '--', '-c', '1', '-o', join(WORK, 'logs', 'slurm-%A_%a.out')], {
+    await runCommand(timer, ['plan', '--config', config, '--run', runDir, '--shards', String(SHARDS)], env);
+    await runCommand('/bin/bash', [join(ROOT, 'deploy/slurm/submit.sh'), '--run', runDir, '--out', join(WORK, 'out'), '--parallel', values.parallel!, '--wait', '--', '-c', '1', '-o', join(WORK, 'logs', 'slurm-%A_%a.out')], {
       ...slurm.env,
       ...env,
       // No TILEBAKE_WORKERS: a shard sizes its render pool from what Slurm gave it (-c 1: one browser).

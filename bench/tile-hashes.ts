@@ -1,0 +1,29 @@
+/** The tiles of a folder's PMTiles archives by hash, for benchmarks that check their variants render the same bytes. */
+import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { openArchiveFile } from '../lib/pmtiles/index.ts';
+
+/** sha256 of every tile of every `.pmtiles` under `dir` (whose path passes `include`), keyed by path below `dir` and tile id. */
+export async function tileHashes(dir: string, include: (path: string) => boolean = () => true): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const walk = async (d: string): Promise<void> => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (e.name.endsWith('.pmtiles') && include(p)) {
+        const r = await openArchiveFile(p);
+        try {
+          for await (const t of r.entries()) {
+            const h = createHash('sha256').update(await r.readRange(t.offset, t.length)).digest('hex');
+            for (let k = 0; k < t.runLength; k++) out.set(`${p.slice(dir.length)}:${t.tileId + k}`, h);
+          }
+        } finally {
+          await r.close();
+        }
+      }
+    }
+  };
+  await walk(dir);
+  return out;
+}
