@@ -14,7 +14,8 @@ export interface Progress {
 const LOG_INTERVAL_MS = 5000;
 /** Minimum interval between bar redraws on a terminal. */
 const BAR_FPS = 10;
-const MS_PER_S = 1000;
+/** Milliseconds per second. */
+export const MS_PER_S = 1000;
 
 /** True when progress output is suppressed (tests set TILEBAKE_QUIET). */
 export function progressQuiet(): boolean {
@@ -131,6 +132,14 @@ export interface Step {
 /** `tilemaker 1.42 s, pack 0.05 s`: steps for a log line. */
 export function stepsText(steps: readonly Step[]): string {
   return steps.map((s) => `${s.name} ${s.seconds.toFixed(2)} s`).join(', ');
+}
+
+/** Run `f`, adding its wall time to `steps` as `name`. */
+export async function timeStep<T>(steps: Step[], name: string, f: () => Promise<T>): Promise<T> {
+  const t0 = performance.now();
+  const out = await f();
+  steps.push({ name, seconds: secondsSince(t0) });
+  return out;
 }
 
 /** Seconds since `t0` (a `performance.now()`). */

@@ -28,7 +28,7 @@ import { openMbtiles } from '../sources/mbtiles.ts';
 import { comparableTile } from './canonical.ts';
 import { runTilemaker } from './tilemaker.ts';
 import { runTool, ToolError } from './tools.ts';
-import { logLine, secondsSince, stepsText, type Step } from '../progress.ts';
+import { logLine, secondsSince, stepsText, timeStep, type Step } from '../progress.ts';
 
 /** What `changedTiles` compares. */
 export interface ChangedTilesJob {
@@ -156,7 +156,7 @@ export async function changedTiles(job: ChangedTilesJob): Promise<Set<string> | 
     let inAfter = new Set<string>();
     const steps: Step[] = [];
     const log = () => logLine(`${job.label}: ${stepsText(steps)}`);
-    let t = performance.now();
+    const t = performance.now();
     for (let round = 0; ; round++) {
       if (round === MAX_PARENT_ROUNDS) return undefined; // parents nested deeper than any real data: generate all
       [inBefore, inAfter] = await Promise.all([withParents(job, job.before, ids, join(job.workDir, 'before-parents.ids')), withParents(job, job.after, ids, join(job.workDir, 'after-parents.ids'))]);
@@ -167,24 +167,18 @@ export async function changedTiles(job: ChangedTilesJob): Promise<Set<string> | 
       }
       ids = next;
     }
-    t = performance.now();
-    const [smallBefore, smallAfter] = await Promise.all([smallExtract(job, 'before', job.before, inBefore), smallExtract(job, 'after', job.after, inAfter)]);
-    steps.push({ name: 'small extracts', seconds: secondsSince(t) });
+    const [smallBefore, smallAfter] = await timeStep(steps, 'small extracts', () => Promise.all([smallExtract(job, 'before', job.before, inBefore), smallExtract(job, 'after', job.after, inAfter)]));
     if (smallBefore === COAST || smallAfter === COAST) return undefined;
     // The same objects for tilemaker before and after (a long route or border that changed only
     // beyond the extract, or only in metadata): the same tiles, without running tilemaker twice.
     if (!job.alwaysGenerate && smallBefore && smallAfter) {
-      t = performance.now();
-      const [a, b] = await Promise.all([asTilemakerReads(job.osmium, smallBefore, job.pidFile), asTilemakerReads(job.osmium, smallAfter, job.pidFile)]);
-      steps.push({ name: 'objects compared', seconds: secondsSince(t) });
+      const [a, b] = await timeStep(steps, 'objects compared', () => Promise.all([asTilemakerReads(job.osmium, smallBefore, job.pidFile), asTilemakerReads(job.osmium, smallAfter, job.pidFile)]));
       if (a === b) {
         log();
         return new Set();
       }
     }
-    t = performance.now();
-    const [before, after] = await Promise.all([generate(job, 'before', smallBefore), generate(job, 'after', smallAfter)]);
-    steps.push({ name: 'tilemaker before and after', seconds: secondsSince(t) });
+    const [before, after] = await timeStep(steps, 'tilemaker before and after', () => Promise.all([generate(job, 'before', smallBefore), generate(job, 'after', smallAfter)]));
     log();
     const keys = new Set<string>();
     for (const k of new Set([...before.keys(), ...after.keys()])) {

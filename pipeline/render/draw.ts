@@ -8,14 +8,13 @@ import { metatileKey, type Metatile } from '../../lib/metatiles.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../../lib/raster-encode.ts';
 import type { MetatileRenderer } from '../../workers/metatile-renderer.ts';
 import type { BuildConfig } from '../config/index.ts';
-import { logLine, secondsSince, type Step } from '../progress.ts';
+import { logLine, MS_PER_S, secondsSince, type Step } from '../progress.ts';
 import { groupViews, type ViewGroups, type ViewKeys } from './dedup.ts';
 import type { RenderJournal } from './journal.ts';
 import { renderOrder } from './metatiles.ts';
 
 /** Render tasks queued per worker (keeps the pool busy while the main thread encodes). */
 const QUEUE_PER_WORKER = 2;
-const MS_PER_S = 1000;
 
 /** What `renderScale` did: metatiles written, views drawn, and where its time went. */
 export interface ScaleDone {

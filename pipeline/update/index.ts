@@ -25,7 +25,7 @@ import type { BuildConfig } from '../config/index.ts';
 import { copyWithHeaderBBox } from '../osm/pbf-bounds.ts';
 import { readOsmHeader } from '../osm/pbf-header.ts';
 import { findTool, OSMIUM, runTool, ToolError } from '../osm/tools.ts';
-import { logLine, secondsSince, stepsText, type Step } from '../progress.ts';
+import { logLine, stepsText, timeStep, type Step } from '../progress.ts';
 import { linkFile } from '../reuse.ts';
 import { downloadChanges, removeAppliedChanges, removeTempFiles } from './diffs.ts';
 import { withUpdateLock } from './lock.ts';
@@ -190,14 +190,11 @@ async function updateLocked(config: BuildConfig, root: string, currentDir: strin
       sources[id] = await useCopy(dir, fromCopy);
       continue;
     }
-    let t = performance.now();
-    const files = await downloadChanges(osmium, base, dir, from, newest, label);
-    const steps: Step[] = [{ name: 'download and check', seconds: secondsSince(t) }];
-    t = performance.now();
+    const steps: Step[] = [];
+    const files = await timeStep(steps, 'download and check', () => downloadChanges(osmium, base, dir, from, newest, label));
     const to = files[files.length - 1].state;
     const changes = files.reduce((n, f) => n + f.changes, 0);
-    const next = await applyChanges(osmium, dir, fromCopy, files.map((f) => f.path), to, base, changes);
-    steps.push({ name: 'apply', seconds: secondsSince(t) });
+    const next = await timeStep(steps, 'apply', () => applyChanges(osmium, dir, fromCopy, files.map((f) => f.path), to, base, changes));
     logLine(`${label}: sequence ${from.sequence} → ${to.sequence} (${to.timestamp}): ${files.length} change files, ${changes} changed objects (${stepsText(steps)})`);
     sources[id] = await useCopy(dir, next);
     // The vector stage generates only the tiles these files can change (when the current archive shows fromCopy).
