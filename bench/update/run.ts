@@ -7,12 +7,12 @@
  * served as a real empty Geofabrik daily (Monaco's of 2021-08-03, the same bytes every empty day has)
  * with a state file one day after 2437.
  *
- *   node --import tsx bench/update/run.ts [--quick] [--workers N] [--until SEQ] [--logs DIR]
+ *   node --import tsx bench/update/run.ts [--quick] [--workers N] [--until SEQ] [--logs DIR] [--metatile N]
  *
  * Full: osm-bright and positron, z0–14, 1x and 2x, PNG (bench/update/RESULTS.md). --quick: osm-bright,
  * z0–12, 1x (RESULTS-quick.md). Target: each night ≤ 0.1 × the full build. --until SEQ stops after
  * that night (RESULTS.md is then not written: the table is printed only); --logs DIR keeps each run's
- * log (stderr: stage and step timings) as DIR/<run>.log.
+ * log (stderr: stage and step timings) as DIR/<run>.log; --metatile N renders metatiles of N×N tiles (default 4).
  */
 import { execFile, spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,7 +28,7 @@ const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
 const SAMPLE = join(ROOT, 'data/sample');
 const FIXTURE = join(ROOT, 'test/fixtures/osm-replication/liechtenstein');
-const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, workers: { type: 'string' }, until: { type: 'string' }, logs: { type: 'string' } } });
+const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, workers: { type: 'string' }, until: { type: 'string' }, logs: { type: 'string' }, metatile: { type: 'string', default: '4' } } });
 const QUICK = values.quick;
 const STYLES = QUICK ? ['osm-bright'] : ['osm-bright', 'positron'];
 const MAXZOOM = QUICK ? 12 : 14;
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
     tilesets: { omt: { source: extract, replication: `${pathToFileURL(served).href}/` } },
     styles: Object.fromEntries(STYLES.map((s) => [s, style(s)])),
     fonts: join(SAMPLE, 'fonts'),
-    render: { metatile: 4, margin: 64 },
+    render: { metatile: Number(values.metatile), margin: 64 },
   }, null, 2));
 
   const full = await cli(['build', '--config', config, '--full']);
