@@ -44,80 +44,75 @@ static void filter_scalar(const uint8_t *cur, const uint8_t *prev, size_t i, siz
   }
 }
 
-#if defined(__SSE2__)
-static inline __m128i abs16(__m128i x) { return _mm_max_epi16(x, _mm_sub_epi16(_mm_setzero_si128(), x)); }
-static inline __m128i blend(__m128i mask, __m128i x, __m128i y) { return _mm_or_si128(_mm_and_si128(mask, x), _mm_andnot_si128(mask, y)); }
+/*
+ * The row loop, written once for both instruction sets: VEC is the vector type, W its width in bytes, P
+ * the prefix of its helpers (zero, load, store, lo/hi: bytes to 16-bit lanes, pack: back, paeth: the
+ * predictor of 16-bit lanes, sub, cost: acc + |residuals|, sum: a cost vector's total). Unpack and pack
+ * work within 128-bit lanes in AVX2, so their orders cancel. Filters from `i` while W bytes fit.
+ */
+#define FILTER_LOOP(P, VEC, W)                                                                          \
+  VEC zero = P##zero(), cs = zero, cu = zero, cp = zero;                                                \
+  for (; i + W <= len; i += W) {                                                                        \
+    VEC x = P##load(cur + i), a = P##load(cur + i - bpp), b = P##load(prev + i), c = P##load(prev + i - bpp); \
+    VEC pred = P##pack(P##paeth(P##lo(a), P##lo(b), P##lo(c)), P##paeth(P##hi(a), P##hi(b), P##hi(c))); \
+    VEC sub = P##sub(x, a), up = P##sub(x, b), pae = P##sub(x, pred);                                   \
+    P##store(out[0] + i, sub), P##store(out[1] + i, up), P##store(out[2] + i, pae);                     \
+    cs = P##cost(cs, sub), cu = P##cost(cu, up), cp = P##cost(cp, pae);                                 \
+  }                                                                                                     \
+  costs[0] += P##sum(cs), costs[1] += P##sum(cu), costs[2] += P##sum(cp);                               \
+  return i
 
-/* Paeth's predictor of eight 16-bit lanes: a if pa ≤ pb and pa ≤ pc, else b if pb ≤ pc, else c. */
-static inline __m128i paeth16(__m128i a, __m128i b, __m128i c) {
-  __m128i bc = _mm_sub_epi16(b, c), ac = _mm_sub_epi16(a, c);
-  __m128i pa = abs16(bc), pb = abs16(ac), pc = abs16(_mm_add_epi16(bc, ac));
-  __m128i not_a = _mm_or_si128(_mm_cmpgt_epi16(pa, pb), _mm_cmpgt_epi16(pa, pc));
+#if defined(__SSE2__)
+typedef __m128i v128;
+static inline v128 s_zero(void) { return _mm_setzero_si128(); }
+static inline v128 s_load(const uint8_t *p) { return _mm_loadu_si128((const v128 *)p); }
+static inline void s_store(uint8_t *p, v128 v) { _mm_storeu_si128((v128 *)p, v); }
+static inline v128 s_lo(v128 v) { return _mm_unpacklo_epi8(v, _mm_setzero_si128()); }
+static inline v128 s_hi(v128 v) { return _mm_unpackhi_epi8(v, _mm_setzero_si128()); }
+static inline v128 s_pack(v128 lo, v128 hi) { return _mm_packus_epi16(lo, hi); }
+static inline v128 s_sub(v128 x, v128 y) { return _mm_sub_epi8(x, y); }
+static inline v128 abs16(v128 x) { return _mm_max_epi16(x, _mm_sub_epi16(_mm_setzero_si128(), x)); }
+static inline v128 blend(v128 mask, v128 x, v128 y) { return _mm_or_si128(_mm_and_si128(mask, x), _mm_andnot_si128(mask, y)); }
+/* Paeth's predictor: a if pa ≤ pb and pa ≤ pc, else b if pb ≤ pc, else c. */
+static inline v128 s_paeth(v128 a, v128 b, v128 c) {
+  v128 bc = _mm_sub_epi16(b, c), ac = _mm_sub_epi16(a, c);
+  v128 pa = abs16(bc), pb = abs16(ac), pc = abs16(_mm_add_epi16(bc, ac));
+  v128 not_a = _mm_or_si128(_mm_cmpgt_epi16(pa, pb), _mm_cmpgt_epi16(pa, pc));
   return blend(not_a, blend(_mm_cmpgt_epi16(pb, pc), c, b), a);
 }
-
-/* acc + the bytes' absolute values as signed residuals. */
-static inline __m128i cost(__m128i acc, __m128i v) {
-  __m128i zero = _mm_setzero_si128();
-  return _mm_add_epi64(acc, _mm_sad_epu8(_mm_min_epu8(v, _mm_sub_epi8(zero, v)), zero));
-}
-
-static inline uint64_t lanes64(__m128i v) {
+static inline v128 s_cost(v128 acc, v128 v) { return _mm_add_epi64(acc, _mm_sad_epu8(_mm_min_epu8(v, _mm_sub_epi8(_mm_setzero_si128(), v)), _mm_setzero_si128())); }
+static inline uint64_t s_sum(v128 v) {
   uint64_t l[2];
-  _mm_storeu_si128((__m128i *)l, v);
+  _mm_storeu_si128((v128 *)l, v);
   return l[0] + l[1];
 }
 
-/* 16 bytes at a time from `i` while they fit; returns where it stopped. */
 static size_t filter_sse2(const uint8_t *cur, const uint8_t *prev, size_t i, size_t len, int bpp, uint8_t *const out[TB_FILTERS], uint64_t costs[TB_FILTERS]) {
-  __m128i zero = _mm_setzero_si128(), cs = zero, cu = zero, cp = zero;
-  for (; i + 16 <= len; i += 16) {
-    __m128i x = _mm_loadu_si128((const __m128i *)(cur + i)), a = _mm_loadu_si128((const __m128i *)(cur + i - bpp));
-    __m128i b = _mm_loadu_si128((const __m128i *)(prev + i)), c = _mm_loadu_si128((const __m128i *)(prev + i - bpp));
-    __m128i lo = paeth16(_mm_unpacklo_epi8(a, zero), _mm_unpacklo_epi8(b, zero), _mm_unpacklo_epi8(c, zero));
-    __m128i hi = paeth16(_mm_unpackhi_epi8(a, zero), _mm_unpackhi_epi8(b, zero), _mm_unpackhi_epi8(c, zero));
-    __m128i sub = _mm_sub_epi8(x, a), up = _mm_sub_epi8(x, b), pae = _mm_sub_epi8(x, _mm_packus_epi16(lo, hi));
-    _mm_storeu_si128((__m128i *)(out[0] + i), sub);
-    _mm_storeu_si128((__m128i *)(out[1] + i), up);
-    _mm_storeu_si128((__m128i *)(out[2] + i), pae);
-    cs = cost(cs, sub), cu = cost(cu, up), cp = cost(cp, pae);
-  }
-  costs[0] += lanes64(cs), costs[1] += lanes64(cu), costs[2] += lanes64(cp);
-  return i;
+  FILTER_LOOP(s_, v128, 16);
 }
 #endif
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define AVX2 __attribute__((target("avx2")))
-AVX2 static inline __m256i abs16x(__m256i x) { return _mm256_abs_epi16(x); }
-AVX2 static inline __m256i paeth16x(__m256i a, __m256i b, __m256i c) {
-  __m256i bc = _mm256_sub_epi16(b, c), ac = _mm256_sub_epi16(a, c);
-  __m256i pa = abs16x(bc), pb = abs16x(ac), pc = abs16x(_mm256_add_epi16(bc, ac));
-  __m256i not_a = _mm256_or_si256(_mm256_cmpgt_epi16(pa, pb), _mm256_cmpgt_epi16(pa, pc));
+typedef __m256i v256;
+AVX2 static inline v256 x_zero(void) { return _mm256_setzero_si256(); }
+AVX2 static inline v256 x_load(const uint8_t *p) { return _mm256_loadu_si256((const v256 *)p); }
+AVX2 static inline void x_store(uint8_t *p, v256 v) { _mm256_storeu_si256((v256 *)p, v); }
+AVX2 static inline v256 x_lo(v256 v) { return _mm256_unpacklo_epi8(v, _mm256_setzero_si256()); }
+AVX2 static inline v256 x_hi(v256 v) { return _mm256_unpackhi_epi8(v, _mm256_setzero_si256()); }
+AVX2 static inline v256 x_pack(v256 lo, v256 hi) { return _mm256_packus_epi16(lo, hi); }
+AVX2 static inline v256 x_sub(v256 x, v256 y) { return _mm256_sub_epi8(x, y); }
+AVX2 static inline v256 x_paeth(v256 a, v256 b, v256 c) {
+  v256 bc = _mm256_sub_epi16(b, c), ac = _mm256_sub_epi16(a, c);
+  v256 pa = _mm256_abs_epi16(bc), pb = _mm256_abs_epi16(ac), pc = _mm256_abs_epi16(_mm256_add_epi16(bc, ac));
+  v256 not_a = _mm256_or_si256(_mm256_cmpgt_epi16(pa, pb), _mm256_cmpgt_epi16(pa, pc));
   return _mm256_blendv_epi8(a, _mm256_blendv_epi8(b, c, _mm256_cmpgt_epi16(pb, pc)), not_a);
 }
-AVX2 static inline __m256i costx(__m256i acc, __m256i v) {
-  __m256i zero = _mm256_setzero_si256();
-  return _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_min_epu8(v, _mm256_sub_epi8(zero, v)), zero));
-}
-AVX2 static inline uint64_t lanes64x(__m256i v) { return lanes64(_mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1))); }
+AVX2 static inline v256 x_cost(v256 acc, v256 v) { return _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_min_epu8(v, _mm256_sub_epi8(_mm256_setzero_si256(), v)), _mm256_setzero_si256())); }
+AVX2 static inline uint64_t x_sum(v256 v) { return s_sum(_mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1))); }
 
-/* As filter_sse2, 32 bytes at a time (unpack and pack work within 128-bit lanes, so their orders cancel). */
 AVX2 static size_t filter_avx2(const uint8_t *cur, const uint8_t *prev, size_t i, size_t len, int bpp, uint8_t *const out[TB_FILTERS], uint64_t costs[TB_FILTERS]) {
-  __m256i zero = _mm256_setzero_si256(), cs = zero, cu = zero, cp = zero;
-  for (; i + 32 <= len; i += 32) {
-    __m256i x = _mm256_loadu_si256((const __m256i *)(cur + i)), a = _mm256_loadu_si256((const __m256i *)(cur + i - bpp));
-    __m256i b = _mm256_loadu_si256((const __m256i *)(prev + i)), c = _mm256_loadu_si256((const __m256i *)(prev + i - bpp));
-    __m256i lo = paeth16x(_mm256_unpacklo_epi8(a, zero), _mm256_unpacklo_epi8(b, zero), _mm256_unpacklo_epi8(c, zero));
-    __m256i hi = paeth16x(_mm256_unpackhi_epi8(a, zero), _mm256_unpackhi_epi8(b, zero), _mm256_unpackhi_epi8(c, zero));
-    __m256i sub = _mm256_sub_epi8(x, a), up = _mm256_sub_epi8(x, b), pae = _mm256_sub_epi8(x, _mm256_packus_epi16(lo, hi));
-    _mm256_storeu_si256((__m256i *)(out[0] + i), sub);
-    _mm256_storeu_si256((__m256i *)(out[1] + i), up);
-    _mm256_storeu_si256((__m256i *)(out[2] + i), pae);
-    cs = costx(cs, sub), cu = costx(cu, up), cp = costx(cp, pae);
-  }
-  costs[0] += lanes64x(cs), costs[1] += lanes64x(cu), costs[2] += lanes64x(cp);
-  return i;
+  FILTER_LOOP(x_, v256, 32);
 }
 #endif
 
