@@ -8,21 +8,23 @@
 import { existsSync } from 'node:fs';
 import { packagePath, packageRequire } from './package-root.ts';
 
-/** The addon's file, built from lib/native/ by scripts/build-native.mjs. */
+/** The addon's file, built from lib/native/ by scripts/build-native.mjs (it also resamples: lib/resample-fast.ts). */
 export const PNG_ADDON = packagePath('lib', 'native', 'build', 'Release', 'tilebake_png.node');
 
 /** Instruction sets of the native code, best last (`PngOptions.simd`). */
 export const SIMD = { none: 1, sse2: 2, avx2: 3 } as const;
 export type SimdLevel = keyof typeof SIMD;
 
-interface Addon {
+export interface Addon {
+  resizeLinear(src: Uint8Array, sw: number, sh: number, channels: 1 | 3, dst: Uint8Array, dw: number, dh: number, sx: number, sy: number, ox: number, oy: number): Promise<void>;
   encode(pixels: Uint8Array, width: number, height: number, channels: 3 | 4, alpha: Uint8Array | null, premultiplied: boolean, async: boolean, simd: number): Buffer | Promise<Buffer>;
   simdLevel(): number;
 }
 
 let addon: Addon | undefined;
 
-function load(): Addon {
+/** The addon (lib/native/), loaded on first use; a clear error when it is not built. */
+export function loadNative(): Addon {
   if (!addon) {
     if (!existsSync(PNG_ADDON)) throw new Error(`tilebake: the native PNG encoder is not built (${PNG_ADDON} is missing): run \`make setup\` (it needs a C compiler)`);
     addon = packageRequire(PNG_ADDON) as Addon;
@@ -32,7 +34,7 @@ function load(): Addon {
 
 /** The instruction set the encoder uses on this machine. */
 export function simdLevel(): SimdLevel {
-  const level = load().simdLevel();
+  const level = loadNative().simdLevel();
   return (Object.keys(SIMD) as SimdLevel[]).find((k) => SIMD[k] === level)!;
 }
 
@@ -62,7 +64,7 @@ function args(pixels: Uint8Array, width: number, height: number, channels: 3 | 4
  */
 export function encodePng(pixels: Uint8Array, width: number, height: number, channels: 3 | 4, opts: PngOptions = {}): Promise<Buffer> {
   try {
-    return load().encode(...args(pixels, width, height, channels, opts, true)) as Promise<Buffer>;
+    return loadNative().encode(...args(pixels, width, height, channels, opts, true)) as Promise<Buffer>;
   } catch (e) {
     return Promise.reject(e);
   }
@@ -70,5 +72,5 @@ export function encodePng(pixels: Uint8Array, width: number, height: number, cha
 
 /** `encodePng` on the calling thread. */
 export function encodePngSync(pixels: Uint8Array, width: number, height: number, channels: 3 | 4, opts: PngOptions = {}): Buffer {
-  return load().encode(...args(pixels, width, height, channels, opts, false)) as Buffer;
+  return loadNative().encode(...args(pixels, width, height, channels, opts, false)) as Buffer;
 }

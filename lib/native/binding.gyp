@@ -1,11 +1,12 @@
-# The native PNG encoder (lib/png-fast.ts loads build/Release/tilebake_png.node). Built by
+# The native PNG encoder and bilinear resampler (lib/png-fast.ts and lib/resample-fast.ts load
+# build/Release/tilebake_png.node). Built by
 # scripts/build-native.mjs (make setup). Plain C; on x86-64 SSE2 (its baseline) and AVX2/SSSE3 chosen at
 # run time, so no -march is needed and the build runs on any x86-64.
 {
   "targets": [
     {
       "target_name": "tilebake_png",
-      "sources": ["src/binding.c", "src/png_encode.c", "src/filter.c", "src/deflate.c", "src/huffman.c", "src/checksum.c"],
+      "sources": ["src/binding.c", "src/png_encode.c", "src/filter.c", "src/deflate.c", "src/huffman.c", "src/checksum.c", "src/resample.c"],
       "cflags": ["-O2", "-std=c11", "-Wall", "-Wextra"],
       "cflags!": ["-O3"],
       "xcode_settings": { "OTHER_CFLAGS": ["-O2", "-std=c11"] }
