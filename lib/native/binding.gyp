@@ -1,7 +1,6 @@
 # The native PNG encoder and bilinear resampler (lib/png-fast.ts and lib/resample-fast.ts load
-# build/Release/tilebake_png.node). Built by
-# scripts/build-native.mjs (make setup). Plain C; on x86-64 SSE2 (its baseline) and AVX2/SSSE3 chosen at
-# run time, so no -march is needed and the build runs on any x86-64.
+# build/Release/tilebake_png.node). Built by scripts/build-native.mjs (make setup). Plain C; on x86-64
+# SSE2 (its baseline) and AVX2/SSSE3 chosen at run time, so no -march is needed: any x86-64 runs it.
 {
   "targets": [
     {
