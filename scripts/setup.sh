@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what tilebake needs: Debian packages (Chromium, GDAL, nginx, wrk) and the npm packages, and
-# compiles the sources to dist/.
+# Installs what tilebake needs: Debian packages (Chromium, GDAL, nginx, wrk, a C compiler) and the npm
+# packages, compiles the native PNG encoder (lib/native/) and the sources to dist/.
 # Idempotent and quick when everything is already there. Used by `make setup` and `.ci/run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 # chromium: the renderer and browser tests; gdal: DEMs and the WMTS client test; nginx, wrk: static hosting,
 # replication files over HTTP and benchmarks; tilemaker, osmium, osmcoastline: OpenStreetMap input;
 # slurm-wlm, munge: the one-node Slurm cluster of the distributed-build tests; swift-*, memcached: the
-# S3-compatible object store (Swift's s3api) of the same tests; redis-server: shared key limits.
-APT_PACKAGES=(chromium fonts-dejavu-core gdal-bin libgdal-dev nginx-light wrk sqlite3 tilemaker osmium-tool osmcoastline
+# S3-compatible object store (Swift's s3api) of the same tests; redis-server: shared key limits;
+# gcc, g++, make, python3: node-gyp builds (better-sqlite3, gdal-async, tilebake's PNG encoder).
+APT_PACKAGES=(gcc g++ make python3 chromium fonts-dejavu-core gdal-bin libgdal-dev nginx-light wrk sqlite3 tilemaker osmium-tool osmcoastline
   slurm-wlm munge swift swift-proxy swift-object swift-container swift-account memcached redis-server)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -40,6 +41,10 @@ if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt
   touch "$stamp"
 fi
 node -e "if (require('gdal-async').bundled) { console.error('setup: gdal-async was built with its bundled GDAL; remove node_modules and rerun'); process.exit(1) }"
+
+# The native PNG encoder (lib/png-fast.ts; a no-op when current). Not when the sources are not there
+# yet (the container image copies them after set-up and builds it then).
+if [ -d lib/native ]; then node scripts/build-native.mjs; fi
 
 # The CLI and its worker threads compiled to dist/, so that they start without tsx (a no-op when dist/
 # is current). Not when the sources are not there yet (the container image copies them after set-up).

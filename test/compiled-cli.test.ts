@@ -4,7 +4,7 @@
  * elevation stages, a shard rendering it, publish) and `serve` of the result run without tsx in any
  * process or thread, and find every file they read beside the sources from the compiled chunks: the
  * OSM profile, data/naturalearth, package.json, the render page, the preview page, maplibre-gl's
- * dist. A dist/ older than its sources runs the sources through tsx instead.
+ * dist, the native PNG encoder. A dist/ older than its sources runs the sources through tsx instead.
  *
  * The checkout is a temp folder of symlinks to this one's sources with its own bin/ and dist/ (so the
  * test neither needs nor touches this checkout's dist/). Every command runs with the preload
@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { gunzipSync } from 'node:zlib';
 import { VectorTile } from '@mapbox/vector-tile';
 import { PbfReader } from 'pbf';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { freePort, request } from './fixtures/server/http.ts';
 import { startServe } from './fixtures/server/serve.ts';
@@ -129,6 +130,11 @@ describe.sequential('the compiled CLI', () => {
       expect(maplibre.status).toBe(200);
       expect(maplibre.body.equals(await readFile(join(REPO, 'node_modules/maplibre-gl/dist/maplibre-gl.mjs')))).toBe(true);
       expect((await request(`${server.url}/styles/osm-bright/0/0/0.png`)).body.equals(Buffer.from(png))).toBe(true);
+      // Above the baked zoom: upscaled, encoded by the native PNG encoder (lib/native/) loaded from the chunks.
+      const upscaled = await request(`${server.url}/styles/osm-bright/1/0/0.png`);
+      expect(upscaled.status).toBe(200);
+      expect(upscaled.headers['x-tilebake-source-zoom']).toBe('0');
+      expect(await sharp(upscaled.body).metadata()).toMatchObject({ format: 'png', width: 256, height: 256 });
     } finally {
       server.proc.kill('SIGTERM');
       await server.exited;

@@ -5,11 +5,14 @@
  * and markers' raster and encoded. A view on the tile grid at a baked zoom is the tiles' pixels exactly.
  *
  * Pixels are premultiplied RGB and an alpha plane (none while every pixel is opaque), and libvips
- * resamples only the RGB: RGBA makes it premultiply and unpremultiply in float around every resize
+ * (downsizing; upsizing is native, lib/resample-fast.ts) resamples only the RGB: RGBA makes it premultiply and unpremultiply in float around every resize
  * (2.5× the CPU of RGB), and the alpha of missing tiles follows from the tile grid (tile-mask.ts).
- * Pixels without a tile are 0 in both planes. docs/static-map-speed.md has the measurements.
+ * Pixels without a tile are 0 in both planes. PNG output comes from lib/png-fast.ts, which takes the
+ * planes as they are and divides colour by alpha while filtering. docs/static-map-speed.md has the measurements.
  */
 import sharp, { type Sharp } from 'sharp';
+import { encodePng } from '../../lib/png-fast.ts';
+import { resizeLinear } from '../../lib/resample-fast.ts';
 import { worldPixels, type Camera } from './camera.ts';
 import type { DecodedTile } from './decoded-tiles.ts';
 import { blendOverlay, rasteriseOverlay } from './overlay-raster.ts';
@@ -188,11 +191,22 @@ export async function resampleRegion(region: StitchedRegion, plan: RegionPlan): 
   const left = Math.min(sw - w, Math.max(0, Math.round((plan.sxL - plan.x0) * f)));
   const top = Math.min(sh - h, Math.max(0, Math.round((plan.syT - plan.y0) * f)));
   const kernel = f < 1 ? DOWN_KERNEL : UP_KERNEL;
+  const x = { n: region.width, scale: sw / region.width, offset: left, m: w }, y = { n: region.height, scale: sh / region.height, offset: top, m: h };
+  if (kernel === 'linear') {
+    // Upsizing natively: libvips' bilinear within 1 unit, a fifth of its CPU (lib/resample-fast.ts).
+    const up = (src: Buffer, channels: 1 | 3) => {
+      const out = pixelPool.acquire(w * h * channels);
+      return resizeLinear(src, region.width, region.height, channels, out, w, h, x, y).then(() => out);
+    };
+    const [rgb, alpha] = await Promise.all([up(region.rgb, 3), region.alpha && region.translucentTiles ? up(region.alpha, 1) : null]);
+    releaseImage(region);
+    return { rgb, alpha: alpha ?? (region.alpha ? resampledMask(region.mask, x, y, kernel) : null), width: w, height: h };
+  }
   const resize = (s: Sharp) => s.resize(sw, sh, { fit: 'fill', kernel }).extract({ left, top, width: w, height: h });
   if (!region.alpha || region.translucentTiles) return perPlane(region, resize);
   const rgb = await resize(sharp(region.rgb, { raw: { width: region.width, height: region.height, channels: 3 } })).raw().toBuffer();
   releaseImage(region);
-  const alpha = resampledMask(region.mask, { n: region.width, scale: sw / region.width, offset: left, m: w }, { n: region.height, scale: sh / region.height, offset: top, m: h }, kernel);
+  const alpha = resampledMask(region.mask, x, y, kernel);
   return { rgb, alpha, width: w, height: h };
 }
 
@@ -219,39 +233,42 @@ export async function composeBase(cam: Camera, src: RasterSource): Promise<RawIm
 
 /** JPEG quality of static images. */
 const JPEG_QUALITY = 90;
-/** zlib level of static images: encoding dominates an image's cost, and level 3 is ~2.5x faster than 6 for a few % more bytes. */
-const PNG_COMPRESSION = 3;
 
-/** Undo the premultiplication of RGB where alpha is neither 0 nor 255 (in place; resampling may leave a colour above its alpha). */
-function unpremultiply(rgb: Buffer, alpha: Buffer): void {
-  // Four alpha bytes at a time: nearly all are 0 or 255 (partial alpha is only along the edges of the data).
+/** Flatten premultiplied RGB onto white in place (JPEG has no alpha): colour + (255 − alpha). */
+function flattenOnWhite(rgb: Buffer, alpha: Buffer): void {
+  // Four alpha bytes at a time: nearly all are opaque (transparent only beyond the data).
   const words = alpha.byteOffset % 4 === 0 ? new Uint32Array(alpha.buffer, alpha.byteOffset, alpha.length >> 2) : new Uint32Array(0);
   for (let w = 0; w < words.length; w++) {
-    const v = words[w];
-    if (v === 0 || v === 0xffffffff) continue;
-    for (let k = w * 4; k < w * 4 + 4; k++) unpremultiplyPixel(rgb, alpha, k);
+    if (words[w] === 0xffffffff) continue;
+    for (let k = w * 4; k < w * 4 + 4; k++) flattenPixel(rgb, alpha, k);
   }
-  for (let k = words.length * 4; k < alpha.length; k++) unpremultiplyPixel(rgb, alpha, k);
+  for (let k = words.length * 4; k < alpha.length; k++) flattenPixel(rgb, alpha, k);
 }
 
-function unpremultiplyPixel(rgb: Buffer, alpha: Buffer, k: number): void {
-  const a = alpha[k];
-  if (a === 255 || a === 0) return;
+function flattenPixel(rgb: Buffer, alpha: Buffer, k: number): void {
+  const clear = 255 - alpha[k];
+  if (clear === 0) return;
   const j = k * 3;
-  rgb[j] = Math.min(255, (rgb[j] * 255 + (a >> 1)) / a);
-  rgb[j + 1] = Math.min(255, (rgb[j + 1] * 255 + (a >> 1)) / a);
-  rgb[j + 2] = Math.min(255, (rgb[j + 2] * 255 + (a >> 1)) / a);
+  rgb[j] = Math.min(255, rgb[j] + clear);
+  rgb[j + 1] = Math.min(255, rgb[j + 1] + clear);
+  rgb[j + 2] = Math.min(255, rgb[j + 2] + clear);
 }
 
-/** Encode the base with the overlay rasterised and blended on top (the base's buffers are changed, then released to the pixel pool). */
+/**
+ * Encode the base with the overlay rasterised and blended on top (the base's buffers are changed, then
+ * released to the pixel pool). PNG by lib/png-fast.ts straight from the premultiplied planes (it
+ * divides colour by alpha while filtering): a third of sharp's CPU at zlib level 3
+ * (docs/static-map-speed.md). JPEG by sharp, flattened onto white here.
+ */
 export async function encodeImage(base: RawImage, overlay: OverlaySvg | undefined, format: 'png' | 'jpg'): Promise<Buffer> {
   if (overlay) blendOverlay(base, await rasteriseOverlay(overlay));
-  let img = sharp(base.rgb, { raw: { width: base.width, height: base.height, channels: 3 } });
-  if (base.alpha) {
-    unpremultiply(base.rgb, base.alpha);
-    img = img.joinChannel(base.alpha, { raw: { width: base.width, height: base.height, channels: 1 } });
+  let encoded: Buffer;
+  if (format === 'png') {
+    encoded = await encodePng(base.rgb, base.width, base.height, 3, { alpha: base.alpha, premultiplied: true });
+  } else {
+    if (base.alpha) flattenOnWhite(base.rgb, base.alpha);
+    encoded = await sharp(base.rgb, { raw: { width: base.width, height: base.height, channels: 3 } }).jpeg({ quality: JPEG_QUALITY }).toBuffer();
   }
-  const encoded = await (format === 'jpg' ? img.flatten({ background: '#ffffff' }).jpeg({ quality: JPEG_QUALITY }) : img.png({ compressionLevel: PNG_COMPRESSION })).toBuffer();
   releaseImage(base);
   return encoded;
 }

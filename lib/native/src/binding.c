@@ -1,0 +1,217 @@
+/*
+ * Node-API binding of the PNG encoder:
+ *   encode(pixels, width, height, channels, alpha | null, premultiplied, async, simd) → Buffer | Promise<Buffer>
+ *   resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy) → Promise<void>: bilinear resampling into dst
+ *   simdLevel() → the instruction set encode uses by default (filter.h's TB_SIMD_*: 1 none, 2 SSE2, 3 AVX2)
+ * `simd` caps the instruction set (0: the best there is; tests compare the levels). Async runs on libuv's thread pool (the input buffers are referenced until it completes); sync runs
+ * on the calling thread. lib/png-fast.ts validates the arguments for users; they are checked again here.
+ */
+#include <node_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "checksum.h"
+#include "deflate.h"
+#include "filter.h"
+#include "png_encode.h"
+#include "resample.h"
+
+#define CHECK(env, call)                                          \
+  do {                                                            \
+    if ((call) != napi_ok) {                                      \
+      napi_throw_error((env), NULL, "png-fast: " #call " failed"); \
+      return NULL;                                                \
+    }                                                             \
+  } while (0)
+
+/* Resampling arguments (tb_resample_linear's). */
+typedef struct {
+  const uint8_t *src;
+  uint8_t *dst;
+  int sw, sh, ch, dw, dh;
+  double sx, sy, ox, oy;
+} resize_args;
+
+typedef struct {
+  napi_async_work work;
+  napi_deferred deferred;
+  napi_ref refs[2];
+  /* Encode a PNG (in → out), or resample (rs). */
+  int resize;
+  tb_png_input in;
+  tb_png_output out;
+  resize_args rs;
+  const char *error;
+} job;
+
+/* The bytes of a Uint8Array (or Buffer) argument; NULL with a TypeError thrown otherwise. */
+static const uint8_t *bytes_of(napi_env env, napi_value v, size_t *len, const char *name) {
+  napi_typedarray_type type;
+  void *data = NULL;
+  bool is_typed = false;
+  if (napi_is_typedarray(env, v, &is_typed) != napi_ok || !is_typed ||
+      napi_get_typedarray_info(env, v, &type, len, &data, NULL, NULL) != napi_ok || type != napi_uint8_array) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "png-fast: %s must be a Uint8Array or Buffer", name);
+    napi_throw_type_error(env, NULL, msg);
+    return NULL;
+  }
+  /* An empty array may have no data pointer; the size check that follows rejects it. */
+  return data ? data : (const uint8_t *)"";
+}
+
+static void execute(napi_env env, void *data) {
+  (void)env;
+  job *j = data;
+  if (!j->resize) j->error = tb_png_encode(&j->in, &j->out);
+  else if (tb_resample_linear(j->rs.src, j->rs.sw, j->rs.sh, j->rs.ch, j->rs.dst, j->rs.dw, j->rs.dh, j->rs.sx, j->rs.sy, j->rs.ox, j->rs.oy)) j->error = "out of memory";
+}
+
+static void complete(napi_env env, napi_status status, void *data) {
+  job *j = data;
+  napi_value result = NULL;
+  if (status == napi_ok && !j->error && j->resize) {
+    napi_get_undefined(env, &result);
+  } else if (status == napi_ok && !j->error) {
+    void *copy;
+    if (napi_create_buffer_copy(env, j->out.size, j->out.data, &copy, &result) != napi_ok) j->error = "out of memory";
+  } else if (!j->error) {
+    j->error = "encoding was cancelled";
+  }
+  if (j->error) {
+    napi_value msg;
+    napi_create_string_utf8(env, j->error, NAPI_AUTO_LENGTH, &msg);
+    napi_create_error(env, NULL, msg, &result);
+    napi_reject_deferred(env, j->deferred, result);
+  } else {
+    napi_resolve_deferred(env, j->deferred, result);
+  }
+  for (int i = 0; i < 2; i++) {
+    if (j->refs[i]) napi_delete_reference(env, j->refs[i]);
+  }
+  napi_delete_async_work(env, j->work);
+  free(j->out.data);
+  free(j);
+}
+
+/* Queue job j on libuv's pool, keeping `a` and `b` (either may be NULL) alive until it completes; returns its promise. */
+static napi_value queue(napi_env env, job *j, napi_value a, napi_value b) {
+  napi_value promise, name;
+  CHECK(env, napi_create_reference(env, a, 1, &j->refs[0]));
+  if (b) CHECK(env, napi_create_reference(env, b, 1, &j->refs[1]));
+  CHECK(env, napi_create_promise(env, &j->deferred, &promise));
+  CHECK(env, napi_create_string_utf8(env, j->resize ? "tilebake:resize" : "tilebake:png-encode", NAPI_AUTO_LENGTH, &name));
+  CHECK(env, napi_create_async_work(env, NULL, name, execute, complete, j, &j->work));
+  CHECK(env, napi_queue_async_work(env, j->work));
+  return promise;
+}
+
+static napi_value encode(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value argv[8];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 8) {
+    napi_throw_type_error(env, NULL, "png-fast: encode takes 8 arguments");
+    return NULL;
+  }
+  tb_png_input in = {0};
+  uint32_t width, height, channels, simd;
+  bool premultiplied, async;
+  size_t plen, alen = 0;
+  napi_valuetype alpha_type;
+  if (!(in.pixels = bytes_of(env, argv[0], &plen, "pixels"))) return NULL;
+  if (napi_get_value_uint32(env, argv[1], &width) != napi_ok || napi_get_value_uint32(env, argv[2], &height) != napi_ok ||
+      napi_get_value_uint32(env, argv[3], &channels) != napi_ok || napi_get_value_bool(env, argv[5], &premultiplied) != napi_ok ||
+      napi_get_value_bool(env, argv[6], &async) != napi_ok || napi_get_value_uint32(env, argv[7], &simd) != napi_ok) {
+    napi_throw_type_error(env, NULL, "png-fast: width, height, channels, simd must be numbers and premultiplied, async booleans");
+    return NULL;
+  }
+  CHECK(env, napi_typeof(env, argv[4], &alpha_type));
+  if (alpha_type != napi_null && alpha_type != napi_undefined && !(in.alpha = bytes_of(env, argv[4], &alen, "alpha"))) return NULL;
+  const size_t px = (size_t)width * height;
+  const char *bad = NULL;
+  if (width == 0 || height == 0) bad = "width and height must be at least 1";
+  else if (channels != 3 && channels != 4) bad = "channels must be 3 or 4";
+  else if (in.alpha && channels != 3) bad = "an alpha plane needs 3-channel pixels";
+  else if (plen != px * channels) bad = "pixels has the wrong length for width × height × channels";
+  else if (in.alpha && alen != px) bad = "alpha has the wrong length for width × height";
+  if (bad) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "png-fast: %s", bad);
+    napi_throw_range_error(env, NULL, msg);
+    return NULL;
+  }
+  in.width = width, in.height = height, in.channels = (int)channels, in.premultiplied = premultiplied, in.simd = simd > TB_SIMD_AVX2 ? TB_SIMD_AVX2 : (int)simd;
+
+  if (!async) {
+    tb_png_output out;
+    const char *err = tb_png_encode(&in, &out);
+    if (err) {
+      napi_throw_error(env, NULL, err);
+      return NULL;
+    }
+    napi_value result;
+    void *copy;
+    napi_status s = napi_create_buffer_copy(env, out.size, out.data, &copy, &result);
+    free(out.data);
+    CHECK(env, s);
+    return result;
+  }
+  job *j = calloc(1, sizeof *j);
+  if (!j) {
+    napi_throw_error(env, NULL, "out of memory");
+    return NULL;
+  }
+  j->in = in;
+  return queue(env, j, argv[0], in.alpha ? argv[4] : NULL);
+}
+
+/* resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy): tb_resample_linear on the thread pool. */
+static napi_value resize_linear(napi_env env, napi_callback_info info) {
+  size_t argc = 11, slen, dlen;
+  napi_value argv[11];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  uint32_t n[6];
+  double f[4];
+  const uint8_t *src = argc == 11 ? bytes_of(env, argv[0], &slen, "src") : NULL;
+  uint8_t *dst = src ? (uint8_t *)bytes_of(env, argv[4], &dlen, "dst") : NULL;
+  if (!dst) return NULL;
+  const int idx[6] = {1, 2, 3, 5, 6, 0};
+  for (int i = 0; i < 5; i++) CHECK(env, napi_get_value_uint32(env, argv[idx[i]], &n[i]));
+  for (int i = 0; i < 4; i++) CHECK(env, napi_get_value_double(env, argv[7 + i], &f[i]));
+  if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || slen != (size_t)n[0] * n[1] * n[2] || dlen != (size_t)n[3] * n[4] * n[2] || !(f[0] > 0) || !(f[1] > 0)) {
+    napi_throw_range_error(env, NULL, "png-fast: resizeLinear: bad sizes");
+    return NULL;
+  }
+  job *j = calloc(1, sizeof *j);
+  if (!j) {
+    napi_throw_error(env, NULL, "out of memory");
+    return NULL;
+  }
+  j->resize = 1;
+  j->rs = (resize_args){src, dst, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)n[4], f[0], f[1], f[2], f[3]};
+  return queue(env, j, argv[0], argv[4]);
+}
+
+static napi_value simd_level(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value v;
+  CHECK(env, napi_create_uint32(env, (uint32_t)tb_simd_level(TB_SIMD_AUTO), &v));
+  return v;
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  tb_checksum_init();
+  tb_deflate_init();
+  tb_filter_init();
+  napi_value fn;
+  CHECK(env, napi_create_function(env, "encode", NAPI_AUTO_LENGTH, encode, NULL, &fn));
+  CHECK(env, napi_set_named_property(env, exports, "encode", fn));
+  CHECK(env, napi_create_function(env, "resizeLinear", NAPI_AUTO_LENGTH, resize_linear, NULL, &fn));
+  CHECK(env, napi_set_named_property(env, exports, "resizeLinear", fn));
+  CHECK(env, napi_create_function(env, "simdLevel", NAPI_AUTO_LENGTH, simd_level, NULL, &fn));
+  CHECK(env, napi_set_named_property(env, exports, "simdLevel", fn));
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

@@ -1,0 +1,39 @@
+/*
+ * A deflate compressor specialised for filtered image rows: literals and runs (matches at distance 1)
+ * only, Huffman codes built per block from the block's own histogram. See deflate.c.
+ */
+#ifndef TILEBAKE_DEFLATE_H
+#define TILEBAKE_DEFLATE_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Least-significant-bit-first bit writer over a buffer with room for everything written plus 8 bytes; holds < 8 bits. */
+typedef struct {
+  uint8_t *out;
+  uint64_t buf;
+  unsigned bits;
+} tb_bits;
+
+/* A block being gathered: tokens and histograms of the bytes added since the last flush. */
+typedef struct tb_deflate tb_deflate;
+
+/* Builds the length tables; call once before threads compress. */
+void tb_deflate_init(void);
+/* A compressor whose blocks hold at most `block_bytes` bytes, using SSE2 if `sse2` (NULL when out of memory). */
+tb_deflate *tb_deflate_new(size_t block_bytes, int sse2);
+void tb_deflate_free(tb_deflate *d);
+/* Add `n` ≥ 1 bytes to the block (at most its capacity in all); `data` must be readable 18 bytes past `n`. */
+void tb_deflate_add(tb_deflate *d, const uint8_t *data, size_t n);
+/* Bytes added since the last flush. */
+size_t tb_deflate_pending(const tb_deflate *d);
+/*
+ * Write the block: dynamic Huffman codes, or stored blocks when those are smaller; `last` sets BFINAL.
+ * Writes at most tb_deflate_bound(pending) bytes. Returns 0, or −1 when out of memory.
+ */
+int tb_deflate_flush(tb_deflate *d, tb_bits *w, int last);
+/* Most bytes tb_deflate_flush writes for `n` pending bytes. */
+size_t tb_deflate_bound(size_t n);
+/* Pad the stream to a whole byte and write out what the bit writer holds. */
+void tb_bits_flush(tb_bits *w);
+
+#endif

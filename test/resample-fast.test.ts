@@ -1,0 +1,54 @@
+// Native bilinear resampling (lib/resample-fast.ts) against sharp/libvips' bilinear upsizing, which it
+// replaces for static maps above the baked zooms: on real map pixels (docs/preview-desktop.png), RGB and
+// one-band planes, the same bytes within 1 unit (and nearly all exactly); a scale of exactly 1 is a shift.
+import { resolve } from 'node:path';
+import sharp from 'sharp';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { resizeLinear } from '../lib/resample-fast.ts';
+
+const SCREENSHOT = resolve(import.meta.dirname, '../docs/preview-desktop.png');
+const W = 800, H = 600;
+let rgb: Buffer;
+let grey: Buffer;
+
+beforeAll(async () => {
+  rgb = await sharp(SCREENSHOT).extract({ left: 0, top: 0, width: W, height: H }).removeAlpha().raw().toBuffer();
+  grey = Buffer.from(rgb.filter((_, i) => i % 3 === 1));
+});
+
+/** sharp's bilinear resize to round(W·f) × round(H·f), then the crop at (left, top), as compose.ts did. */
+async function viaSharp(src: Buffer, channels: 1 | 3, f: number, left: number, top: number, w: number, h: number): Promise<Buffer> {
+  const s = sharp(src, { raw: { width: W, height: H, channels } }).resize(Math.round(W * f), Math.round(H * f), { fit: 'fill', kernel: 'linear' }).extract({ left, top, width: w, height: h });
+  return (channels === 1 ? s.toColourspace('b-w') : s).raw().toBuffer();
+}
+
+describe('resizeLinear', () => {
+  const cases: [number, 1 | 3, number, number, number, number][] = [
+    // factor, channels, crop left, top, width, height
+    [1.62, 3, 17, 11, 1256, 942],
+    [2.7, 3, 300, 200, 1280, 960],
+    [1.23, 3, 0, 0, 984, 738],
+    [3.3, 1, 400, 100, 1280, 960],
+    [1.00005, 3, 5, 3, 700, 500],
+  ];
+  for (const [f, channels, left, top, w, h] of cases) {
+    it(`×${f}, ${channels} channel(s): libvips' pixels within 1`, async () => {
+      const src = channels === 3 ? rgb : grey;
+      const want = await viaSharp(src, channels, f, left, top, w, h);
+      const got = Buffer.alloc(w * h * channels);
+      await resizeLinear(src, W, H, channels, got, w, h, { scale: Math.round(W * f) / W, offset: left }, { scale: Math.round(H * f) / H, offset: top });
+      let max = 0, off = 0;
+      for (let i = 0; i < got.length; i++) {
+        const d = Math.abs(got[i] - want[i]);
+        max = Math.max(max, d);
+        if (d) off++;
+      }
+      expect(max).toBeLessThanOrEqual(1);
+      expect(off / got.length).toBeLessThan(0.01);
+    });
+  }
+
+  it('rejects buffers of the wrong size', async () => {
+    await expect(resizeLinear(rgb, W, H, 3, Buffer.alloc(10), 4, 4, { scale: 2, offset: 0 }, { scale: 2, offset: 0 })).rejects.toThrow(/resizeLinear: .* 10 for 4×4/);
+  });
+});
