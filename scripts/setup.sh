@@ -36,6 +36,9 @@ command -v gdal-config >/dev/null || { echo "setup: gdal-config missing (libgdal
 
 stamp=node_modules/.tilebake-setup
 if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then
+  # npm ci empties node_modules first: through a symlink (a worktree sharing another checkout's) that
+  # would wipe the other checkout's packages.
+  if [ -L node_modules ]; then echo "setup: node_modules is a symlink ($(readlink node_modules)); run setup in the checkout it points to"; exit 1; fi
   echo "setup: npm ci (builds better-sqlite3 and gdal-async against Debian's GDAL, ~2-3 min the first time)"
   npm ci --ignore-scripts=false --no-audit --no-fund --loglevel=error
   touch "$stamp"
