@@ -83,6 +83,35 @@ describe('V8 code cache for CommonJS packages', () => {
     expect(second.stats).toMatchObject({ hits: 2, misses: 0, rejected: 0, written: 0 });
   });
 
+  test('a module with import() is left to Node (cached data would lose its loader on Node 20)', async () => {
+    const root = await tempDir('code-cache');
+    const cache = join(root, 'cache');
+    await writePackage(root, 'g', 'module.exports = import("./esm.mjs").then((m) => { process.on("exit", () => console.error(m.value)); });', { 'esm.mjs': 'export const value = "from-esm";' });
+    for (let i = 0; i < 2; i++) {
+      const script = `const { enableCodeCache, codeCacheStats } = await import(${JSON.stringify(HOOK)}); enableCodeCache(); const { createRequire } = await import('node:module'); await createRequire(${JSON.stringify(join(root, 'index.js'))})('g'); process.on('exit', () => console.log(JSON.stringify(codeCacheStats)));`;
+      const { stdout, stderr } = await exec(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, TILEBAKE_CODE_CACHE: cache } });
+      expect(stderr.trim()).toBe('from-esm');
+      expect(JSON.parse(stdout)).toMatchObject({ hits: 0, misses: 0, skipped: 1 });
+    }
+  });
+
+  test("playwright-core's import() calls are the ones lib/code-cache.mjs lets through (none tilebake reaches)", async () => {
+    const lib = join(import.meta.dirname, '../node_modules/playwright-core/lib');
+    const sites: string[] = [];
+    // The Node side: lib/*.js and lib/*/*.js (lib/vite/ holds the trace viewer's browser assets).
+    const files = (await readdir(lib, { recursive: true })).filter((n) => n.endsWith('.js') && !n.startsWith('vite/')).sort();
+    expect(files).toContain('coreBundle.js');
+    for (const f of files) {
+      for (const line of (await readFile(join(lib, f), 'utf8')).split('\n')) if (line.includes('import(') && !line.trim().startsWith('//')) sites.push(`${f}: ${line.trim()}`);
+    }
+    // A new one after an upgrade: check that tilebake never runs it, or drop playwright-core from IMPORT_UNUSED.
+    expect(sites).toEqual([
+      "coreBundle.js: const loadVite = new Function('return import(\"vite\")');",
+      'utilsBundle.js: kerberos = await import("kerberos");',
+      'utilsBundle.js: import("node:crypto").then((m) => m.webcrypto);',
+    ]);
+  });
+
   test('a changed module is compiled from its new source, not the old data', async () => {
     const root = await tempDir('code-cache');
     const cache = join(root, 'cache');
