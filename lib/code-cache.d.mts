@@ -9,3 +9,6 @@ export const codeCacheStats: { hits: number; misses: number; rejected: number; w
 
 /** Install the cache in this thread (once); returns the folder used, or undefined when off. `writeAfterMs`: also write new data this long after the first miss (else at exit only). */
 export function enableCodeCache(dir?: string | undefined, opts?: { writeAfterMs?: number }): string | undefined;
+
+/** The lines of `content` that call `import(` outside comments, trimmed. */
+export function importCalls(content: string): string[];

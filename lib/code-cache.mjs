@@ -11,7 +11,7 @@
 // source, in a folder per Node version and architecture: an upgraded package or Node never reads stale
 // data (V8 rejects data of other flags itself). Each file is written to a temporary name and renamed,
 // so concurrent processes and threads never read half a file. ES module syntax, source maps and an
-// unwritable folder are left to Node's own loader, and so is a module whose source has `import(`: on
+// unwritable folder are left to Node's own loader, and so is a module that calls `import(`: on
 // Node 20 (V8 11.3) a script compiled from cached data loses the loader's options, and its import()
 // throws ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING. Except playwright-core, whose import() calls load
 // what tilebake never uses (test/code-cache.test.ts pins them).
@@ -32,6 +32,22 @@ const NODE_MODULES = `${sep}node_modules${sep}`;
  * tests, through `new Function`), kerberos (proxy authentication) and a webcrypto fallback for Node < 19.
  */
 const IMPORT_UNUSED = [`${NODE_MODULES}playwright-core${sep}`];
+
+/**
+ * The lines of `content` that call `import(` outside comments (JSDoc types such as
+ * `{import('x').T}` are no calls), trimmed.
+ */
+export function importCalls(content) {
+  const lines = [];
+  for (const m of content.matchAll(/\bimport\s*\(/g)) {
+    const start = content.lastIndexOf('\n', m.index) + 1;
+    const end = content.indexOf('\n', m.index);
+    const line = content.slice(start, end === -1 ? undefined : end).trim();
+    if (/^(\*|\/\/|\/\*)/.test(line)) continue;
+    if (lines.at(-1) !== line) lines.push(line);
+  }
+  return lines;
+}
 
 /** The folder for this Node version's cached data, or undefined when the cache is off. */
 export function codeCacheDir(env = process.env) {
@@ -93,7 +109,7 @@ export function enableCodeCache(dir = codeCacheDir(), { writeAfterMs } = {}) {
 
   const compile = Module.prototype._compile;
   Module.prototype._compile = function cachedCompile(content, filename, format) {
-    if (format === 'module' || !filename.includes(NODE_MODULES) || (content.includes('import(') && !IMPORT_UNUSED.some((p) => filename.includes(p)))) {
+    if (format === 'module' || !filename.includes(NODE_MODULES) || (!IMPORT_UNUSED.some((p) => filename.includes(p)) && importCalls(content).length > 0)) {
       codeCacheStats.skipped++;
       return compile.call(this, content, filename, format);
     }

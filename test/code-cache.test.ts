@@ -8,7 +8,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from 'vitest';
-import { codeCacheDir, codeCacheFile } from '../lib/code-cache.mjs';
+import { codeCacheDir, codeCacheFile, importCalls } from '../lib/code-cache.mjs';
 import { tempDir as newTempDir } from './render-helpers.ts';
 
 const exec = promisify(execFile);
@@ -95,6 +95,12 @@ describe('V8 code cache for CommonJS packages', () => {
     }
   });
 
+  test('import() calls are found outside comments', () => {
+    const source = ['/** @param {import("./a.js").T} x */', '// import("b")', ' * @returns {typeof import("c")}', 'const d = await import ("d");', 'f(x => import(x)); g(import(y));'].join('\n');
+    expect(importCalls(source)).toEqual(['const d = await import ("d");', 'f(x => import(x)); g(import(y));']);
+    expect(importCalls('module.exports = { imported: 1 }; reimport(1);')).toEqual([]);
+  });
+
   test("playwright-core's import() calls are the ones lib/code-cache.mjs lets through (none tilebake reaches)", async () => {
     const lib = join(import.meta.dirname, '../node_modules/playwright-core/lib');
     const sites: string[] = [];
@@ -102,7 +108,7 @@ describe('V8 code cache for CommonJS packages', () => {
     const files = (await readdir(lib, { recursive: true })).filter((n) => n.endsWith('.js') && !n.startsWith('vite/')).sort();
     expect(files).toContain('coreBundle.js');
     for (const f of files) {
-      for (const line of (await readFile(join(lib, f), 'utf8')).split('\n')) if (line.includes('import(') && !line.trim().startsWith('//')) sites.push(`${f}: ${line.trim()}`);
+      for (const line of importCalls(await readFile(join(lib, f), 'utf8'))) sites.push(`${f}: ${line}`);
     }
     // A new one after an upgrade: check that tilebake never runs it, or drop playwright-core from IMPORT_UNUSED.
     expect(sites).toEqual([
