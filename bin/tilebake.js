@@ -3,11 +3,8 @@
 // setup`) when it is current; else the TypeScript sources through tsx's loader, which is also put on
 // process.execArgv so that Piscina worker threads and cluster workers load it too.
 import cluster from 'node:cluster';
-import { enableCodeCache } from '../lib/code-cache.mjs';
 import { distState } from './dist.js';
 
-// Packages' CommonJS modules compile from a V8 code cache (lib/code-cache.mjs; TILEBAKE_CODE_CACHE=off: none).
-enableCodeCache();
 const dist = distState();
 if (dist.state === 'fresh') {
   const { main } = await import(dist.cli);
