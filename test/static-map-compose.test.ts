@@ -115,7 +115,7 @@ describe('images reaching beyond the build', () => {
     expect(r.opaque).toBeLessThanOrEqual(1);
   });
 
-  // Downsized by libvips, upsized natively (lib/resample-fast.ts): the alpha plane like the colour.
+  // Resampled natively both ways (lib/resample-fast.ts): the alpha plane like the colour.
   for (const [zoom, kernel] of [[2.7, 'lanczos3'], [3.6, 'linear']] as const) {
     it(`tiles with alpha of their own are resampled with their alpha plane (zoom ${zoom}, ${kernel})`, async () => {
       const r = await compare(camera(1024 + 100, 1024 - 50, zoom), source(['4/4'], ['3/3', '4/3']), kernel);

@@ -7,6 +7,7 @@
  * The kernels mirror libvips' (centre-aligned sampling, kernel stretched when downsizing, edge pixels
  * repeated); where their rounding differs, alpha is a few units off along the edges of the data.
  */
+import { lanczos3Taps, linearTaps, type KernelAxis } from '../../lib/resample-kernel.ts';
 import { pixelPool } from './pixel-pool.ts';
 
 /** Which tiles of a stitched region are present: tile column k spans region columns colEdges[k] … colEdges[k+1]. */
@@ -17,46 +18,24 @@ export interface TileMask {
   present: boolean[];
 }
 
-/**
- * The kernels compose.ts resamples with, as libvips applies them: lanczos3 downsizing (vips_reduce,
- * output sample X centred on source (X + ½)/scale − ½, kernel stretched by 1/scale) and bilinear
- * upsizing (vips_affine as vips_resize sets it up, which samples source X/scale − ½; measured).
- */
-const KERNELS = {
-  lanczos3: { support: 3, shift: 0.5, at: (x: number) => (x === 0 ? 1 : Math.abs(x) >= 3 ? 0 : (3 * Math.sin(Math.PI * x) * Math.sin((Math.PI * x) / 3)) / (Math.PI * Math.PI * x * x)) },
-  linear: { support: 1, shift: 0, at: (x: number) => Math.max(0, 1 - Math.abs(x)) },
-} as const;
+/** The kernels compose.ts resamples with, as libvips applies them (lib/resample-kernel.ts, the native resamplers' taps too). */
+const KERNELS = { lanczos3: lanczos3Taps, linear: linearTaps } as const;
 export type MaskKernel = keyof typeof KERNELS;
 
-/** How one axis is resampled: `n` source samples scaled by `scale`, output samples offset..offset+m-1 kept. */
-interface Axis {
-  n: number;
-  scale: number;
-  offset: number;
-  m: number;
-}
-
 /** For each interval [edges[k], edges[k+1]) the resampled indicator of that interval at every kept output sample. */
-function profiles(edges: number[], axis: Axis, kernel: MaskKernel): Float64Array[] {
-  const { support, shift, at } = KERNELS[kernel];
-  const stretch = axis.scale < 1 ? 1 / axis.scale : 1;
-  const reach = support * stretch;
+function profiles(edges: number[], axis: KernelAxis, kernel: MaskKernel): Float64Array[] {
+  const { taps, first, weights } = KERNELS[kernel](axis);
   const out = edges.slice(1).map(() => new Float64Array(axis.m));
-  const sums = new Float64Array(out.length);
   for (let X = 0; X < axis.m; X++) {
-    const u = (X + axis.offset + shift) / axis.scale - 0.5;
-    sums.fill(0);
-    let total = 0;
-    for (let i = Math.ceil(u - reach); i <= Math.floor(u + reach); i++) {
-      const w = at((u - i) / stretch);
+    let k = 0;
+    for (let t = 0; t < taps; t++) {
+      const w = weights[X * taps + t];
       if (w === 0) continue;
-      const s = Math.min(axis.n - 1, Math.max(0, i));
-      let k = 0;
+      const s = Math.min(axis.n - 1, Math.max(0, first[X] + t));
+      // Taps run left to right (clamping keeps the order), so the interval only moves on.
       while (k < out.length - 1 && s >= edges[k + 1]) k++;
-      sums[k] += w;
-      total += w;
+      out[k][X] += w;
     }
-    for (let k = 0; k < out.length; k++) out[k][X] = sums[k] / total;
   }
   return out;
 }
@@ -68,7 +47,7 @@ const byte = (v: number) => Math.min(255, Math.max(0, Math.round(v * 255)));
  * vertical pass comes first and is rounded to bytes (clamping the kernel's overshoot) before the
  * horizontal one.
  */
-export function resampledMask(mask: TileMask, x: Axis, y: Axis, kernel: MaskKernel): Buffer {
+export function resampledMask(mask: TileMask, x: KernelAxis, y: KernelAxis, kernel: MaskKernel): Buffer {
   const px = profiles(mask.colEdges, x, kernel);
   const py = profiles(mask.rowEdges, y, kernel);
   const cols = px.length;

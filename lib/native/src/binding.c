@@ -2,6 +2,8 @@
  * Node-API binding of the PNG encoder:
  *   encode(pixels, width, height, channels, alpha | null, premultiplied, async, simd) → Buffer | Promise<Buffer>
  *   resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy) → Promise<void>: bilinear resampling into dst
+ *   resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xWeights, xTaps, yFirst, yWeights, yTaps, simd) → Promise<void>:
+ *     downsizing with the caller's taps (Int32Array first samples, Int16Array 12-bit weights; copied here)
  *   simdLevel() → the instruction set encode uses by default (filter.h's TB_SIMD_*: 1 none, 2 SSE2, 3 AVX2)
  * `simd` caps the instruction set (0: the best there is; tests compare the levels). Async runs on libuv's thread pool (the input buffers are referenced until it completes); sync runs
  * on the calling thread. lib/png-fast.ts validates the arguments for users; they are checked again here.
@@ -14,6 +16,7 @@
 #include "deflate.h"
 #include "filter.h"
 #include "png_encode.h"
+#include "reduce.h"
 #include "resample.h"
 
 #define CHECK(env, call)                                          \
@@ -36,11 +39,13 @@ typedef struct {
   napi_async_work work;
   napi_deferred deferred;
   napi_ref refs[2];
-  /* Encode a PNG (in → out), or resample (rs). */
-  int resize;
+  /* Encode a PNG (in → out), or resample: bilinear (rs) or reduce (rd, its tap arrays owned by the job). */
+  enum { JOB_ENCODE, JOB_LINEAR, JOB_REDUCE } kind;
   tb_png_input in;
   tb_png_output out;
   resize_args rs;
+  tb_reduce rd;
+  void *taps;
   const char *error;
 } job;
 
@@ -63,14 +68,15 @@ static const uint8_t *bytes_of(napi_env env, napi_value v, size_t *len, const ch
 static void execute(napi_env env, void *data) {
   (void)env;
   job *j = data;
-  if (!j->resize) j->error = tb_png_encode(&j->in, &j->out);
+  if (j->kind == JOB_ENCODE) j->error = tb_png_encode(&j->in, &j->out);
+  else if (j->kind == JOB_REDUCE) j->error = tb_resample_reduce(&j->rd) ? "out of memory" : NULL;
   else if (tb_resample_linear(j->rs.src, j->rs.sw, j->rs.sh, j->rs.ch, j->rs.dst, j->rs.dw, j->rs.dh, j->rs.sx, j->rs.sy, j->rs.ox, j->rs.oy)) j->error = "out of memory";
 }
 
 static void complete(napi_env env, napi_status status, void *data) {
   job *j = data;
   napi_value result = NULL;
-  if (status == napi_ok && !j->error && j->resize) {
+  if (status == napi_ok && !j->error && j->kind != JOB_ENCODE) {
     napi_get_undefined(env, &result);
   } else if (status == napi_ok && !j->error) {
     void *copy;
@@ -91,6 +97,7 @@ static void complete(napi_env env, napi_status status, void *data) {
   }
   napi_delete_async_work(env, j->work);
   free(j->out.data);
+  free(j->taps);
   free(j);
 }
 
@@ -100,7 +107,7 @@ static napi_value queue(napi_env env, job *j, napi_value a, napi_value b) {
   CHECK(env, napi_create_reference(env, a, 1, &j->refs[0]));
   if (b) CHECK(env, napi_create_reference(env, b, 1, &j->refs[1]));
   CHECK(env, napi_create_promise(env, &j->deferred, &promise));
-  CHECK(env, napi_create_string_utf8(env, j->resize ? "tilebake:resize" : "tilebake:png-encode", NAPI_AUTO_LENGTH, &name));
+  CHECK(env, napi_create_string_utf8(env, j->kind != JOB_ENCODE ? "tilebake:resize" : "tilebake:png-encode", NAPI_AUTO_LENGTH, &name));
   CHECK(env, napi_create_async_work(env, NULL, name, execute, complete, j, &j->work));
   CHECK(env, napi_queue_async_work(env, j->work));
   return promise;
@@ -188,8 +195,63 @@ static napi_value resize_linear(napi_env env, napi_callback_info info) {
     napi_throw_error(env, NULL, "out of memory");
     return NULL;
   }
-  j->resize = 1;
+  j->kind = JOB_LINEAR;
   j->rs = (resize_args){src, dst, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)n[4], f[0], f[1], f[2], f[3]};
+  return queue(env, j, argv[0], argv[4]);
+}
+
+/* The elements of an Int32Array (type napi_int32_array) or Int16Array argument; NULL with a TypeError thrown otherwise. */
+static const void *elements_of(napi_env env, napi_value v, napi_typedarray_type want, size_t *len, const char *name) {
+  napi_typedarray_type type;
+  void *data = NULL;
+  bool is_typed = false;
+  if (napi_is_typedarray(env, v, &is_typed) != napi_ok || !is_typed || napi_get_typedarray_info(env, v, &type, len, &data, NULL, NULL) != napi_ok || type != want) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "png-fast: %s must be an %s", name, want == napi_int32_array ? "Int32Array" : "Int16Array");
+    napi_throw_type_error(env, NULL, msg);
+    return NULL;
+  }
+  return data ? data : (const void *)"";
+}
+
+/* resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xWeights, xTaps, yFirst, yWeights, yTaps, simd): tb_resample_reduce on the thread pool. */
+static napi_value resize_reduce(napi_env env, napi_callback_info info) {
+  size_t argc = 14, slen, dlen, xl, xwl, yl, ywl;
+  napi_value argv[14];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 14) {
+    napi_throw_type_error(env, NULL, "png-fast: resizeReduce takes 14 arguments");
+    return NULL;
+  }
+  uint32_t n[9];
+  const int idx[9] = {1, 2, 3, 5, 6, 9, 12, 13, 0};
+  const uint8_t *src = bytes_of(env, argv[0], &slen, "src");
+  uint8_t *dst = src ? (uint8_t *)bytes_of(env, argv[4], &dlen, "dst") : NULL;
+  const int32_t *xf = dst ? elements_of(env, argv[7], napi_int32_array, &xl, "xFirst") : NULL;
+  const int16_t *xw = xf ? elements_of(env, argv[8], napi_int16_array, &xwl, "xWeights") : NULL;
+  const int32_t *yf = xw ? elements_of(env, argv[10], napi_int32_array, &yl, "yFirst") : NULL;
+  const int16_t *yw = yf ? elements_of(env, argv[11], napi_int16_array, &ywl, "yWeights") : NULL;
+  if (!yw) return NULL;
+  for (int i = 0; i < 8; i++) CHECK(env, napi_get_value_uint32(env, argv[idx[i]], &n[i]));
+  /* n: sw, sh, ch, dw, dh, xtaps, ytaps, simd. */
+  if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || !n[5] || !n[6] || n[5] > 256 || n[6] > 256 || slen != (size_t)n[0] * n[1] * n[2] ||
+      dlen != (size_t)n[3] * n[4] * n[2] || xl != n[3] || yl != n[4] || xwl != (size_t)n[3] * n[5] || ywl != (size_t)n[4] * n[6]) {
+    napi_throw_range_error(env, NULL, "png-fast: resizeReduce: bad sizes");
+    return NULL;
+  }
+  job *j = calloc(1, sizeof *j);
+  char *taps = j ? malloc((xl + yl) * 4 + (xwl + ywl) * 2) : NULL;
+  if (!taps) {
+    free(j);
+    napi_throw_error(env, NULL, "out of memory");
+    return NULL;
+  }
+  j->kind = JOB_REDUCE;
+  j->taps = taps;
+  int32_t *cxf = (int32_t *)taps, *cyf = cxf + xl;
+  int16_t *cxw = (int16_t *)(cyf + yl), *cyw = cxw + xwl;
+  memcpy(cxf, xf, xl * 4), memcpy(cyf, yf, yl * 4), memcpy(cxw, xw, xwl * 2), memcpy(cyw, yw, ywl * 2);
+  j->rd = (tb_reduce){src, dst, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)n[4], cxf, cyf, cxw, cyw, (int)n[5], (int)n[6], n[7] > TB_SIMD_AVX2 ? TB_SIMD_AVX2 : (int)n[7]};
   return queue(env, j, argv[0], argv[4]);
 }
 
@@ -209,6 +271,8 @@ static napi_value init(napi_env env, napi_value exports) {
   CHECK(env, napi_set_named_property(env, exports, "encode", fn));
   CHECK(env, napi_create_function(env, "resizeLinear", NAPI_AUTO_LENGTH, resize_linear, NULL, &fn));
   CHECK(env, napi_set_named_property(env, exports, "resizeLinear", fn));
+  CHECK(env, napi_create_function(env, "resizeReduce", NAPI_AUTO_LENGTH, resize_reduce, NULL, &fn));
+  CHECK(env, napi_set_named_property(env, exports, "resizeReduce", fn));
   CHECK(env, napi_create_function(env, "simdLevel", NAPI_AUTO_LENGTH, simd_level, NULL, &fn));
   CHECK(env, napi_set_named_property(env, exports, "simdLevel", fn));
   return exports;

@@ -1,0 +1,208 @@
+/*
+ * Separable downsizing with precomputed taps (lanczos3 between the baked zooms of static maps): the
+ * vertical pass first, rounded and clamped to bytes, then the horizontal one, as libvips' reduce does.
+ * The taps (first source sample and 12-bit weights per output sample, truncated as libvips makes them, so
+ * that the bytes are sharp's) come from the caller (lib/resample-kernel.ts, which the tile mask uses too). Inner loops multiply-add
+ * 16-bit pairs (pmaddwd): the vertical pass across x (32 bytes a step with AVX2, 16 with SSE2), the
+ * horizontal one 4 taps of an RGB pixel or 16 of a one-band pixel a step (AVX2; plain C otherwise).
+ * Every level gives the same bytes: the arithmetic is the same integer sums.
+ */
+#include "reduce.h"
+#include <stdlib.h>
+#include <string.h>
+#include "filter.h"
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+#define SHIFT 12
+#define HALF (1 << (SHIFT - 1))
+
+static inline uint8_t clamp_byte(int32_t v) { return v < 0 ? 0 : v > 255 ? 255 : (uint8_t)v; }
+
+/* Vertical pass of bytes [i, len) in plain C: rows[t] weighted by w[t]. */
+static void vert_scalar(const uint8_t *const *rows, const int16_t *w, int taps, size_t i, size_t len, uint8_t *out) {
+  for (; i < len; i++) {
+    int32_t s = HALF;
+    for (int t = 0; t < taps; t++) s += w[t] * rows[t][i];
+    out[i] = clamp_byte(s >> SHIFT);
+  }
+}
+
+#if defined(__SSE2__)
+/* 16 bytes a step: rows paired (a, b) and bytes interleaved, so that pmaddwd gives a·wa + b·wb per byte. */
+static size_t vert_sse2(const uint8_t *const *rows, const int32_t *pairs, int npairs, size_t i, size_t len, uint8_t *out) {
+  const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(HALF);
+  for (; i + 16 <= len; i += 16) {
+    __m128i s0 = half, s1 = half, s2 = half, s3 = half;
+    for (int p = 0; p < npairs; p++) {
+      const __m128i w = _mm_set1_epi32(pairs[p]);
+      const __m128i a = _mm_loadu_si128((const __m128i *)(rows[2 * p] + i)), b = _mm_loadu_si128((const __m128i *)(rows[2 * p + 1] + i));
+      const __m128i lo = _mm_unpacklo_epi8(a, b), hi = _mm_unpackhi_epi8(a, b);
+      s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_unpacklo_epi8(lo, zero), w));
+      s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_unpackhi_epi8(lo, zero), w));
+      s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_unpacklo_epi8(hi, zero), w));
+      s3 = _mm_add_epi32(s3, _mm_madd_epi16(_mm_unpackhi_epi8(hi, zero), w));
+    }
+    const __m128i p01 = _mm_packs_epi32(_mm_srai_epi32(s0, SHIFT), _mm_srai_epi32(s1, SHIFT));
+    const __m128i p23 = _mm_packs_epi32(_mm_srai_epi32(s2, SHIFT), _mm_srai_epi32(s3, SHIFT));
+    _mm_storeu_si128((__m128i *)(out + i), _mm_packus_epi16(p01, p23));
+  }
+  return i;
+}
+#endif
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define AVX2 __attribute__((target("avx2")))
+/* As vert_sse2, 32 bytes a step; unpacks and packs stay within 128-bit lanes, so their orders cancel. */
+AVX2 static size_t vert_avx2(const uint8_t *const *rows, const int32_t *pairs, int npairs, size_t i, size_t len, uint8_t *out) {
+  const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(HALF);
+  for (; i + 32 <= len; i += 32) {
+    __m256i s0 = half, s1 = half, s2 = half, s3 = half;
+    for (int p = 0; p < npairs; p++) {
+      const __m256i w = _mm256_set1_epi32(pairs[p]);
+      const __m256i a = _mm256_loadu_si256((const __m256i *)(rows[2 * p] + i)), b = _mm256_loadu_si256((const __m256i *)(rows[2 * p + 1] + i));
+      const __m256i lo = _mm256_unpacklo_epi8(a, b), hi = _mm256_unpackhi_epi8(a, b);
+      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), w));
+      s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), w));
+      s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), w));
+      s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), w));
+    }
+    const __m256i p01 = _mm256_packs_epi32(_mm256_srai_epi32(s0, SHIFT), _mm256_srai_epi32(s1, SHIFT));
+    const __m256i p23 = _mm256_packs_epi32(_mm256_srai_epi32(s2, SHIFT), _mm256_srai_epi32(s3, SHIFT));
+    _mm256_storeu_si256((__m256i *)(out + i), _mm256_packus_epi16(p01, p23));
+  }
+  return i;
+}
+
+/*
+ * RGB: per output pixel, 4 taps a step. 16 bytes from the first tap's pixel go to both lanes; lane 0
+ * picks taps 0 and 1 as 16-bit pairs (r0 r1 g0 g1 b0 b1 0 0), lane 1 taps 2 and 3, and pmaddwd with
+ * (w0 w1)… | (w2 w3)… sums them; the lanes are added at the end. `wv` holds 8 int32 per step.
+ */
+AVX2 static void horiz3_avx2(const uint8_t *row, const int32_t *first, const int32_t *wv, int steps, int dw, uint8_t *out) {
+  const __m256i pick = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, 6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
+  const __m128i half = _mm_set1_epi32(HALF);
+  for (int X = 0; X < dw; X++) {
+    const uint8_t *p = row + (size_t)first[X] * 3;
+    const int32_t *w = wv + (size_t)X * steps * 8;
+    __m256i s = _mm256_setzero_si256();
+    for (int k = 0; k < steps; k++) {
+      const __m256i px = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p + 12 * k)));
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(px, pick), _mm256_loadu_si256((const __m256i *)(w + 8 * k))));
+    }
+    __m128i v = _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)), half);
+    v = _mm_srai_epi32(v, SHIFT);
+    v = _mm_packus_epi16(_mm_packs_epi32(v, v), v);
+    const uint32_t rgb = (uint32_t)_mm_cvtsi128_si32(v);
+    memcpy(out + (size_t)X * 3, &rgb, 3);
+  }
+}
+
+/* One band: 16 taps a step, bytes widened to 16 bits and multiplied with 16 weights. */
+AVX2 static void horiz1_avx2(const uint8_t *row, const int32_t *first, const int16_t *wv, int steps, int dw, uint8_t *out) {
+  for (int X = 0; X < dw; X++) {
+    const uint8_t *p = row + first[X];
+    const int16_t *w = wv + (size_t)X * steps * 16;
+    __m256i s = _mm256_setzero_si256();
+    for (int k = 0; k < steps; k++) {
+      const __m256i px = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 16 * k)));
+      s = _mm256_add_epi32(s, _mm256_madd_epi16(px, _mm256_loadu_si256((const __m256i *)(w + 16 * k))));
+    }
+    __m128i v = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0x4e));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, 0xb1));
+    out[X] = clamp_byte((_mm_cvtsi128_si32(v) + HALF) >> SHIFT);
+  }
+}
+#endif
+
+/* Horizontal pass in plain C. */
+static void horiz_scalar(const uint8_t *row, int ch, const int32_t *first, const int16_t *w, int taps, int dw, uint8_t *out) {
+  for (int X = 0; X < dw; X++) {
+    const uint8_t *p = row + (size_t)first[X] * ch;
+    const int16_t *wx = w + (size_t)X * taps;
+    for (int c = 0; c < ch; c++) {
+      int32_t s = HALF;
+      for (int t = 0; t < taps; t++) s += wx[t] * p[t * ch + c];
+      out[X * ch + c] = clamp_byte(s >> SHIFT);
+    }
+  }
+}
+
+static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+int tb_resample_reduce(const tb_reduce *r) {
+  const int ch = r->ch, sw = r->sw, sh = r->sh, dw = r->dw, dh = r->dh, xt = r->xtaps, yt = r->ytaps;
+  int level = tb_simd_level(r->simd);
+  /* Taps per horizontal step of the AVX2 loops; the weights past xt are 0. */
+  const int per_step = ch == 3 ? 4 : 16, steps = (xt + per_step - 1) / per_step;
+  if (ch != 3 && ch != 1) level = TB_SIMD_NONE;
+  /* Source columns lo … hi (edges repeated outside 0 … sw−1) are blended vertically into `row`. */
+  int lo = r->xfirst[0], hi = r->xfirst[0];
+  for (int X = 1; X < dw; X++) lo = r->xfirst[X] < lo ? r->xfirst[X] : lo, hi = r->xfirst[X] > hi ? r->xfirst[X] : hi;
+  hi += (level >= TB_SIMD_AVX2 ? steps * per_step : xt) - 1;
+  const int c0 = clampi(lo, 0, sw - 1), c1 = clampi(hi, 0, sw - 1);
+  const int ypairs = (yt + 1) / 2;
+  uint8_t *row = calloc((size_t)(hi - lo + 1) * ch + 64, 1);
+  int32_t *first = malloc(sizeof(int32_t) * (size_t)dw);
+  int32_t *pairs = malloc(sizeof(int32_t) * (size_t)ypairs);
+  int16_t *yw = malloc(sizeof(int16_t) * (size_t)(2 * ypairs));
+  const uint8_t **rows = malloc(sizeof(uint8_t *) * (size_t)(2 * ypairs));
+  void *hw = level >= TB_SIMD_AVX2 ? calloc((size_t)dw * steps, 32) : NULL;
+  if (!row || !first || !pairs || !yw || !rows || (level >= TB_SIMD_AVX2 && !hw)) {
+    free(row), free(first), free(pairs), free(yw), free(rows), free(hw);
+    return -1;
+  }
+  for (int X = 0; X < dw; X++) first[X] = r->xfirst[X] - lo;
+#if defined(__GNUC__) && defined(__x86_64__)
+  /* The horizontal weights laid out for the AVX2 loops. */
+  for (int X = 0; X < dw && hw; X++) {
+    const int16_t *w = r->xweights + (size_t)X * xt;
+    for (int t = 0; t < xt; t++) {
+      if (ch == 1) {
+        ((int16_t *)hw)[(size_t)X * steps * 16 + t] = w[t];
+      } else {
+        /* Step t/4, lane (t%4)/2: its 4 int32 each hold the pair (w[t & ~1], w[t | 1]). */
+        int16_t *lane = (int16_t *)hw + ((size_t)X * steps * 8 + (size_t)(t / 4) * 8 + (size_t)((t % 4) / 2) * 4) * 2;
+        for (int k = 0; k < 4; k++) lane[2 * k + (t & 1)] = w[t];
+      }
+    }
+  }
+#endif
+  const size_t len = (size_t)(c1 - c0 + 1) * ch;
+  uint8_t *mid = row + (size_t)(c0 - lo) * ch;
+  for (int Y = 0; Y < dh; Y++) {
+    for (int t = 0; t < 2 * ypairs; t++) {
+      const int k = t < yt ? t : yt - 1;
+      rows[t] = r->src + ((size_t)clampi(r->yfirst[Y] + k, 0, sh - 1) * sw + c0) * ch;
+      yw[t] = t < yt ? r->yweights[(size_t)Y * yt + t] : 0;
+    }
+    for (int p = 0; p < ypairs; p++) pairs[p] = (int32_t)((uint32_t)(uint16_t)yw[2 * p] | (uint32_t)(uint16_t)yw[2 * p + 1] << 16);
+    size_t i = 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (level >= TB_SIMD_AVX2) i = vert_avx2(rows, pairs, ypairs, i, len, mid);
+#endif
+#if defined(__SSE2__)
+    if (level >= TB_SIMD_SSE2) i = vert_sse2(rows, pairs, ypairs, i, len, mid);
+#endif
+    vert_scalar(rows, yw, yt, i, len, mid);
+    /* Edge pixels repeated. */
+    for (int c = lo; c < c0; c++) memcpy(row + (size_t)(c - lo) * ch, mid, (size_t)ch);
+    for (int c = c1 + 1; c <= hi; c++) memcpy(row + (size_t)(c - lo) * ch, mid + len - ch, (size_t)ch);
+    uint8_t *out = r->dst + (size_t)Y * dw * ch;
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (level >= TB_SIMD_AVX2 && ch == 3) {
+      horiz3_avx2(row, first, hw, steps, dw, out);
+      continue;
+    }
+    if (level >= TB_SIMD_AVX2) {
+      horiz1_avx2(row, first, hw, steps, dw, out);
+      continue;
+    }
+#endif
+    horiz_scalar(row, ch, first, r->xweights, xt, dw, out);
+  }
+  free(row), free(first), free(pairs), free(yw), free(rows), free(hw);
+  return 0;
+}
