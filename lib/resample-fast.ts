@@ -4,7 +4,7 @@
  * within a unit or two in a fraction of its time (separable, SIMD; docs/static-map-speed.md).
  */
 import { SIMD, loadNative, type SimdLevel } from './png-fast.ts';
-import { fixedWeights, lanczos3Taps } from './resample-kernel.ts';
+import { fixedTable, lanczos3Taps } from './resample-kernel.ts';
 
 /** One axis of a resampling: output sample X reads source (X + offset) / scale − ½ (libvips' upsizing; scale 1: a shift). */
 export interface ResampleAxis {
@@ -38,5 +38,5 @@ export function resizeLanczos3(src: Uint8Array, width: number, height: number, c
   if (bad) return Promise.reject(bad);
   const tx = lanczos3Taps({ n: width, scale: x.scale, offset: x.offset, m: dstWidth });
   const ty = lanczos3Taps({ n: height, scale: y.scale, offset: y.offset, m: dstHeight });
-  return loadNative().resizeReduce(src, width, height, channels, dst, dstWidth, dstHeight, tx.first, fixedWeights(tx), tx.taps, ty.first, fixedWeights(ty), ty.taps, simd ? SIMD[simd] : 0);
+  return loadNative().resizeReduce(src, width, height, channels, dst, dstWidth, dstHeight, tx.first, tx.index, fixedTable(tx), tx.taps, ty.first, ty.index, fixedTable(ty), ty.taps, simd ? SIMD[simd] : 0);
 }

@@ -13,11 +13,15 @@ export interface KernelAxis {
   m: number;
 }
 
-/** Output sample X is Σ_t weights[X·taps + t] × source sample first[X] + t (clamped to 0 … n − 1: edges repeated); weights sum to 1. */
+/**
+ * Output sample X is Σ_t table[index[X]·taps + t] × source sample first[X] + t (clamped to 0 … n − 1:
+ * edges repeated); each row of the table sums to 1. libvips' reduce has one row per phase (65).
+ */
 export interface AxisTaps {
   taps: number;
   first: Int32Array;
-  weights: Float64Array;
+  index: Int32Array;
+  table: Float64Array;
 }
 
 const sinc = (x: number) => (x === 0 ? 1 : Math.sin(x * Math.PI) / (x * Math.PI));
@@ -40,9 +44,10 @@ export function lanczos3Taps(axis: KernelAxis): AxisTaps {
   const { n, scale, offset, m } = axis;
   if (!(scale > 0 && scale <= 1)) throw new RangeError(`lanczos3Taps: scale must be in (0, 1], got ${scale}`);
   const first = new Int32Array(m);
+  const index = new Int32Array(m);
   if (scale === 1) {
     for (let X = 0; X < m; X++) first[X] = X + offset;
-    return { taps: 1, first, weights: new Float64Array(m).fill(1) };
+    return { taps: 1, first, index, table: Float64Array.of(1) };
   }
   // sharp passes libvips 1/(n/size) and vips_resize hands vips_reduce its inverse: the same doubles here.
   const size = Math.round(n * scale);
@@ -53,28 +58,22 @@ export function lanczos3Taps(axis: KernelAxis): AxisTaps {
   // vips_reduce: the rounded output size leaves `extra` source pixels, half of them on each side.
   const extra = Math.round(n / shrink) * shrink - n;
   const origin = (1 + extra) / 2 - 1;
-  const masks = new Map<number, Float64Array>();
-  const mask = (phase: number): Float64Array => {
-    let c = masks.get(phase);
-    if (!c) {
-      c = new Float64Array(taps);
-      const half = phase / PHASES + taps / 2 - 1;
-      let sum = 0;
-      for (let i = 0; i < taps; i++) sum += c[i] = lanczos3((i - half) * kscale);
-      for (let i = 0; i < taps; i++) c[i] /= sum;
-      masks.set(phase, c);
-    }
-    return c;
-  };
-  const weights = new Float64Array(m * taps);
   for (let X = 0; X < m; X++) {
     // In libvips' input, padded with k samples before the first.
     const u = (X + offset + 0.5) * shrink - 0.5 - origin;
-    const iu = Math.trunc(u);
-    first[X] = iu - k;
-    weights.set(mask(((Math.trunc(u * 2 * PHASES) & (2 * PHASES - 1)) + 1) >> 1), X * taps);
+    first[X] = Math.trunc(u) - k;
+    index[X] = ((Math.trunc(u * 2 * PHASES) & (2 * PHASES - 1)) + 1) >> 1;
   }
-  return { taps, first, weights };
+  // libvips' masks, one per phase.
+  const table = new Float64Array((PHASES + 1) * taps);
+  for (let phase = 0; phase <= PHASES; phase++) {
+    const c = table.subarray(phase * taps, (phase + 1) * taps);
+    const half = phase / PHASES + taps / 2 - 1;
+    let sum = 0;
+    for (let i = 0; i < taps; i++) sum += c[i] = lanczos3((i - half) * kscale);
+    for (let i = 0; i < taps; i++) c[i] /= sum;
+  }
+  return { taps, first, index, table };
 }
 
 /**
@@ -84,15 +83,15 @@ export function lanczos3Taps(axis: KernelAxis): AxisTaps {
 export function linearTaps(axis: KernelAxis): AxisTaps {
   const { scale, offset, m } = axis;
   const first = new Int32Array(m);
-  const weights = new Float64Array(m * 2);
+  const table = new Float64Array(m * 2);
   for (let X = 0; X < m; X++) {
     const u = scale === 1 ? X + offset : (X + offset) / scale - 0.5;
     const i = Math.floor(u);
     first[X] = i;
-    weights[2 * X] = 1 - (u - i);
-    weights[2 * X + 1] = u - i;
+    table[2 * X] = 1 - (u - i);
+    table[2 * X + 1] = u - i;
   }
-  return { taps: 2, first, weights };
+  return { taps: 2, first, index: Int32Array.from({ length: m }, (_, X) => X), table };
 }
 
 /**
@@ -100,6 +99,8 @@ export function linearTaps(axis: KernelAxis): AxisTaps {
  * not renormalised (a sample's weights may sum to a few 4096ths less than one), which gives sharp's
  * bytes exactly; rounding and renormalising gave up to 2 units of difference on 0.4–8 % of bytes.
  */
-export function fixedWeights(t: AxisTaps): Int16Array {
-  return Int16Array.from(t.weights, (w) => Math.trunc(w * 4096));
+export function fixedTable(t: AxisTaps): Int16Array {
+  const out = new Int16Array(t.table.length);
+  for (let i = 0; i < out.length; i++) out[i] = Math.trunc(t.table[i] * 4096);
+  return out;
 }

@@ -24,12 +24,12 @@ export type MaskKernel = keyof typeof KERNELS;
 
 /** For each interval [edges[k], edges[k+1]) the resampled indicator of that interval at every kept output sample. */
 function profiles(edges: number[], axis: KernelAxis, kernel: MaskKernel): Float64Array[] {
-  const { taps, first, weights } = KERNELS[kernel](axis);
+  const { taps, first, index, table } = KERNELS[kernel](axis);
   const out = edges.slice(1).map(() => new Float64Array(axis.m));
   for (let X = 0; X < axis.m; X++) {
     let k = 0;
     for (let t = 0; t < taps; t++) {
-      const w = weights[X * taps + t];
+      const w = table[index[X] * taps + t];
       if (w === 0) continue;
       const s = Math.min(axis.n - 1, Math.max(0, first[X] + t));
       // Taps run left to right (clamping keeps the order), so the interval only moves on.

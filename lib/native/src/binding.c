@@ -2,8 +2,9 @@
  * Node-API binding of the PNG encoder:
  *   encode(pixels, width, height, channels, alpha | null, premultiplied, async, simd) → Buffer | Promise<Buffer>
  *   resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy) → Promise<void>: bilinear resampling into dst
- *   resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xWeights, xTaps, yFirst, yWeights, yTaps, simd) → Promise<void>:
- *     downsizing with the caller's taps (Int32Array first samples, Int16Array 12-bit weights; copied here)
+ *   resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xIndex, xTable, xTaps, yFirst, yIndex, yTable, yTaps, simd) → Promise<void>:
+ *     downsizing with the caller's taps (per output sample an Int32Array first source sample and row of an
+ *     Int16Array table of 12-bit weights; copied here)
  *   simdLevel() → the instruction set encode uses by default (filter.h's TB_SIMD_*: 1 none, 2 SSE2, 3 AVX2)
  * `simd` caps the instruction set (0: the best there is; tests compare the levels). Async runs on libuv's thread pool (the input buffers are referenced until it completes); sync runs
  * on the calling thread. lib/png-fast.ts validates the arguments for users; they are checked again here.
@@ -214,33 +215,67 @@ static const void *elements_of(napi_env env, napi_value v, napi_typedarray_type 
   return data ? data : (const void *)"";
 }
 
-/* resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xWeights, xTaps, yFirst, yWeights, yTaps, simd): tb_resample_reduce on the thread pool. */
+/* One axis of resizeReduce's taps: first samples, rows of the weight table per output sample, the table. */
+typedef struct {
+  const int32_t *first, *index;
+  const int16_t *table;
+  size_t n_first, n_index, n_table;
+  uint32_t taps;
+} axis_taps;
+
+static bool read_axis(napi_env env, const napi_value *argv, axis_taps *a, const char *names[3]) {
+  return (a->first = elements_of(env, argv[0], napi_int32_array, &a->n_first, names[0])) && (a->index = elements_of(env, argv[1], napi_int32_array, &a->n_index, names[1])) &&
+         (a->table = elements_of(env, argv[2], napi_int16_array, &a->n_table, names[2])) && napi_get_value_uint32(env, argv[3], &a->taps) == napi_ok;
+}
+
+/* Whether the axis has `m` output samples and every index names a row of its table. */
+static bool axis_ok(const axis_taps *a, size_t m) {
+  if (!a->taps || a->taps > 256 || a->n_first != m || a->n_index != m || a->n_table % a->taps) return false;
+  for (size_t X = 0; X < m; X++)
+    if (a->index[X] < 0 || (size_t)a->index[X] >= a->n_table / a->taps) return false;
+  return true;
+}
+
+/* A copy of the axis' arrays (m output samples) at `p`, and the address past it. */
+static char *copy_axis(const axis_taps *a, size_t m, char *p, const int32_t **first, const int32_t **index, const int16_t **table) {
+  memcpy(p, a->first, m * 4), *first = (const int32_t *)p, p += m * 4;
+  memcpy(p, a->index, m * 4), *index = (const int32_t *)p, p += m * 4;
+  memcpy(p, a->table, a->n_table * 2), *table = (const int16_t *)p;
+  return p + (a->n_table * 2 + 3) / 4 * 4;
+}
+
+/*
+ * resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xIndex, xTable, xTaps, yFirst, yIndex, yTable, yTaps, simd):
+ * tb_resample_reduce on the thread pool (the taps are copied).
+ */
 static napi_value resize_reduce(napi_env env, napi_callback_info info) {
-  size_t argc = 14, slen, dlen, xl, xwl, yl, ywl;
-  napi_value argv[14];
+  size_t argc = 16, slen, dlen;
+  napi_value argv[16];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 14) {
-    napi_throw_type_error(env, NULL, "png-fast: resizeReduce takes 14 arguments");
+  if (argc < 16) {
+    napi_throw_type_error(env, NULL, "png-fast: resizeReduce takes 16 arguments");
     return NULL;
   }
-  uint32_t n[9];
-  const int idx[9] = {1, 2, 3, 5, 6, 9, 12, 13, 0};
+  uint32_t n[6], simd;
+  const int idx[6] = {1, 2, 3, 5, 6, 15};
+  axis_taps ax, ay;
   const uint8_t *src = bytes_of(env, argv[0], &slen, "src");
   uint8_t *dst = src ? (uint8_t *)bytes_of(env, argv[4], &dlen, "dst") : NULL;
-  const int32_t *xf = dst ? elements_of(env, argv[7], napi_int32_array, &xl, "xFirst") : NULL;
-  const int16_t *xw = xf ? elements_of(env, argv[8], napi_int16_array, &xwl, "xWeights") : NULL;
-  const int32_t *yf = xw ? elements_of(env, argv[10], napi_int32_array, &yl, "yFirst") : NULL;
-  const int16_t *yw = yf ? elements_of(env, argv[11], napi_int16_array, &ywl, "yWeights") : NULL;
-  if (!yw) return NULL;
-  for (int i = 0; i < 8; i++) CHECK(env, napi_get_value_uint32(env, argv[idx[i]], &n[i]));
-  /* n: sw, sh, ch, dw, dh, xtaps, ytaps, simd. */
-  if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || !n[5] || !n[6] || n[5] > 256 || n[6] > 256 || slen != (size_t)n[0] * n[1] * n[2] ||
-      dlen != (size_t)n[3] * n[4] * n[2] || xl != n[3] || yl != n[4] || xwl != (size_t)n[3] * n[5] || ywl != (size_t)n[4] * n[6]) {
-    napi_throw_range_error(env, NULL, "png-fast: resizeReduce: bad sizes");
+  if (!dst || !read_axis(env, argv + 7, &ax, (const char *[]){"xFirst", "xIndex", "xTable"}) || !read_axis(env, argv + 11, &ay, (const char *[]){"yFirst", "yIndex", "yTable"})) {
+    bool pending = false;
+    napi_is_exception_pending(env, &pending);
+    if (!pending) napi_throw_type_error(env, NULL, "png-fast: resizeReduce: xTaps and yTaps must be numbers");
+    return NULL;
+  }
+  for (int i = 0; i < 5; i++) CHECK(env, napi_get_value_uint32(env, argv[idx[i]], &n[i]));
+  CHECK(env, napi_get_value_uint32(env, argv[idx[5]], &simd));
+  /* n: sw, sh, ch, dw, dh. */
+  if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || slen != (size_t)n[0] * n[1] * n[2] || dlen != (size_t)n[3] * n[4] * n[2] || !axis_ok(&ax, n[3]) || !axis_ok(&ay, n[4])) {
+    napi_throw_range_error(env, NULL, "png-fast: resizeReduce: bad sizes or taps");
     return NULL;
   }
   job *j = calloc(1, sizeof *j);
-  char *taps = j ? malloc((xl + yl) * 4 + (xwl + ywl) * 2) : NULL;
+  char *taps = j ? malloc(((size_t)n[3] + n[4]) * 8 + (ax.n_table + ay.n_table) * 2 + 8) : NULL;
   if (!taps) {
     free(j);
     napi_throw_error(env, NULL, "out of memory");
@@ -248,10 +283,10 @@ static napi_value resize_reduce(napi_env env, napi_callback_info info) {
   }
   j->kind = JOB_REDUCE;
   j->taps = taps;
-  int32_t *cxf = (int32_t *)taps, *cyf = cxf + xl;
-  int16_t *cxw = (int16_t *)(cyf + yl), *cyw = cxw + xwl;
-  memcpy(cxf, xf, xl * 4), memcpy(cyf, yf, yl * 4), memcpy(cxw, xw, xwl * 2), memcpy(cyw, yw, ywl * 2);
-  j->rd = (tb_reduce){src, dst, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)n[4], cxf, cyf, cxw, cyw, (int)n[5], (int)n[6], n[7] > TB_SIMD_AVX2 ? TB_SIMD_AVX2 : (int)n[7]};
+  tb_reduce *rd = &j->rd;
+  *rd = (tb_reduce){.src = src, .dst = dst, .sw = (int)n[0], .sh = (int)n[1], .ch = (int)n[2], .dw = (int)n[3], .dh = (int)n[4], .xrows = (int)(ax.n_table / ax.taps),
+                    .yrows = (int)(ay.n_table / ay.taps), .xtaps = (int)ax.taps, .ytaps = (int)ay.taps, .simd = simd > TB_SIMD_AVX2 ? TB_SIMD_AVX2 : (int)simd};
+  copy_axis(&ay, n[4], copy_axis(&ax, n[3], taps, &rd->xfirst, &rd->xindex, &rd->xtable), &rd->yfirst, &rd->yindex, &rd->ytable);
   return queue(env, j, argv[0], argv[4]);
 }
 

@@ -78,32 +78,62 @@ AVX2 static size_t vert_avx2(const uint8_t *const *rows, const int32_t *pairs, i
 /*
  * RGB: per output pixel, 4 taps a step. 16 bytes from the first tap's pixel go to both lanes; lane 0
  * picks taps 0 and 1 as 16-bit pairs (r0 r1 g0 g1 b0 b1 0 0), lane 1 taps 2 and 3, and pmaddwd with
- * (w0 w1)… | (w2 w3)… sums them; the lanes are added at the end. `wv` holds 8 int32 per step.
+ * (w0 w1)… | (w2 w3)… sums them. `w` holds 8 int32 per step. Unrolled for a constant `steps`.
  */
-AVX2 static void horiz3_avx2(const uint8_t *row, const int32_t *first, const int32_t *wv, int steps, int dw, uint8_t *out) {
+#define INLINE_AVX2 __attribute__((target("avx2"), always_inline)) static inline
+INLINE_AVX2 __m256i sum3(const uint8_t *p, const int32_t *w, const int steps) {
   const __m256i pick = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, 6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
-  const __m128i half = _mm_set1_epi32(HALF);
-  for (int X = 0; X < dw; X++) {
-    const uint8_t *p = row + (size_t)first[X] * 3;
-    const int32_t *w = wv + (size_t)X * steps * 8;
-    __m256i s = _mm256_setzero_si256();
-    for (int k = 0; k < steps; k++) {
-      const __m256i px = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p + 12 * k)));
-      s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(px, pick), _mm256_loadu_si256((const __m256i *)(w + 8 * k))));
+  __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int k = 0; k < steps; k++) {
+    const __m256i px = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(p + 12 * k)));
+    s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(px, pick), _mm256_loadu_si256((const __m256i *)(w + 8 * k))));
+  }
+  return s;
+}
+
+/* Both lanes of a and of b added: lane 0 a's sums, lane 1 b's, plus ½. */
+INLINE_AVX2 __m256i lanes2(__m256i a, __m256i b) {
+  return _mm256_add_epi32(_mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31)), _mm256_set1_epi32(HALF));
+}
+
+/* Four output pixels a step, rounded and packed together and stored as 12 bytes. */
+INLINE_AVX2 void horiz3_n(const uint8_t *row, const int32_t *first, const int32_t *index, const int32_t *wv, const int steps, int dw, uint8_t *out) {
+  /* Bytes A0-3 C0-3 B0-3 D0-3 (r g b 0 each) to A B C D as rgb. */
+  const __m128i rgb = _mm_setr_epi8(0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1);
+  for (int X = 0; X < dw; X += 4) {
+    const int b = X + 1 < dw ? X + 1 : dw - 1, c = X + 2 < dw ? X + 2 : dw - 1, d = X + 3 < dw ? X + 3 : dw - 1;
+    const __m256i ab = lanes2(sum3(row + first[X] * 3, wv + index[X] * steps * 8, steps), sum3(row + first[b] * 3, wv + index[b] * steps * 8, steps));
+    const __m256i cd = lanes2(sum3(row + first[c] * 3, wv + index[c] * steps * 8, steps), sum3(row + first[d] * 3, wv + index[d] * steps * 8, steps));
+    /* Lane 0: A then C, lane 1: B then D. */
+    const __m256i p = _mm256_packs_epi32(_mm256_srai_epi32(ab, SHIFT), _mm256_srai_epi32(cd, SHIFT));
+    const __m128i v = _mm_shuffle_epi8(_mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1)), rgb);
+    /* 16 bytes stored while they stay in the row (the 4 past the 4 pixels are written again next). */
+    if (X + 6 <= dw) {
+      _mm_storeu_si128((__m128i *)(out + X * 3), v);
+    } else {
+      uint8_t last[16];
+      _mm_storeu_si128((__m128i *)last, v);
+      memcpy(out + X * 3, last, (size_t)(dw - X) * 3);
     }
-    __m128i v = _mm_add_epi32(_mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)), half);
-    v = _mm_srai_epi32(v, SHIFT);
-    v = _mm_packus_epi16(_mm_packs_epi32(v, v), v);
-    const uint32_t rgb = (uint32_t)_mm_cvtsi128_si32(v);
-    memcpy(out + (size_t)X * 3, &rgb, 3);
+  }
+}
+
+AVX2 static void horiz3_avx2(const uint8_t *row, const int32_t *first, const int32_t *index, const int32_t *wv, int steps, int dw, uint8_t *out) {
+  switch (steps) {
+    case 2: horiz3_n(row, first, index, wv, 2, dw, out); break;
+    case 3: horiz3_n(row, first, index, wv, 3, dw, out); break;
+    case 4: horiz3_n(row, first, index, wv, 4, dw, out); break;
+    case 5: horiz3_n(row, first, index, wv, 5, dw, out); break;
+    default: horiz3_n(row, first, index, wv, steps, dw, out);
   }
 }
 
 /* One band: 16 taps a step, bytes widened to 16 bits and multiplied with 16 weights. */
-AVX2 static void horiz1_avx2(const uint8_t *row, const int32_t *first, const int16_t *wv, int steps, int dw, uint8_t *out) {
+AVX2 static void horiz1_avx2(const uint8_t *row, const int32_t *first, const int32_t *index, const int16_t *wv, int steps, int dw, uint8_t *out) {
   for (int X = 0; X < dw; X++) {
     const uint8_t *p = row + first[X];
-    const int16_t *w = wv + (size_t)X * steps * 16;
+    const int16_t *w = wv + (size_t)index[X] * steps * 16;
     __m256i s = _mm256_setzero_si256();
     for (int k = 0; k < steps; k++) {
       const __m256i px = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(p + 16 * k)));
@@ -118,10 +148,10 @@ AVX2 static void horiz1_avx2(const uint8_t *row, const int32_t *first, const int
 #endif
 
 /* Horizontal pass in plain C. */
-static void horiz_scalar(const uint8_t *row, int ch, const int32_t *first, const int16_t *w, int taps, int dw, uint8_t *out) {
+static void horiz_scalar(const uint8_t *row, int ch, const int32_t *first, const int32_t *index, const int16_t *w, int taps, int dw, uint8_t *out) {
   for (int X = 0; X < dw; X++) {
     const uint8_t *p = row + (size_t)first[X] * ch;
-    const int16_t *wx = w + (size_t)X * taps;
+    const int16_t *wx = w + (size_t)index[X] * taps;
     for (int c = 0; c < ch; c++) {
       int32_t s = HALF;
       for (int t = 0; t < taps; t++) s += wx[t] * p[t * ch + c];
@@ -149,7 +179,7 @@ int tb_resample_reduce(const tb_reduce *r) {
   int32_t *pairs = malloc(sizeof(int32_t) * (size_t)ypairs);
   int16_t *yw = malloc(sizeof(int16_t) * (size_t)(2 * ypairs));
   const uint8_t **rows = malloc(sizeof(uint8_t *) * (size_t)(2 * ypairs));
-  void *hw = level >= TB_SIMD_AVX2 ? calloc((size_t)dw * steps, 32) : NULL;
+  void *hw = level >= TB_SIMD_AVX2 ? calloc((size_t)r->xrows * steps, 32) : NULL;
   if (!row || !first || !pairs || !yw || !rows || (level >= TB_SIMD_AVX2 && !hw)) {
     free(row), free(first), free(pairs), free(yw), free(rows), free(hw);
     return -1;
@@ -157,8 +187,8 @@ int tb_resample_reduce(const tb_reduce *r) {
   for (int X = 0; X < dw; X++) first[X] = r->xfirst[X] - lo;
 #if defined(__GNUC__) && defined(__x86_64__)
   /* The horizontal weights laid out for the AVX2 loops. */
-  for (int X = 0; X < dw && hw; X++) {
-    const int16_t *w = r->xweights + (size_t)X * xt;
+  for (int X = 0; X < r->xrows && hw; X++) {
+    const int16_t *w = r->xtable + (size_t)X * xt;
     for (int t = 0; t < xt; t++) {
       if (ch == 1) {
         ((int16_t *)hw)[(size_t)X * steps * 16 + t] = w[t];
@@ -176,7 +206,7 @@ int tb_resample_reduce(const tb_reduce *r) {
     for (int t = 0; t < 2 * ypairs; t++) {
       const int k = t < yt ? t : yt - 1;
       rows[t] = r->src + ((size_t)clampi(r->yfirst[Y] + k, 0, sh - 1) * sw + c0) * ch;
-      yw[t] = t < yt ? r->yweights[(size_t)Y * yt + t] : 0;
+      yw[t] = t < yt ? r->ytable[(size_t)r->yindex[Y] * yt + t] : 0;
     }
     for (int p = 0; p < ypairs; p++) pairs[p] = (int32_t)((uint32_t)(uint16_t)yw[2 * p] | (uint32_t)(uint16_t)yw[2 * p + 1] << 16);
     size_t i = 0;
@@ -193,15 +223,15 @@ int tb_resample_reduce(const tb_reduce *r) {
     uint8_t *out = r->dst + (size_t)Y * dw * ch;
 #if defined(__GNUC__) && defined(__x86_64__)
     if (level >= TB_SIMD_AVX2 && ch == 3) {
-      horiz3_avx2(row, first, hw, steps, dw, out);
+      horiz3_avx2(row, first, r->xindex, hw, steps, dw, out);
       continue;
     }
     if (level >= TB_SIMD_AVX2) {
-      horiz1_avx2(row, first, hw, steps, dw, out);
+      horiz1_avx2(row, first, r->xindex, hw, steps, dw, out);
       continue;
     }
 #endif
-    horiz_scalar(row, ch, first, r->xweights, xt, dw, out);
+    horiz_scalar(row, ch, first, r->xindex, r->xtable, xt, dw, out);
   }
   free(row), free(first), free(pairs), free(yw), free(rows), free(hw);
   return 0;
