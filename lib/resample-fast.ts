@@ -20,11 +20,12 @@ function checkSizes(name: string, src: Uint8Array, width: number, height: number
 /**
  * Resample `src` (`width`×`height`, 1 or 3 bytes per pixel) bilinearly into `dst` (`dstWidth`×`dstHeight`),
  * edge pixels repeated, on libuv's thread pool; neither buffer may change until the promise settles.
+ * `simd` caps the instruction set (the bytes are the same).
  */
-export function resizeLinear(src: Uint8Array, width: number, height: number, channels: 1 | 3, dst: Uint8Array, dstWidth: number, dstHeight: number, x: ResampleAxis, y: ResampleAxis): Promise<void> {
+export function resizeLinear(src: Uint8Array, width: number, height: number, channels: 1 | 3, dst: Uint8Array, dstWidth: number, dstHeight: number, x: ResampleAxis, y: ResampleAxis, simd?: SimdLevel): Promise<void> {
   const bad = checkSizes('resizeLinear', src, width, height, channels, dst, dstWidth, dstHeight, x, y);
   if (bad) return Promise.reject(bad);
-  return loadNative().resizeLinear(src, width, height, channels, dst, dstWidth, dstHeight, x.scale, y.scale, x.offset, y.offset);
+  return loadNative().resizeLinear(src, width, height, channels, dst, dstWidth, dstHeight, x.scale, y.scale, x.offset, y.offset, simd ? SIMD[simd] : 0);
 }
 
 /**

@@ -1,9 +1,11 @@
 // Native bilinear resampling (lib/resample-fast.ts) against sharp/libvips' bilinear upsizing, which it
 // replaces for static maps above the baked zooms: on real map pixels (docs/preview-desktop.png), RGB and
-// one-band planes, the same bytes within 1 unit (and nearly all exactly); a scale of exactly 1 is a shift.
+// one-band planes, the same bytes within 1 unit (and nearly all exactly); a scale of exactly 1 is a shift;
+// the SIMD passes give the plain C loop's bytes.
 import { resolve } from 'node:path';
 import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { simdLevel, type SimdLevel } from '../lib/png-fast.ts';
 import { resizeLinear } from '../lib/resample-fast.ts';
 
 const SCREENSHOT = resolve(import.meta.dirname, '../docs/preview-desktop.png');
@@ -45,6 +47,20 @@ describe('resizeLinear', () => {
       }
       expect(max).toBeLessThanOrEqual(1);
       expect(off / got.length).toBeLessThan(0.01);
+    });
+  }
+
+  const ORDER: SimdLevel[] = ['none', 'sse2', 'avx2'];
+  for (const [f, channels, w, h] of [[1.62, 3, 1281, 961], [2.7, 3, 7, 5], [1.23, 1, 300, 200]] as const) {
+    it(`×${f}, ${channels} channel(s), ${w}×${h}: every instruction set gives the same bytes`, async () => {
+      const src = channels === 3 ? rgb : grey;
+      const outs: Buffer[] = [];
+      for (const simd of ORDER.slice(0, ORDER.indexOf(simdLevel()) + 1)) {
+        const got = Buffer.alloc(w * h * channels, 0xab);
+        await resizeLinear(src, W, H, channels, got, w, h, { scale: f, offset: 3 }, { scale: f, offset: 2 }, simd);
+        outs.push(got);
+      }
+      for (const o of outs.slice(1)) expect(o.equals(outs[0])).toBe(true);
     });
   }
 

@@ -1,7 +1,7 @@
 /*
  * Node-API binding of the PNG encoder:
  *   encode(pixels, width, height, channels, alpha | null, premultiplied, async, simd) → Buffer | Promise<Buffer>
- *   resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy) → Promise<void>: bilinear resampling into dst
+ *   resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy, simd) → Promise<void>: bilinear resampling into dst
  *   resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xIndex, xTable, xTaps, yFirst, yIndex, yTable, yTaps, simd) → Promise<void>:
  *     downsizing with the caller's taps (per output sample an Int32Array first source sample and row of an
  *     Int16Array table of 12-bit weights; copied here)
@@ -34,6 +34,7 @@ typedef struct {
   uint8_t *dst;
   int sw, sh, ch, dw, dh;
   double sx, sy, ox, oy;
+  int simd;
 } resize_args;
 
 typedef struct {
@@ -71,7 +72,7 @@ static void execute(napi_env env, void *data) {
   job *j = data;
   if (j->kind == JOB_ENCODE) j->error = tb_png_encode(&j->in, &j->out);
   else if (j->kind == JOB_REDUCE) j->error = tb_resample_reduce(&j->rd) ? "out of memory" : NULL;
-  else if (tb_resample_linear(j->rs.src, j->rs.sw, j->rs.sh, j->rs.ch, j->rs.dst, j->rs.dw, j->rs.dh, j->rs.sx, j->rs.sy, j->rs.ox, j->rs.oy)) j->error = "out of memory";
+  else if (tb_resample_linear(j->rs.src, j->rs.sw, j->rs.sh, j->rs.ch, j->rs.dst, j->rs.dw, j->rs.dh, j->rs.sx, j->rs.sy, j->rs.ox, j->rs.oy, j->rs.simd)) j->error = "out of memory";
 }
 
 static void complete(napi_env env, napi_status status, void *data) {
@@ -174,19 +175,24 @@ static napi_value encode(napi_env env, napi_callback_info info) {
   return queue(env, j, argv[0], in.alpha ? argv[4] : NULL);
 }
 
-/* resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy): tb_resample_linear on the thread pool. */
+/* resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy, simd): tb_resample_linear on the thread pool. */
 static napi_value resize_linear(napi_env env, napi_callback_info info) {
-  size_t argc = 11, slen, dlen;
-  napi_value argv[11];
+  size_t argc = 12, slen, dlen;
+  napi_value argv[12];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  uint32_t n[6];
+  uint32_t n[6], simd;
   double f[4];
-  const uint8_t *src = argc == 11 ? bytes_of(env, argv[0], &slen, "src") : NULL;
+  if (argc < 12) {
+    napi_throw_type_error(env, NULL, "png-fast: resizeLinear takes 12 arguments");
+    return NULL;
+  }
+  const uint8_t *src = bytes_of(env, argv[0], &slen, "src");
   uint8_t *dst = src ? (uint8_t *)bytes_of(env, argv[4], &dlen, "dst") : NULL;
   if (!dst) return NULL;
   const int idx[6] = {1, 2, 3, 5, 6, 0};
   for (int i = 0; i < 5; i++) CHECK(env, napi_get_value_uint32(env, argv[idx[i]], &n[i]));
   for (int i = 0; i < 4; i++) CHECK(env, napi_get_value_double(env, argv[7 + i], &f[i]));
+  CHECK(env, napi_get_value_uint32(env, argv[11], &simd));
   if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || slen != (size_t)n[0] * n[1] * n[2] || dlen != (size_t)n[3] * n[4] * n[2] || !(f[0] > 0) || !(f[1] > 0)) {
     napi_throw_range_error(env, NULL, "png-fast: resizeLinear: bad sizes");
     return NULL;
@@ -197,7 +203,7 @@ static napi_value resize_linear(napi_env env, napi_callback_info info) {
     return NULL;
   }
   j->kind = JOB_LINEAR;
-  j->rs = (resize_args){src, dst, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)n[4], f[0], f[1], f[2], f[3]};
+  j->rs = (resize_args){src, dst, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)n[4], f[0], f[1], f[2], f[3], simd > TB_SIMD_AVX2 ? TB_SIMD_AVX2 : (int)simd};
   return queue(env, j, argv[0], argv[4]);
 }
 
