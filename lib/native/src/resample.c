@@ -63,9 +63,8 @@ static inline __m128i pixel_sse2(const int16_t *vh, const int16_t *vl, size_t p,
   return _mm_srai_epi32(_mm_add_epi32(h, _mm_srai_epi32(_mm_add_epi32(l, _mm_set1_epi32(1 << (2 * SHIFT - 1))), SHIFT)), SHIFT);
 }
 
-/* The horizontal pass of an RGB row, two pixels packed at a time; the last pixel of the row is left to the caller. */
-static int horiz_sse2(const int16_t *vh, const int16_t *vl, const int *xl, const int *xh, const int32_t *pairs, int dw, uint8_t *out) {
-  int X = 0;
+/* The horizontal pass of pixels X … dw − 1 of an RGB row, two packed at a time; returns where it stopped (the last pixel of the row, or two, are left). */
+static int horiz_sse2(const int16_t *vh, const int16_t *vl, const int *xl, const int *xh, const int32_t *pairs, int X, int dw, uint8_t *out) {
   for (; X + 2 < dw; X += 2) {
     const __m128i a = pixel_sse2(vh, vl, (size_t)xl[X] * 3, (size_t)xh[X] * 3, _mm_set1_epi32(pairs[X]));
     const __m128i b = pixel_sse2(vh, vl, (size_t)xl[X + 1] * 3, (size_t)xh[X + 1] * 3, _mm_set1_epi32(pairs[X + 1]));
@@ -74,6 +73,37 @@ static int horiz_sse2(const int16_t *vh, const int16_t *vl, const int *xl, const
     const uint32_t p0 = (uint32_t)_mm_cvtsi128_si32(v), p1 = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(v, 4));
     memcpy(out + (size_t)X * 3, &p0, 4);
     memcpy(out + (size_t)X * 3 + 3, &p1, 4);
+  }
+  return X;
+}
+#endif
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define AVX2 __attribute__((target("avx2")))
+/* Two RGB pixels (lane 0, lane 1) reading columns p, p + 1 and q, q + 1 of the halves with weight pairs wp, wq. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i two_avx2(const int16_t *vh, const int16_t *vl, size_t p, size_t q, int32_t wp, int32_t wq) {
+  const __m256i pick = _mm256_setr_epi8(0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, -1, -1, -1, -1, 0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11, -1, -1, -1, -1);
+  const __m256i w = _mm256_setr_m128i(_mm_set1_epi32(wp), _mm_set1_epi32(wq));
+  const __m256i h = _mm256_madd_epi16(_mm256_shuffle_epi8(_mm256_loadu2_m128i((const __m128i *)(vh + q), (const __m128i *)(vh + p)), pick), w);
+  const __m256i l = _mm256_madd_epi16(_mm256_shuffle_epi8(_mm256_loadu2_m128i((const __m128i *)(vl + q), (const __m128i *)(vl + p)), pick), w);
+  return _mm256_srai_epi32(_mm256_add_epi32(h, _mm256_srai_epi32(_mm256_add_epi32(l, _mm256_set1_epi32(1 << (2 * SHIFT - 1))), SHIFT)), SHIFT);
+}
+
+/*
+ * Four RGB pixels a step where each reads two neighbouring columns (all but the clamped edges): one
+ * 16-byte load per pixel and half, (Ph Pg Pb Qr Qg Qb) shuffled into pairs, two pixels per vector.
+ * Stops where the row's last 5 bytes begin or a pixel reads one column twice; returns where it stopped.
+ */
+AVX2 static int horiz_avx2(const int16_t *vh, const int16_t *vl, const int *xl, const int *xh, const int32_t *pairs, int X, int dw, uint8_t *out) {
+  /* Bytes of pixels X, X+2, X+1, X+3 (r g b 0 each) to X … X+3 as rgb. */
+  const __m128i rgb = _mm_setr_epi8(0, 1, 2, 8, 9, 10, 4, 5, 6, 12, 13, 14, -1, -1, -1, -1);
+  for (; X + 6 <= dw; X += 4) {
+    if (xh[X] != xl[X] + 1 || xh[X + 1] != xl[X + 1] + 1 || xh[X + 2] != xl[X + 2] + 1 || xh[X + 3] != xl[X + 3] + 1) break;
+    const __m256i r0 = two_avx2(vh, vl, (size_t)xl[X] * 3, (size_t)xl[X + 1] * 3, pairs[X], pairs[X + 1]);
+    const __m256i r1 = two_avx2(vh, vl, (size_t)xl[X + 2] * 3, (size_t)xl[X + 3] * 3, pairs[X + 2], pairs[X + 3]);
+    /* Lane 0: X then X+2, lane 1: X+1 then X+3. */
+    const __m256i v = _mm256_packs_epi32(r0, r1);
+    _mm_storeu_si128((__m128i *)(out + (size_t)X * 3), _mm_shuffle_epi8(_mm_packus_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)), rgb));
   }
   return X;
 }
@@ -118,15 +148,26 @@ int tb_resample_linear(const uint8_t *src, int sw, int sh, int ch, uint8_t *dst,
           vh[first + i] = (int16_t)(v >> SHIFT), vl[first + i] = (int16_t)(v & (ONE - 1));
         }
       }
-      X = horiz_sse2(vh, vl, xl, xh, pairs, dw, out);
+      /* Pixels 0 … lead − 1 (reading a clamped edge) are left to the plain loop when AVX2 starts after them. */
+      int lead = 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+      if (level >= TB_SIMD_AVX2) {
+        while (lead < dw && xh[lead] != xl[lead] + 1) lead++;
+        X = horiz_avx2(vh, vl, xl, xh, pairs, lead, dw, out);
+        if (X == lead) X = lead = 0;
+      }
+#endif
+      X = horiz_sse2(vh, vl, xl, xh, pairs, X, dw, out);
       /* The rest from the halves, as the plain loop below would from the whole. */
-      for (; X < dw; X++)
+      for (int k = 0; k < lead + dw - X; k++) {
+        const int x = k < lead ? k : X + k - lead;
         for (int c = 0; c < ch; c++) {
-          const size_t p = (size_t)xl[X] * ch + c, q = (size_t)xh[X] * ch + c;
-          const uint32_t wq = (uint32_t)xw[X], wp = ONE - wq;
+          const size_t p = (size_t)xl[x] * ch + c, q = (size_t)xh[x] * ch + c;
+          const uint32_t wq = (uint32_t)xw[x], wp = ONE - wq;
           const uint32_t h = wp * vh[p] + wq * vh[q], l = wp * vl[p] + wq * vl[q];
-          out[X * ch + c] = (uint8_t)((h + ((l + (1u << (2 * SHIFT - 1))) >> SHIFT)) >> SHIFT);
+          out[x * ch + c] = (uint8_t)((h + ((l + (1u << (2 * SHIFT - 1))) >> SHIFT)) >> SHIFT);
         }
+      }
       continue;
     }
 #endif
