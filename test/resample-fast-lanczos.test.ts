@@ -2,32 +2,19 @@
 // which it replaces for static maps between the baked zooms: on real map pixels (docs/preview-desktop.png),
 // RGB and one-band planes, factors 0.35–0.99 with crop offsets, the same bytes as sharp with every
 // instruction set; the taps (lib/resample-kernel.ts) are the tile mask's too.
-import { resolve } from 'node:path';
-import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { simdLevel, type SimdLevel } from '../lib/png-fast.ts';
 import { resizeLanczos3 } from '../lib/resample-fast.ts';
 import { lanczos3Taps } from '../lib/resample-kernel.ts';
+import { H, mapPixels, simdLevels, viaSharp, W } from './fixtures/map-pixels.ts';
 
-const SCREENSHOT = resolve(import.meta.dirname, '../docs/preview-desktop.png');
-const W = 800, H = 600;
 let rgb: Buffer;
 let grey: Buffer;
 
 beforeAll(async () => {
-  rgb = await sharp(SCREENSHOT).extract({ left: 0, top: 0, width: W, height: H }).removeAlpha().raw().toBuffer();
-  grey = Buffer.from(rgb.filter((_, i) => i % 3 === 1));
+  ({ rgb, grey } = await mapPixels());
 });
 
-/** sharp's lanczos3 resize to round(W·f) × round(H·f), then the crop at (left, top), as compose.ts did. */
-async function viaSharp(src: Buffer, channels: 1 | 3, f: number, left: number, top: number, w: number, h: number): Promise<Buffer> {
-  const s = sharp(src, { raw: { width: W, height: H, channels } }).resize(Math.round(W * f), Math.round(H * f), { fit: 'fill', kernel: 'lanczos3' }).extract({ left, top, width: w, height: h });
-  return (channels === 1 ? s.toColourspace('b-w') : s).raw().toBuffer();
-}
-
-const ORDER: SimdLevel[] = ['none', 'sse2', 'avx2'];
-/** Every instruction set this machine has. */
-const levels = ORDER.slice(0, ORDER.indexOf(simdLevel()) + 1);
+const levels = simdLevels();
 
 describe('resizeLanczos3', () => {
   const cases: [number, 1 | 3, number, number, number, number][] = [
@@ -43,7 +30,7 @@ describe('resizeLanczos3', () => {
   for (const [f, channels, left, top, w, h] of cases) {
     it(`×${f}, ${channels} channel(s): libvips' bytes with ${levels.join(', ')}`, async () => {
       const src = channels === 3 ? rgb : grey;
-      const want = await viaSharp(src, channels, f, left, top, w, h);
+      const want = await viaSharp(src, channels, 'lanczos3', f, left, top, w, h);
       for (const simd of levels) {
         const got = Buffer.alloc(w * h * channels);
         await resizeLanczos3(src, W, H, channels, got, w, h, { scale: Math.round(W * f) / W, offset: left }, { scale: Math.round(H * f) / H, offset: top }, simd);

@@ -29,51 +29,56 @@ static void vert_scalar(const uint8_t *const *rows, const int16_t *w, int taps, 
   }
 }
 
+/*
+ * The vertical loop, written once for both instruction sets (VEC the vector type, W its width in bytes,
+ * P the prefix of its helpers): rows paired (a, b) and their bytes interleaved, so that pmaddwd gives
+ * a·wa + b·wb per byte; unpacks and packs work within 128-bit lanes in AVX2, so their orders cancel.
+ * From byte i while W bytes fit; returns where it stopped.
+ */
+#define VERT_LOOP(P, VEC, W)                                                                           \
+  const VEC zero = P##set1(0), half = P##set1(HALF);                                                   \
+  for (; i + W <= len; i += W) {                                                                       \
+    VEC s0 = half, s1 = half, s2 = half, s3 = half;                                                    \
+    for (int p = 0; p < npairs; p++) {                                                                 \
+      const VEC w = P##set1(pairs[p]), a = P##load(rows[2 * p] + i), b = P##load(rows[2 * p + 1] + i); \
+      const VEC lo = P##lo8(a, b), hi = P##hi8(a, b);                                                  \
+      s0 = P##madd(s0, P##lo8(lo, zero), w), s1 = P##madd(s1, P##hi8(lo, zero), w);                    \
+      s2 = P##madd(s2, P##lo8(hi, zero), w), s3 = P##madd(s3, P##hi8(hi, zero), w);                    \
+    }                                                                                                  \
+    P##store(out + i, P##pack(s0, s1, s2, s3));                                                        \
+  }                                                                                                    \
+  return i
+
 #if defined(__SSE2__)
-/* 16 bytes a step: rows paired (a, b) and bytes interleaved, so that pmaddwd gives a·wa + b·wb per byte. */
-static size_t vert_sse2(const uint8_t *const *rows, const int32_t *pairs, int npairs, size_t i, size_t len, uint8_t *out) {
-  const __m128i zero = _mm_setzero_si128(), half = _mm_set1_epi32(HALF);
-  for (; i + 16 <= len; i += 16) {
-    __m128i s0 = half, s1 = half, s2 = half, s3 = half;
-    for (int p = 0; p < npairs; p++) {
-      const __m128i w = _mm_set1_epi32(pairs[p]);
-      const __m128i a = _mm_loadu_si128((const __m128i *)(rows[2 * p] + i)), b = _mm_loadu_si128((const __m128i *)(rows[2 * p + 1] + i));
-      const __m128i lo = _mm_unpacklo_epi8(a, b), hi = _mm_unpackhi_epi8(a, b);
-      s0 = _mm_add_epi32(s0, _mm_madd_epi16(_mm_unpacklo_epi8(lo, zero), w));
-      s1 = _mm_add_epi32(s1, _mm_madd_epi16(_mm_unpackhi_epi8(lo, zero), w));
-      s2 = _mm_add_epi32(s2, _mm_madd_epi16(_mm_unpacklo_epi8(hi, zero), w));
-      s3 = _mm_add_epi32(s3, _mm_madd_epi16(_mm_unpackhi_epi8(hi, zero), w));
-    }
-    const __m128i p01 = _mm_packs_epi32(_mm_srai_epi32(s0, SHIFT), _mm_srai_epi32(s1, SHIFT));
-    const __m128i p23 = _mm_packs_epi32(_mm_srai_epi32(s2, SHIFT), _mm_srai_epi32(s3, SHIFT));
-    _mm_storeu_si128((__m128i *)(out + i), _mm_packus_epi16(p01, p23));
-  }
-  return i;
+typedef __m128i v128;
+static inline v128 s_set1(int32_t v) { return _mm_set1_epi32(v); }
+static inline v128 s_load(const uint8_t *p) { return _mm_loadu_si128((const v128 *)p); }
+static inline void s_store(uint8_t *p, v128 v) { _mm_storeu_si128((v128 *)p, v); }
+static inline v128 s_lo8(v128 a, v128 b) { return _mm_unpacklo_epi8(a, b); }
+static inline v128 s_hi8(v128 a, v128 b) { return _mm_unpackhi_epi8(a, b); }
+static inline v128 s_madd(v128 acc, v128 x, v128 w) { return _mm_add_epi32(acc, _mm_madd_epi16(x, w)); }
+/* Four vectors of sums to bytes: shifted, rounded down (½ was added first), clamped. */
+static inline v128 s_pack(v128 a, v128 b, v128 c, v128 d) {
+  return _mm_packus_epi16(_mm_packs_epi32(_mm_srai_epi32(a, SHIFT), _mm_srai_epi32(b, SHIFT)), _mm_packs_epi32(_mm_srai_epi32(c, SHIFT), _mm_srai_epi32(d, SHIFT)));
 }
+
+static size_t vert_sse2(const uint8_t *const *rows, const int32_t *pairs, int npairs, size_t i, size_t len, uint8_t *out) { VERT_LOOP(s_, v128, 16); }
 #endif
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #define AVX2 __attribute__((target("avx2")))
-/* As vert_sse2, 32 bytes a step; unpacks and packs stay within 128-bit lanes, so their orders cancel. */
-AVX2 static size_t vert_avx2(const uint8_t *const *rows, const int32_t *pairs, int npairs, size_t i, size_t len, uint8_t *out) {
-  const __m256i zero = _mm256_setzero_si256(), half = _mm256_set1_epi32(HALF);
-  for (; i + 32 <= len; i += 32) {
-    __m256i s0 = half, s1 = half, s2 = half, s3 = half;
-    for (int p = 0; p < npairs; p++) {
-      const __m256i w = _mm256_set1_epi32(pairs[p]);
-      const __m256i a = _mm256_loadu_si256((const __m256i *)(rows[2 * p] + i)), b = _mm256_loadu_si256((const __m256i *)(rows[2 * p + 1] + i));
-      const __m256i lo = _mm256_unpacklo_epi8(a, b), hi = _mm256_unpackhi_epi8(a, b);
-      s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), w));
-      s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), w));
-      s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), w));
-      s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), w));
-    }
-    const __m256i p01 = _mm256_packs_epi32(_mm256_srai_epi32(s0, SHIFT), _mm256_srai_epi32(s1, SHIFT));
-    const __m256i p23 = _mm256_packs_epi32(_mm256_srai_epi32(s2, SHIFT), _mm256_srai_epi32(s3, SHIFT));
-    _mm256_storeu_si256((__m256i *)(out + i), _mm256_packus_epi16(p01, p23));
-  }
-  return i;
+typedef __m256i v256;
+AVX2 static inline v256 x_set1(int32_t v) { return _mm256_set1_epi32(v); }
+AVX2 static inline v256 x_load(const uint8_t *p) { return _mm256_loadu_si256((const v256 *)p); }
+AVX2 static inline void x_store(uint8_t *p, v256 v) { _mm256_storeu_si256((v256 *)p, v); }
+AVX2 static inline v256 x_lo8(v256 a, v256 b) { return _mm256_unpacklo_epi8(a, b); }
+AVX2 static inline v256 x_hi8(v256 a, v256 b) { return _mm256_unpackhi_epi8(a, b); }
+AVX2 static inline v256 x_madd(v256 acc, v256 x, v256 w) { return _mm256_add_epi32(acc, _mm256_madd_epi16(x, w)); }
+AVX2 static inline v256 x_pack(v256 a, v256 b, v256 c, v256 d) {
+  return _mm256_packus_epi16(_mm256_packs_epi32(_mm256_srai_epi32(a, SHIFT), _mm256_srai_epi32(b, SHIFT)), _mm256_packs_epi32(_mm256_srai_epi32(c, SHIFT), _mm256_srai_epi32(d, SHIFT)));
 }
+
+AVX2 static size_t vert_avx2(const uint8_t *const *rows, const int32_t *pairs, int npairs, size_t i, size_t len, uint8_t *out) { VERT_LOOP(x_, v256, 32); }
 
 /*
  * RGB: per output pixel, 4 taps a step. 16 bytes from the first tap's pixel go to both lanes; lane 0
