@@ -1,8 +1,9 @@
 /**
- * The resampling kernels of static maps, per output sample as taps (first source sample, weights): one
- * definition for the native resamplers (lib/resample-fast.ts) and the tile-grid alpha
- * (static-server/static-map/tile-mask.ts), so the two agree. Both mirror sharp/libvips (8.18):
- * lanczos3 downsizing as vips_reduceh/v apply it, bilinear upsizing as vips_affine as vips_resize sets it up.
+ * The resampling kernels of static maps, per output sample as taps (first source sample, weights), for
+ * the tile-grid alpha (static-server/static-map/tile-mask.ts) and, for lanczos3, the native reduce too
+ * (lib/resample-fast.ts passes these taps), so that the two agree. Both mirror sharp/libvips (8.18):
+ * lanczos3 downsizing as vips_reduceh/v apply it, bilinear upsizing as vips_affine as vips_resize sets it
+ * up (lib/native/src/resample.c's `axis` samples the same positions, with 12-bit weights).
  */
 
 /** One axis: `n` source samples scaled by `scale`; output samples offset … offset + m − 1 kept. */

@@ -199,7 +199,7 @@ export async function resampleRegion(region: StitchedRegion, plan: RegionPlan): 
   if (plan.exact) return { rgb: region.rgb, alpha: region.alpha, width: w, height: h };
   const { sw, sh, left, top, x, y } = resampling(region, plan);
   const kernel = f < 1 ? DOWN_KERNEL : UP_KERNEL;
-  // Natively: bilinear up (libvips' within 1 unit, a fifth of its CPU) and lanczos3 down (libvips' reduce
+  // Natively: bilinear up (libvips' within 1 unit, a tenth of its CPU) and lanczos3 down (libvips' reduce
   // exactly where it is a plain reduce: scales above a third; below, libvips box-shrinks first, so sharp does it).
   const native = kernel === 'linear' ? resizeLinear : x.scale > 1 / 3 && y.scale > 1 / 3 ? resizeLanczos3 : null;
   if (native) {
