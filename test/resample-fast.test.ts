@@ -1,26 +1,17 @@
 // Native bilinear resampling (lib/resample-fast.ts) against sharp/libvips' bilinear upsizing, which it
 // replaces for static maps above the baked zooms: on real map pixels (docs/preview-desktop.png), RGB and
-// one-band planes, the same bytes within 1 unit (and nearly all exactly); a scale of exactly 1 is a shift.
-import { resolve } from 'node:path';
-import sharp from 'sharp';
+// one-band planes, the same bytes within 1 unit (and nearly all exactly); a scale of exactly 1 is a shift;
+// the SIMD passes give the plain C loop's bytes.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resizeLinear } from '../lib/resample-fast.ts';
+import { H, mapPixels, simdLevels, viaSharp, W } from './fixtures/map-pixels.ts';
 
-const SCREENSHOT = resolve(import.meta.dirname, '../docs/preview-desktop.png');
-const W = 800, H = 600;
 let rgb: Buffer;
 let grey: Buffer;
 
 beforeAll(async () => {
-  rgb = await sharp(SCREENSHOT).extract({ left: 0, top: 0, width: W, height: H }).removeAlpha().raw().toBuffer();
-  grey = Buffer.from(rgb.filter((_, i) => i % 3 === 1));
+  ({ rgb, grey } = await mapPixels());
 });
-
-/** sharp's bilinear resize to round(W·f) × round(H·f), then the crop at (left, top), as compose.ts did. */
-async function viaSharp(src: Buffer, channels: 1 | 3, f: number, left: number, top: number, w: number, h: number): Promise<Buffer> {
-  const s = sharp(src, { raw: { width: W, height: H, channels } }).resize(Math.round(W * f), Math.round(H * f), { fit: 'fill', kernel: 'linear' }).extract({ left, top, width: w, height: h });
-  return (channels === 1 ? s.toColourspace('b-w') : s).raw().toBuffer();
-}
 
 describe('resizeLinear', () => {
   const cases: [number, 1 | 3, number, number, number, number][] = [
@@ -34,7 +25,7 @@ describe('resizeLinear', () => {
   for (const [f, channels, left, top, w, h] of cases) {
     it(`×${f}, ${channels} channel(s): libvips' pixels within 1`, async () => {
       const src = channels === 3 ? rgb : grey;
-      const want = await viaSharp(src, channels, f, left, top, w, h);
+      const want = await viaSharp(src, channels, 'linear', f, left, top, w, h);
       const got = Buffer.alloc(w * h * channels);
       await resizeLinear(src, W, H, channels, got, w, h, { scale: Math.round(W * f) / W, offset: left }, { scale: Math.round(H * f) / H, offset: top });
       let max = 0, off = 0;
@@ -45,6 +36,19 @@ describe('resizeLinear', () => {
       }
       expect(max).toBeLessThanOrEqual(1);
       expect(off / got.length).toBeLessThan(0.01);
+    });
+  }
+
+  for (const [f, channels, w, h] of [[1.62, 3, 1281, 961], [2.7, 3, 7, 5], [1.23, 1, 300, 200]] as const) {
+    it(`×${f}, ${channels} channel(s), ${w}×${h}: every instruction set gives the same bytes`, async () => {
+      const src = channels === 3 ? rgb : grey;
+      const outs: Buffer[] = [];
+      for (const simd of simdLevels()) {
+        const got = Buffer.alloc(w * h * channels, 0xab);
+        await resizeLinear(src, W, H, channels, got, w, h, { scale: f, offset: 3 }, { scale: f, offset: 2 }, simd);
+        outs.push(got);
+      }
+      for (const o of outs.slice(1)) expect(o.equals(outs[0])).toBe(true);
     });
   }
 

@@ -4,9 +4,11 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import type { Camera } from '../static-server/static-map/camera.ts';
-import { composeBase, planRegion, stitchRegion, type RasterSource } from '../static-server/static-map/compose.ts';
+import { resizeLanczos3 } from '../lib/resample-fast.ts';
+import { composeBase, planRegion, resampling, stitchRegion, type RasterSource } from '../static-server/static-map/compose.ts';
 import type { DecodedTile } from '../static-server/static-map/decoded-tiles.ts';
 import { pixelPool } from '../static-server/static-map/pixel-pool.ts';
+import { resampledMask } from '../static-server/static-map/tile-mask.ts';
 
 const T = 256;
 const Z = 3;
@@ -108,6 +110,20 @@ describe('images reaching beyond the build', () => {
     });
   }
 
+  for (const zoom of [2.05, 2.3, 2.76, 2.95]) {
+    it(`zoom ${zoom}: the downsized tile mask is the region's alpha plane downsized (libvips' bytes exactly)`, async () => {
+      const cam = camera(1024 + 7.3, 1024 - 3.1, zoom, 333, 211);
+      const plan = planRegion(cam, src, cam.width, cam.height);
+      const region = await stitchRegion(src, plan);
+      const { x, y } = resampling(region, plan);
+      const want = Buffer.alloc(x.m * y.m);
+      await resizeLanczos3(region.alpha!, region.width, region.height, 1, want, x.m, y.m, x, y);
+      const got = resampledMask(region.mask, x, y, 'lanczos3');
+      expect(got.equals(want)).toBe(true);
+      expect(want.includes(0) && want.some((a) => a > 0 && a < 255)).toBe(true);
+    });
+  }
+
   it('the world\'s top edge is transparent above it', async () => {
     const r = await compare(camera(300, 20, 2.6), source([]), 'lanczos3');
     expect(r.transparent).toBeGreaterThan(300 * 20);
@@ -115,7 +131,7 @@ describe('images reaching beyond the build', () => {
     expect(r.opaque).toBeLessThanOrEqual(1);
   });
 
-  // Downsized by libvips, upsized natively (lib/resample-fast.ts): the alpha plane like the colour.
+  // Resampled natively both ways (lib/resample-fast.ts): the alpha plane like the colour.
   for (const [zoom, kernel] of [[2.7, 'lanczos3'], [3.6, 'linear']] as const) {
     it(`tiles with alpha of their own are resampled with their alpha plane (zoom ${zoom}, ${kernel})`, async () => {
       const r = await compare(camera(1024 + 100, 1024 - 50, zoom), source(['4/4'], ['3/3', '4/3']), kernel);

@@ -3,7 +3,8 @@
  * bench's views, for several checkouts of tilebake in one process, alternating whole rounds between
  * them so that a shared, loaded machine weighs on each alike. Prints CPU ms per image (process CPU,
  * libvips threads and V8's GC threads included), GC pauses and output bytes per round, and the mean
- * over rounds after the first (warm-up). `--concurrency` images are composed at once, as the server's
+ * over rounds after the first (warm-up; the images of its other checkouts are compared with the first's
+ * byte for byte). `--concurrency` images are composed at once, as the server's
  * limiter allows (TILEBAKE_STATIC_CONCURRENCY, default 2): more in flight make more garbage at once.
  *
  *   git worktree add /tmp/before <rev>   # or: mkdir /tmp/before && git archive <rev> | tar -x -C /tmp/before
@@ -72,18 +73,26 @@ async function variant(dir: string): Promise<Variant> {
 
 const variants: Variant[] = [];
 for (const dir of positionals) variants.push(await variant(dir));
+/** The first checkout's images of round 0, which the others' are compared with. */
+const firstImages: Buffer[] = [];
 for (let round = 0; round < ROUNDS; round++) {
   for (const v of variants) {
     gcMs = gcCount = 0;
-    let bytes = 0;
+    let bytes = 0, same = 0;
     const c = cpuMs();
     for (let i = 0; i < N; i += CONC) {
       const batch = await Promise.all(Array.from({ length: Math.min(CONC, N - i) }, (_, k) => v.image(i + k)));
-      for (const b of batch) bytes += b.length;
+      batch.forEach((b, k) => {
+        bytes += b.length;
+        if (round > 0) return;
+        if (v === variants[0]) firstImages[i + k] = b;
+        else if (b.equals(firstImages[i + k])) same++;
+      });
     }
     const ms = (cpuMs() - c) / N;
     if (round > 0) v.cpu.push(ms);
-    console.log(`round ${round} ${v.name}: ${ms.toFixed(1)} CPU ms/image, ${gcCount} GC pauses (${(gcMs / N).toFixed(1)} ms/image wall), ${(bytes / N / 1024).toFixed(1)} KB/image`);
+    const identical = round === 0 && v !== variants[0] ? `, ${same} of ${N} images identical to ${variants[0].name}'s` : '';
+    console.log(`round ${round} ${v.name}: ${ms.toFixed(1)} CPU ms/image, ${gcCount} GC pauses (${(gcMs / N).toFixed(1)} ms/image wall), ${(bytes / N / 1024).toFixed(1)} KB/image${identical}`);
   }
 }
 console.log('');

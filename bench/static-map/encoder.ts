@@ -8,36 +8,21 @@
  *
  * Without `--out` the bench's z14 build of the sample (bench/static-map/sample.ts) is used (built if absent).
  */
-import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { encodePng, encodePngSync } from '../../lib/png-fast.ts';
 import type { BBox } from '../../lib/tile-math.ts';
-import { archivesOf } from '../../static-server/archives.ts';
-import { styleRasterSource } from '../../static-server/overzoom/upscale.ts';
-import { createServerContext } from '../../static-server/serve.ts';
 import { cameraFor } from '../../static-server/static-map/camera.ts';
 import { composeBase } from '../../static-server/static-map/compose.ts';
-import { DecodedTiles } from '../../static-server/static-map/decoded-tiles.ts';
 import { blendOverlay, rasteriseOverlay } from '../../static-server/static-map/overlay-raster.ts';
 import { overlaySvg } from '../../static-server/static-map/overlay.ts';
 import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest } from '../../static-server/static-map/params.ts';
-import { buildSample, STYLE, viewParts, views } from './sample.ts';
+import { benchOptions, cpuMs, openBench } from './bench-source.ts';
+import { viewParts, views } from './sample.ts';
 
-const { values: args } = parseArgs({ options: { out: { type: 'string' }, views: { type: 'string', default: '60' }, rounds: { type: 'string', default: '5' } } });
-const N = Number(args.views), ROUNDS = Number(args.rounds);
-const out = args.out ? resolve(args.out) : buildSample(14);
-
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
-
-const ctx = await createServerContext({ out, port: 0, host: '127.0.0.1', auth: false, cors: '', cacheMb: 256, logLevel: 'warn' });
-const entry = ctx.manifest.styles[STYLE];
-const archive = Object.values(entry.archives).find((a) => a.scale === 2 && a.format === 'png');
-if (!archive) throw new Error(`${out}: style ${STYLE} has no @2x PNG tiles`);
-const source = styleRasterSource(archivesOf(ctx), new DecodedTiles(256 * 1024 * 1024), entry, archive);
+const { out, views: N, rounds: ROUNDS } = benchOptions();
+const bench = await openBench(out);
+const entry = bench.entry;
+const source = bench.source();
 
 /** The bench's images as RGBA (straight alpha), as every encoder gets them. */
 interface Image {

@@ -10,12 +10,7 @@
  *
  * Without `--out` the bench's z14 build of the sample (bench/static-map/sample.ts) is used (built if absent).
  */
-import { resolve } from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
-import { archivesOf } from '../../static-server/archives.ts';
-import { styleRasterSource } from '../../static-server/overzoom/upscale.ts';
-import { createServerContext } from '../../static-server/serve.ts';
 import { cameraFor } from '../../static-server/static-map/camera.ts';
 import { encodeImage, planRegion, resampleRegion, stitchRegion, type RawImage } from '../../static-server/static-map/compose.ts';
 import { DecodedTiles } from '../../static-server/static-map/decoded-tiles.ts';
@@ -24,27 +19,19 @@ import { overlaySvg } from '../../static-server/static-map/overlay.ts';
 import { pixelPool } from '../../static-server/static-map/pixel-pool.ts';
 import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest } from '../../static-server/static-map/params.ts';
 import type { BBox } from '../../lib/tile-math.ts';
-import { buildSample, STYLE, viewParts, views } from './sample.ts';
+import { benchOptions, cpuMs, openBench } from './bench-source.ts';
+import { viewParts, views } from './sample.ts';
 
-const { values: args } = parseArgs({ options: { out: { type: 'string' }, views: { type: 'string', default: '60' } } });
-const N = Number(args.views);
-const out = args.out ? resolve(args.out) : buildSample(14);
+const { out, views: N } = benchOptions();
 
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
 
 let gcMs = 0, gcCount = 0;
 new PerformanceObserver((list) => {
   for (const e of list.getEntries()) (gcMs += e.duration), gcCount++;
 }).observe({ entryTypes: ['gc'] });
 
-const ctx = await createServerContext({ out, port: 0, host: '127.0.0.1', auth: false, cors: '', cacheMb: 256, logLevel: 'warn' });
-const entry = ctx.manifest.styles[STYLE];
-const archive = Object.values(entry.archives).find((a) => a.scale === 2 && a.format === 'png');
-if (!archive) throw new Error(`${out}: style ${STYLE} has no @2x PNG tiles`);
-const archives = archivesOf(ctx);
+const bench = await openBench(out);
+const entry = bench.entry;
 const requests = views(entry.bounds as BBox, N).map((v) => {
   const { view, size, query } = viewParts(v);
   return parseStaticMapRequest(view, size, query, DEFAULT_STATIC_MAP_LIMITS);
@@ -69,12 +56,12 @@ for (let pass = 0; pass < 2; pass++) {
   for (const req of requests) {
     const cam = cameraFor(req, entry.maxzoom);
     const cold = new DecodedTiles(1024 * 1024 * 1024);
-    const plan = planRegion(cam, styleRasterSource(archives, cold, entry, archive), cam.width, cam.height);
+    const plan = planRegion(cam, bench.source(cold), cam.width, cam.height);
     // The extra stitches go back to the pixel pool, as the server's one does after resampling.
     const release = (r: RawImage) => (pixelPool.release(r.rgb), pixelPool.release(r.alpha));
-    release(await timed('fetch+decode (cold)', () => stitchRegion(styleRasterSource(archives, cold, entry, archive), plan)));
+    release(await timed('fetch+decode (cold)', () => stitchRegion(bench.source(cold), plan)));
     tiles += cold.cache.size;
-    const src = styleRasterSource(archives, warm, entry, archive);
+    const src = bench.source(warm);
     release(await stitchRegion(src, plan));
     const before = total.stitch;
     const region = await timed('stitch', () => stitchRegion(src, plan));

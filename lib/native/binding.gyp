@@ -1,11 +1,11 @@
-# The native PNG encoder and bilinear resampler (lib/png-fast.ts and lib/resample-fast.ts load
+# The native PNG encoder and resamplers (bilinear up, lanczos3 down) (lib/png-fast.ts and lib/resample-fast.ts load
 # build/Release/tilebake_png.node). Built by scripts/build-native.mjs (make setup). Plain C; on x86-64
 # SSE2 (its baseline) and AVX2/SSSE3 chosen at run time, so no -march is needed: any x86-64 runs it.
 {
   "targets": [
     {
       "target_name": "tilebake_png",
-      "sources": ["src/binding.c", "src/png_encode.c", "src/filter.c", "src/deflate.c", "src/huffman.c", "src/checksum.c", "src/resample.c"],
+      "sources": ["src/binding.c", "src/png_encode.c", "src/filter.c", "src/deflate.c", "src/huffman.c", "src/checksum.c", "src/resample.c", "src/reduce.c"],
       "cflags": ["-O2", "-std=c11", "-Wall", "-Wextra"],
       "cflags!": ["-O3"],
       "xcode_settings": { "OTHER_CFLAGS": ["-O2", "-std=c11"] }

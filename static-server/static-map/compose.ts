@@ -4,15 +4,16 @@
  * zooms (or above the deepest: upscaled), cropped, rotated for a bearing, overlaid with the paths'
  * and markers' raster and encoded. A view on the tile grid at a baked zoom is the tiles' pixels exactly.
  *
- * Pixels are premultiplied RGB and an alpha plane (none while every pixel is opaque), and libvips
- * (downsizing; upsizing is native, lib/resample-fast.ts) resamples only the RGB: RGBA makes it premultiply and unpremultiply in float around every resize
- * (2.5× the CPU of RGB), and the alpha of missing tiles follows from the tile grid (tile-mask.ts).
+ * Pixels are premultiplied RGB and an alpha plane (none while every pixel is opaque); only the RGB is
+ * resampled (natively, lib/resample-fast.ts, as libvips would; RGBA made libvips premultiply in float,
+ * 2.5× the CPU), and the alpha of missing tiles follows from the tile grid (tile-mask.ts).
  * Pixels without a tile are 0 in both planes. PNG output comes from lib/png-fast.ts, which takes the
  * planes as they are and divides colour by alpha while filtering. docs/static-map-speed.md has the measurements.
  */
 import sharp, { type Sharp } from 'sharp';
 import { encodePng } from '../../lib/png-fast.ts';
-import { resizeLinear } from '../../lib/resample-fast.ts';
+import { resizeLanczos3, resizeLinear } from '../../lib/resample-fast.ts';
+import type { KernelAxis } from '../../lib/resample-kernel.ts';
 import { worldPixels, type Camera } from './camera.ts';
 import type { DecodedTile } from './decoded-tiles.ts';
 import { blendOverlay, rasteriseOverlay } from './overlay-raster.ts';
@@ -183,22 +184,30 @@ async function perPlane(img: RawImage, op: (s: Sharp) => Sharp): Promise<RawImag
 const DOWN_KERNEL: MaskKernel = 'lanczos3';
 const UP_KERNEL: MaskKernel = 'linear';
 
+/** How a region is resampled for a plan: scaled to `sw`×`sh` (as sharp's resize would), the view cropped at (left, top); per axis. */
+export function resampling(region: { width: number; height: number }, plan: RegionPlan): { sw: number; sh: number; left: number; top: number; x: KernelAxis; y: KernelAxis } {
+  const { f, w, h } = plan;
+  const sw = Math.round(region.width * f), sh = Math.round(region.height * f);
+  const left = Math.min(sw - w, Math.max(0, Math.round((plan.sxL - plan.x0) * f)));
+  const top = Math.min(sh - h, Math.max(0, Math.round((plan.syT - plan.y0) * f)));
+  return { sw, sh, left, top, x: { n: region.width, scale: sw / region.width, offset: left, m: w }, y: { n: region.height, scale: sh / region.height, offset: top, m: h } };
+}
+
 /** The view's `w`×`h` pixels out of the stitched region: resampled by the plan's factor and cropped. The region's planes are released (or become the image's, when exact). */
 export async function resampleRegion(region: StitchedRegion, plan: RegionPlan): Promise<RawImage> {
   const { f, w, h } = plan;
   if (plan.exact) return { rgb: region.rgb, alpha: region.alpha, width: w, height: h };
-  const sw = Math.round(region.width * f), sh = Math.round(region.height * f);
-  const left = Math.min(sw - w, Math.max(0, Math.round((plan.sxL - plan.x0) * f)));
-  const top = Math.min(sh - h, Math.max(0, Math.round((plan.syT - plan.y0) * f)));
+  const { sw, sh, left, top, x, y } = resampling(region, plan);
   const kernel = f < 1 ? DOWN_KERNEL : UP_KERNEL;
-  const x = { n: region.width, scale: sw / region.width, offset: left, m: w }, y = { n: region.height, scale: sh / region.height, offset: top, m: h };
-  if (kernel === 'linear') {
-    // Upsizing natively: libvips' bilinear within 1 unit, a fifth of its CPU (lib/resample-fast.ts).
-    const up = (src: Buffer, channels: 1 | 3) => {
+  // Natively: bilinear up (libvips' within 1 unit, a tenth of its CPU) and lanczos3 down (libvips' reduce
+  // exactly where it is a plain reduce: scales above a third; below, libvips box-shrinks first, so sharp does it).
+  const native = kernel === 'linear' ? resizeLinear : x.scale > 1 / 3 && y.scale > 1 / 3 ? resizeLanczos3 : null;
+  if (native) {
+    const run = (src: Buffer, channels: 1 | 3) => {
       const out = pixelPool.acquire(w * h * channels);
-      return resizeLinear(src, region.width, region.height, channels, out, w, h, x, y).then(() => out);
+      return native(src, region.width, region.height, channels, out, w, h, x, y).then(() => out);
     };
-    const [rgb, alpha] = await Promise.all([up(region.rgb, 3), region.alpha && region.translucentTiles ? up(region.alpha, 1) : null]);
+    const [rgb, alpha] = await Promise.all([run(region.rgb, 3), region.alpha && region.translucentTiles ? run(region.alpha, 1) : null]);
     releaseImage(region);
     return { rgb, alpha: alpha ?? (region.alpha ? resampledMask(region.mask, x, y, kernel) : null), width: w, height: h };
   }

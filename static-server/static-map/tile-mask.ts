@@ -4,9 +4,11 @@
  * a sum of rectangles (one per present tile), and a separable kernel turns each rectangle into the
  * outer product of two 1-D profiles. libvips resamples a one-band plane at nearly the cost of the RGB
  * one, so this halves the resampling of images reaching beyond the build (docs/static-map-speed.md).
- * The kernels mirror libvips' (centre-aligned sampling, kernel stretched when downsizing, edge pixels
- * repeated); where their rounding differs, alpha is a few units off along the edges of the data.
+ * The kernels are libvips' (lib/resample-kernel.ts): downsizing gives the bytes libvips' reduce (and the
+ * native one) would give the alpha plane; upsizing rounds once per pass, so alpha is a unit or two off
+ * along the edges of the data there.
  */
+import { fixedTable, lanczos3Taps, linearTaps, type KernelAxis } from '../../lib/resample-kernel.ts';
 import { pixelPool } from './pixel-pool.ts';
 
 /** Which tiles of a stitched region are present: tile column k spans region columns colEdges[k] … colEdges[k+1]. */
@@ -17,81 +19,67 @@ export interface TileMask {
   present: boolean[];
 }
 
-/**
- * The kernels compose.ts resamples with, as libvips applies them: lanczos3 downsizing (vips_reduce,
- * output sample X centred on source (X + ½)/scale − ½, kernel stretched by 1/scale) and bilinear
- * upsizing (vips_affine as vips_resize sets it up, which samples source X/scale − ½; measured).
- */
-const KERNELS = {
-  lanczos3: { support: 3, shift: 0.5, at: (x: number) => (x === 0 ? 1 : Math.abs(x) >= 3 ? 0 : (3 * Math.sin(Math.PI * x) * Math.sin((Math.PI * x) / 3)) / (Math.PI * Math.PI * x * x)) },
-  linear: { support: 1, shift: 0, at: (x: number) => Math.max(0, 1 - Math.abs(x)) },
-} as const;
+/** The kernels compose.ts resamples with, as libvips applies them (lib/resample-kernel.ts, the native resamplers' taps too). */
+const KERNELS = { lanczos3: lanczos3Taps, linear: linearTaps } as const;
 export type MaskKernel = keyof typeof KERNELS;
 
-/** How one axis is resampled: `n` source samples scaled by `scale`, output samples offset..offset+m-1 kept. */
-interface Axis {
-  n: number;
-  scale: number;
-  offset: number;
-  m: number;
-}
+/** 1/4096ths: lanczos3's weights in fixed point as libvips' (and the native) reduce sums them, so that the mask is its bytes exactly. */
+const FIXED = 4096;
 
-/** For each interval [edges[k], edges[k+1]) the resampled indicator of that interval at every kept output sample. */
-function profiles(edges: number[], axis: Axis, kernel: MaskKernel): Float64Array[] {
-  const { support, shift, at } = KERNELS[kernel];
-  const stretch = axis.scale < 1 ? 1 / axis.scale : 1;
-  const reach = support * stretch;
+/**
+ * For each interval [edges[k], edges[k+1]) the resampled indicator of that interval at every kept output
+ * sample: lanczos3 in FIXED units (integers), bilinear as fractions.
+ */
+function profiles(edges: number[], axis: KernelAxis, kernel: MaskKernel): Float64Array[] {
+  const taps = KERNELS[kernel](axis);
+  const table = kernel === 'lanczos3' ? fixedTable(taps) : taps.table;
   const out = edges.slice(1).map(() => new Float64Array(axis.m));
-  const sums = new Float64Array(out.length);
   for (let X = 0; X < axis.m; X++) {
-    const u = (X + axis.offset + shift) / axis.scale - 0.5;
-    sums.fill(0);
-    let total = 0;
-    for (let i = Math.ceil(u - reach); i <= Math.floor(u + reach); i++) {
-      const w = at((u - i) / stretch);
+    let k = 0;
+    for (let t = 0; t < taps.taps; t++) {
+      const w = table[taps.index[X] * taps.taps + t];
       if (w === 0) continue;
-      const s = Math.min(axis.n - 1, Math.max(0, i));
-      let k = 0;
+      const s = Math.min(axis.n - 1, Math.max(0, taps.first[X] + t));
+      // Taps run left to right (clamping keeps the order), so the interval only moves on.
       while (k < out.length - 1 && s >= edges[k + 1]) k++;
-      sums[k] += w;
-      total += w;
+      out[k][X] += w;
     }
-    for (let k = 0; k < out.length; k++) out[k][X] = sums[k] / total;
   }
   return out;
 }
 
-const byte = (v: number) => Math.min(255, Math.max(0, Math.round(v * 255)));
+const clampByte = (v: number) => Math.min(255, Math.max(0, v));
 
 /**
  * The `x.m`×`y.m` alpha plane of the masked region resampled along `x` and `y`. As libvips does, the
  * vertical pass comes first and is rounded to bytes (clamping the kernel's overshoot) before the
- * horizontal one.
+ * horizontal one; for lanczos3 in libvips' integer arithmetic, so that the result is the bytes of the
+ * region's alpha plane (255 where a tile is, 0 elsewhere) downsized by lib/resample-fast.ts or sharp.
  */
-export function resampledMask(mask: TileMask, x: Axis, y: Axis, kernel: MaskKernel): Buffer {
+export function resampledMask(mask: TileMask, x: KernelAxis, y: KernelAxis, kernel: MaskKernel): Buffer {
   const px = profiles(mask.colEdges, x, kernel);
   const py = profiles(mask.rowEdges, y, kernel);
   const cols = px.length;
+  // A sum of weights × bytes to a byte: rounded as the fixed-point sums are, or to nearest.
+  const toByte = kernel === 'lanczos3' ? (v: number) => clampByte(Math.floor((v + FIXED / 2) / FIXED)) : (v: number) => clampByte(Math.round(v));
   // Per tile column: the vertical profile of its present tiles, in bytes.
   const vy = px.map((_, c) => {
     const v = new Float64Array(y.m);
     for (let r = 0; r < py.length; r++) if (mask.present[r * cols + c]) for (let Y = 0; Y < y.m; Y++) v[Y] += py[r][Y];
-    return Uint8Array.from(v, byte);
+    return Uint8Array.from(v, (w) => toByte(w * 255));
   });
   // Every byte is written below.
   const alpha = pixelPool.acquire(x.m * y.m);
-  const row = new Float64Array(cols);
   for (let Y = 0; Y < y.m; Y++) {
     // Rows inside one band of tile rows repeat the row above.
     if (Y > 0 && vy.every((v) => v[Y] === v[Y - 1])) {
       alpha.copyWithin(Y * x.m, (Y - 1) * x.m, Y * x.m);
       continue;
     }
-    for (let c = 0; c < cols; c++) row[c] = vy[c][Y] / 255;
     for (let X = 0; X < x.m; X++) {
       let v = 0;
-      for (let c = 0; c < cols; c++) v += px[c][X] * row[c];
-      alpha[Y * x.m + X] = byte(v);
+      for (let c = 0; c < cols; c++) v += px[c][X] * vy[c][Y];
+      alpha[Y * x.m + X] = toByte(v);
     }
   }
   return alpha;

@@ -1,7 +1,10 @@
 /*
  * Node-API binding of the PNG encoder:
  *   encode(pixels, width, height, channels, alpha | null, premultiplied, async, simd) → Buffer | Promise<Buffer>
- *   resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy) → Promise<void>: bilinear resampling into dst
+ *   resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy, simd) → Promise<void>: bilinear resampling into dst
+ *   resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xIndex, xTable, xTaps, yFirst, yIndex, yTable, yTaps, simd) → Promise<void>:
+ *     downsizing with the caller's taps (per output sample an Int32Array first source sample and row of an
+ *     Int16Array table of 12-bit weights; copied here)
  *   simdLevel() → the instruction set encode uses by default (filter.h's TB_SIMD_*: 1 none, 2 SSE2, 3 AVX2)
  * `simd` caps the instruction set (0: the best there is; tests compare the levels). Async runs on libuv's thread pool (the input buffers are referenced until it completes); sync runs
  * on the calling thread. lib/png-fast.ts validates the arguments for users; they are checked again here.
@@ -14,6 +17,7 @@
 #include "deflate.h"
 #include "filter.h"
 #include "png_encode.h"
+#include "reduce.h"
 #include "resample.h"
 
 #define CHECK(env, call)                                          \
@@ -30,17 +34,20 @@ typedef struct {
   uint8_t *dst;
   int sw, sh, ch, dw, dh;
   double sx, sy, ox, oy;
+  int simd;
 } resize_args;
 
 typedef struct {
   napi_async_work work;
   napi_deferred deferred;
   napi_ref refs[2];
-  /* Encode a PNG (in → out), or resample (rs). */
-  int resize;
+  /* Encode a PNG (in → out), or resample: bilinear (rs) or reduce (rd, its tap arrays owned by the job). */
+  enum { JOB_ENCODE, JOB_LINEAR, JOB_REDUCE } kind;
   tb_png_input in;
   tb_png_output out;
   resize_args rs;
+  tb_reduce rd;
+  void *taps;
   const char *error;
 } job;
 
@@ -63,14 +70,15 @@ static const uint8_t *bytes_of(napi_env env, napi_value v, size_t *len, const ch
 static void execute(napi_env env, void *data) {
   (void)env;
   job *j = data;
-  if (!j->resize) j->error = tb_png_encode(&j->in, &j->out);
-  else if (tb_resample_linear(j->rs.src, j->rs.sw, j->rs.sh, j->rs.ch, j->rs.dst, j->rs.dw, j->rs.dh, j->rs.sx, j->rs.sy, j->rs.ox, j->rs.oy)) j->error = "out of memory";
+  if (j->kind == JOB_ENCODE) j->error = tb_png_encode(&j->in, &j->out);
+  else if (j->kind == JOB_REDUCE) j->error = tb_resample_reduce(&j->rd) ? "out of memory" : NULL;
+  else if (tb_resample_linear(j->rs.src, j->rs.sw, j->rs.sh, j->rs.ch, j->rs.dst, j->rs.dw, j->rs.dh, j->rs.sx, j->rs.sy, j->rs.ox, j->rs.oy, j->rs.simd)) j->error = "out of memory";
 }
 
 static void complete(napi_env env, napi_status status, void *data) {
   job *j = data;
   napi_value result = NULL;
-  if (status == napi_ok && !j->error && j->resize) {
+  if (status == napi_ok && !j->error && j->kind != JOB_ENCODE) {
     napi_get_undefined(env, &result);
   } else if (status == napi_ok && !j->error) {
     void *copy;
@@ -91,6 +99,7 @@ static void complete(napi_env env, napi_status status, void *data) {
   }
   napi_delete_async_work(env, j->work);
   free(j->out.data);
+  free(j->taps);
   free(j);
 }
 
@@ -100,7 +109,7 @@ static napi_value queue(napi_env env, job *j, napi_value a, napi_value b) {
   CHECK(env, napi_create_reference(env, a, 1, &j->refs[0]));
   if (b) CHECK(env, napi_create_reference(env, b, 1, &j->refs[1]));
   CHECK(env, napi_create_promise(env, &j->deferred, &promise));
-  CHECK(env, napi_create_string_utf8(env, j->resize ? "tilebake:resize" : "tilebake:png-encode", NAPI_AUTO_LENGTH, &name));
+  CHECK(env, napi_create_string_utf8(env, j->kind != JOB_ENCODE ? "tilebake:resize" : "tilebake:png-encode", NAPI_AUTO_LENGTH, &name));
   CHECK(env, napi_create_async_work(env, NULL, name, execute, complete, j, &j->work));
   CHECK(env, napi_queue_async_work(env, j->work));
   return promise;
@@ -166,19 +175,24 @@ static napi_value encode(napi_env env, napi_callback_info info) {
   return queue(env, j, argv[0], in.alpha ? argv[4] : NULL);
 }
 
-/* resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy): tb_resample_linear on the thread pool. */
+/* resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy, simd): tb_resample_linear on the thread pool. */
 static napi_value resize_linear(napi_env env, napi_callback_info info) {
-  size_t argc = 11, slen, dlen;
-  napi_value argv[11];
+  size_t argc = 12, slen, dlen;
+  napi_value argv[12];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  uint32_t n[6];
+  uint32_t n[6], simd;
   double f[4];
-  const uint8_t *src = argc == 11 ? bytes_of(env, argv[0], &slen, "src") : NULL;
+  if (argc < 12) {
+    napi_throw_type_error(env, NULL, "png-fast: resizeLinear takes 12 arguments");
+    return NULL;
+  }
+  const uint8_t *src = bytes_of(env, argv[0], &slen, "src");
   uint8_t *dst = src ? (uint8_t *)bytes_of(env, argv[4], &dlen, "dst") : NULL;
   if (!dst) return NULL;
   const int idx[6] = {1, 2, 3, 5, 6, 0};
   for (int i = 0; i < 5; i++) CHECK(env, napi_get_value_uint32(env, argv[idx[i]], &n[i]));
   for (int i = 0; i < 4; i++) CHECK(env, napi_get_value_double(env, argv[7 + i], &f[i]));
+  CHECK(env, napi_get_value_uint32(env, argv[11], &simd));
   if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || slen != (size_t)n[0] * n[1] * n[2] || dlen != (size_t)n[3] * n[4] * n[2] || !(f[0] > 0) || !(f[1] > 0)) {
     napi_throw_range_error(env, NULL, "png-fast: resizeLinear: bad sizes");
     return NULL;
@@ -188,8 +202,97 @@ static napi_value resize_linear(napi_env env, napi_callback_info info) {
     napi_throw_error(env, NULL, "out of memory");
     return NULL;
   }
-  j->resize = 1;
-  j->rs = (resize_args){src, dst, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)n[4], f[0], f[1], f[2], f[3]};
+  j->kind = JOB_LINEAR;
+  j->rs = (resize_args){src, dst, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)n[4], f[0], f[1], f[2], f[3], simd > TB_SIMD_AVX2 ? TB_SIMD_AVX2 : (int)simd};
+  return queue(env, j, argv[0], argv[4]);
+}
+
+/* The elements of an Int32Array (type napi_int32_array) or Int16Array argument; NULL with a TypeError thrown otherwise. */
+static const void *elements_of(napi_env env, napi_value v, napi_typedarray_type want, size_t *len, const char *name) {
+  napi_typedarray_type type;
+  void *data = NULL;
+  bool is_typed = false;
+  if (napi_is_typedarray(env, v, &is_typed) != napi_ok || !is_typed || napi_get_typedarray_info(env, v, &type, len, &data, NULL, NULL) != napi_ok || type != want) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "png-fast: %s must be an %s", name, want == napi_int32_array ? "Int32Array" : "Int16Array");
+    napi_throw_type_error(env, NULL, msg);
+    return NULL;
+  }
+  return data ? data : (const void *)"";
+}
+
+/* One axis of resizeReduce's taps: first samples, rows of the weight table per output sample, the table. */
+typedef struct {
+  const int32_t *first, *index;
+  const int16_t *table;
+  size_t n_first, n_index, n_table;
+  uint32_t taps;
+} axis_taps;
+
+static bool read_axis(napi_env env, const napi_value *argv, axis_taps *a, const char *names[3]) {
+  return (a->first = elements_of(env, argv[0], napi_int32_array, &a->n_first, names[0])) && (a->index = elements_of(env, argv[1], napi_int32_array, &a->n_index, names[1])) &&
+         (a->table = elements_of(env, argv[2], napi_int16_array, &a->n_table, names[2])) && napi_get_value_uint32(env, argv[3], &a->taps) == napi_ok;
+}
+
+/* Whether the axis has `m` output samples and every index names a row of its table. */
+static bool axis_ok(const axis_taps *a, size_t m) {
+  if (!a->taps || a->taps > 256 || a->n_first != m || a->n_index != m || a->n_table % a->taps) return false;
+  for (size_t X = 0; X < m; X++)
+    if (a->index[X] < 0 || (size_t)a->index[X] >= a->n_table / a->taps) return false;
+  return true;
+}
+
+/* A copy of the axis' arrays (m output samples) at `p`, and the address past it. */
+static char *copy_axis(const axis_taps *a, size_t m, char *p, const int32_t **first, const int32_t **index, const int16_t **table) {
+  memcpy(p, a->first, m * 4), *first = (const int32_t *)p, p += m * 4;
+  memcpy(p, a->index, m * 4), *index = (const int32_t *)p, p += m * 4;
+  memcpy(p, a->table, a->n_table * 2), *table = (const int16_t *)p;
+  return p + (a->n_table * 2 + 3) / 4 * 4;
+}
+
+/*
+ * resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xIndex, xTable, xTaps, yFirst, yIndex, yTable, yTaps, simd):
+ * tb_resample_reduce on the thread pool (the taps are copied).
+ */
+static napi_value resize_reduce(napi_env env, napi_callback_info info) {
+  size_t argc = 16, slen, dlen;
+  napi_value argv[16];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 16) {
+    napi_throw_type_error(env, NULL, "png-fast: resizeReduce takes 16 arguments");
+    return NULL;
+  }
+  uint32_t n[6], simd;
+  const int idx[6] = {1, 2, 3, 5, 6, 15};
+  axis_taps ax, ay;
+  const uint8_t *src = bytes_of(env, argv[0], &slen, "src");
+  uint8_t *dst = src ? (uint8_t *)bytes_of(env, argv[4], &dlen, "dst") : NULL;
+  if (!dst || !read_axis(env, argv + 7, &ax, (const char *[]){"xFirst", "xIndex", "xTable"}) || !read_axis(env, argv + 11, &ay, (const char *[]){"yFirst", "yIndex", "yTable"})) {
+    bool pending = false;
+    napi_is_exception_pending(env, &pending);
+    if (!pending) napi_throw_type_error(env, NULL, "png-fast: resizeReduce: xTaps and yTaps must be numbers");
+    return NULL;
+  }
+  for (int i = 0; i < 5; i++) CHECK(env, napi_get_value_uint32(env, argv[idx[i]], &n[i]));
+  CHECK(env, napi_get_value_uint32(env, argv[idx[5]], &simd));
+  /* n: sw, sh, ch, dw, dh. */
+  if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || slen != (size_t)n[0] * n[1] * n[2] || dlen != (size_t)n[3] * n[4] * n[2] || !axis_ok(&ax, n[3]) || !axis_ok(&ay, n[4])) {
+    napi_throw_range_error(env, NULL, "png-fast: resizeReduce: bad sizes or taps");
+    return NULL;
+  }
+  job *j = calloc(1, sizeof *j);
+  char *taps = j ? malloc(((size_t)n[3] + n[4]) * 8 + (ax.n_table + ay.n_table) * 2 + 8) : NULL;
+  if (!taps) {
+    free(j);
+    napi_throw_error(env, NULL, "out of memory");
+    return NULL;
+  }
+  j->kind = JOB_REDUCE;
+  j->taps = taps;
+  tb_reduce *rd = &j->rd;
+  *rd = (tb_reduce){.src = src, .dst = dst, .sw = (int)n[0], .sh = (int)n[1], .ch = (int)n[2], .dw = (int)n[3], .dh = (int)n[4], .xrows = (int)(ax.n_table / ax.taps),
+                    .yrows = (int)(ay.n_table / ay.taps), .xtaps = (int)ax.taps, .ytaps = (int)ay.taps, .simd = simd > TB_SIMD_AVX2 ? TB_SIMD_AVX2 : (int)simd};
+  copy_axis(&ay, n[4], copy_axis(&ax, n[3], taps, &rd->xfirst, &rd->xindex, &rd->xtable), &rd->yfirst, &rd->yindex, &rd->ytable);
   return queue(env, j, argv[0], argv[4]);
 }
 
@@ -209,6 +312,8 @@ static napi_value init(napi_env env, napi_value exports) {
   CHECK(env, napi_set_named_property(env, exports, "encode", fn));
   CHECK(env, napi_create_function(env, "resizeLinear", NAPI_AUTO_LENGTH, resize_linear, NULL, &fn));
   CHECK(env, napi_set_named_property(env, exports, "resizeLinear", fn));
+  CHECK(env, napi_create_function(env, "resizeReduce", NAPI_AUTO_LENGTH, resize_reduce, NULL, &fn));
+  CHECK(env, napi_set_named_property(env, exports, "resizeReduce", fn));
   CHECK(env, napi_create_function(env, "simdLevel", NAPI_AUTO_LENGTH, simd_level, NULL, &fn));
   CHECK(env, napi_set_named_property(env, exports, "simdLevel", fn));
   return exports;
