@@ -167,8 +167,26 @@ static void horiz_scalar(const uint8_t *row, int ch, const int32_t *first, const
 
 static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* Vertical pass of `len` bytes (rows from one tile column) into out: SIMD steps, the last one ending at len (it may redo bytes), then plain C for what is left. */
+static void vert_run(int level, const uint8_t *const *rows, const int32_t *pairs, int npairs, const int16_t *yw, int yt, size_t len, uint8_t *out) {
+  size_t i = 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (level >= TB_SIMD_AVX2 && len >= 32) {
+    i = vert_avx2(rows, pairs, npairs, 0, len, out);
+    if (i < len) i = vert_avx2(rows, pairs, npairs, len - 32, len, out);
+  }
+#endif
+#if defined(__SSE2__)
+  if (level >= TB_SIMD_SSE2 && len >= 16) {
+    i = vert_sse2(rows, pairs, npairs, i, len, out);
+    if (i < len) i = vert_sse2(rows, pairs, npairs, len - 16, len, out);
+  }
+#endif
+  vert_scalar(rows, yw, yt, i, len, out);
+}
+
 int tb_resample_reduce(const tb_reduce *r) {
-  const int ch = r->ch, sw = r->sw, sh = r->sh, dw = r->dw, dh = r->dh, xt = r->xtaps, yt = r->ytaps;
+  const int ch = r->ch, sw = r->src.w, sh = r->src.h, dw = r->dw, dh = r->dh, xt = r->xtaps, yt = r->ytaps;
   int level = tb_simd_level(r->simd);
   /* Taps per horizontal step of the AVX2 loops; the weights past xt are 0. */
   const int per_step = ch == 3 ? 4 : 16, steps = (xt + per_step - 1) / per_step;
@@ -185,8 +203,10 @@ int tb_resample_reduce(const tb_reduce *r) {
   int16_t *yw = malloc(sizeof(int16_t) * (size_t)(2 * ypairs));
   const uint8_t **rows = malloc(sizeof(uint8_t *) * (size_t)(2 * ypairs));
   void *hw = level >= TB_SIMD_AVX2 ? calloc((size_t)r->xrows * steps, 32) : NULL;
-  if (!row || !first || !pairs || !yw || !rows || (level >= TB_SIMD_AVX2 && !hw)) {
-    free(row), free(first), free(pairs), free(yw), free(rows), free(hw);
+  /* What rows of missing tiles read: zeros. */
+  uint8_t *none = r->src.cols * r->src.rows > 1 ? calloc((size_t)r->src.tw * ch + 64, 1) : NULL;
+  if (!row || !first || !pairs || !yw || !rows || (level >= TB_SIMD_AVX2 && !hw) || (r->src.cols * r->src.rows > 1 && !none)) {
+    free(row), free(first), free(pairs), free(yw), free(rows), free(hw), free(none);
     return -1;
   }
   for (int X = 0; X < dw; X++) first[X] = r->xfirst[X] - lo;
@@ -208,20 +228,15 @@ int tb_resample_reduce(const tb_reduce *r) {
   const size_t len = (size_t)(c1 - c0 + 1) * ch;
   uint8_t *mid = row + (size_t)(c0 - lo) * ch;
   for (int Y = 0; Y < dh; Y++) {
-    for (int t = 0; t < 2 * ypairs; t++) {
-      const int k = t < yt ? t : yt - 1;
-      rows[t] = r->src + ((size_t)clampi(r->yfirst[Y] + k, 0, sh - 1) * sw + c0) * ch;
-      yw[t] = t < yt ? r->ytable[(size_t)r->yindex[Y] * yt + t] : 0;
-    }
+    for (int t = 0; t < 2 * ypairs; t++) yw[t] = t < yt ? r->ytable[(size_t)r->yindex[Y] * yt + t] : 0;
     for (int p = 0; p < ypairs; p++) pairs[p] = (int32_t)((uint32_t)(uint16_t)yw[2 * p] | (uint32_t)(uint16_t)yw[2 * p + 1] << 16);
-    size_t i = 0;
-#if defined(__GNUC__) && defined(__x86_64__)
-    if (level >= TB_SIMD_AVX2) i = vert_avx2(rows, pairs, ypairs, i, len, mid);
-#endif
-#if defined(__SSE2__)
-    if (level >= TB_SIMD_SSE2) i = vert_sse2(rows, pairs, ypairs, i, len, mid);
-#endif
-    vert_scalar(rows, yw, yt, i, len, mid);
+    /* Per run of columns in one tile column, from each source row's tile. */
+    for (int x = c0, end; x <= c1; x = end) {
+      end = tb_tiles_run_end(&r->src, x);
+      if (end > c1 + 1) end = c1 + 1;
+      for (int t = 0; t < 2 * ypairs; t++) rows[t] = tb_tiles_at(&r->src, x, clampi(r->yfirst[Y] + (t < yt ? t : yt - 1), 0, sh - 1), none);
+      vert_run(level, rows, pairs, ypairs, yw, yt, (size_t)(end - x) * ch, mid + (size_t)(x - c0) * ch);
+    }
     /* Edge pixels repeated. */
     for (int c = lo; c < c0; c++) memcpy(row + (size_t)(c - lo) * ch, mid, (size_t)ch);
     for (int c = c1 + 1; c <= hi; c++) memcpy(row + (size_t)(c - lo) * ch, mid + len - ch, (size_t)ch);
@@ -238,6 +253,6 @@ int tb_resample_reduce(const tb_reduce *r) {
 #endif
     horiz_scalar(row, ch, first, r->xindex, r->xtable, xt, dw, out);
   }
-  free(row), free(first), free(pairs), free(yw), free(rows), free(hw);
+  free(row), free(first), free(pairs), free(yw), free(rows), free(hw), free(none);
   return 0;
 }

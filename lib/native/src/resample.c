@@ -114,13 +114,39 @@ static void blend_scalar(const uint8_t *a, const uint8_t *b, uint32_t wa, uint32
   for (; i < len; i++) row[i] = wa * a[i] + wb * b[i];
 }
 
-int tb_resample_linear(const uint8_t *src, int sw, int sh, int ch, uint8_t *dst, int dw, int dh, double sx, double sy, double ox, double oy, int simd) {
+/* Vertical blend of the source columns from c0 … c1 (inclusive) of rows ya and yb with weights wa, wb: per run of columns in one tile column. */
+static void blend_rows(const tb_tiles *src, int ya, int yb, uint32_t wa, uint32_t wb, int c0, int c1, int level, const uint8_t *none, uint32_t *row, int16_t *vh, int16_t *vl) {
+  const int ch = src->ch;
+  (void)level, (void)vh, (void)vl;
+  for (int x = c0, end; x <= c1; x = end) {
+    end = tb_tiles_run_end(src, x);
+    if (end > c1 + 1) end = c1 + 1;
+    const uint8_t *a = tb_tiles_at(src, x, ya, none), *b = tb_tiles_at(src, x, yb, none);
+    const size_t at = (size_t)x * ch, len = (size_t)(end - x) * ch;
+#if defined(__SSE2__)
+    if (level >= TB_SIMD_SSE2) {
+      size_t i = blend_sse2(a, b, (int32_t)(wa | wb << 16), len, vh + at, vl + at);
+      for (; i < len; i++) {
+        const uint32_t v = wa * a[i] + wb * b[i];
+        vh[at + i] = (int16_t)(v >> SHIFT), vl[at + i] = (int16_t)(v & (ONE - 1));
+      }
+      continue;
+    }
+#endif
+    blend_scalar(a, b, wa, wb, 0, len, row + at);
+  }
+}
+
+int tb_resample_linear(const tb_tiles *src, uint8_t *dst, int dw, int dh, double sx, double sy, double ox, double oy, int simd) {
+  const int sw = src->w, sh = src->h, ch = src->ch;
   int *xl = malloc(sizeof(int) * (size_t)dw * 3), *yl = malloc(sizeof(int) * (size_t)dh * 3);
   uint32_t *row = malloc(sizeof(uint32_t) * (size_t)sw * ch);
   int16_t *vh = malloc(sizeof(int16_t) * ((size_t)sw * ch + 8) * 2), *vl = vh + (size_t)sw * ch + 8;
   int32_t *pairs = malloc(sizeof(int32_t) * (size_t)dw);
-  if (!xl || !yl || !row || !vh || !pairs) {
-    free(xl), free(yl), free(row), free(vh), free(pairs);
+  /* What rows of missing tiles read: zeros. */
+  uint8_t *none = src->cols * src->rows > 1 ? calloc((size_t)src->tw * ch + 64, 1) : NULL;
+  if (!xl || !yl || !row || !vh || !pairs || (src->cols * src->rows > 1 && !none)) {
+    free(xl), free(yl), free(row), free(vh), free(pairs), free(none);
     return -1;
   }
   int *xh = xl + dw, *xw = xl + 2 * dw, *yh = yl + dh, *yw = yl + 2 * dh;
@@ -130,10 +156,8 @@ int tb_resample_linear(const uint8_t *src, int sw, int sh, int ch, uint8_t *dst,
   const int level = ch == 3 ? tb_simd_level(simd) : TB_SIMD_NONE;
   /* Source columns the output reads: only those are blended vertically. */
   const int c0 = xl[0], c1 = xh[dw - 1];
-  const size_t stride = (size_t)sw * ch, first = (size_t)c0 * ch, len = (size_t)(c1 + 1 - c0) * ch;
   int done_lo = -1, done_hi = -1, done_w = -1;
   for (int Y = 0; Y < dh; Y++) {
-    const uint8_t *a = src + yl[Y] * stride + first, *b = src + yh[Y] * stride + first;
     const uint32_t wb = (uint32_t)yw[Y], wa = ONE - wb;
     const int again = yl[Y] == done_lo && yh[Y] == done_hi && yw[Y] == done_w;
     done_lo = yl[Y], done_hi = yh[Y], done_w = yw[Y];
@@ -141,13 +165,7 @@ int tb_resample_linear(const uint8_t *src, int sw, int sh, int ch, uint8_t *dst,
     int X = 0;
 #if defined(__SSE2__)
     if (level >= TB_SIMD_SSE2) {
-      if (!again) {
-        size_t i = blend_sse2(a, b, (int32_t)(wa | wb << 16), len, vh + first, vl + first);
-        for (; i < len; i++) {
-          const uint32_t v = wa * a[i] + wb * b[i];
-          vh[first + i] = (int16_t)(v >> SHIFT), vl[first + i] = (int16_t)(v & (ONE - 1));
-        }
-      }
+      if (!again) blend_rows(src, yl[Y], yh[Y], wa, wb, c0, c1, level, none, row, vh, vl);
       /* Pixels 0 … lead − 1 (reading a clamped edge) are left to the plain loop when AVX2 starts after them. */
       int lead = 0;
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -171,13 +189,13 @@ int tb_resample_linear(const uint8_t *src, int sw, int sh, int ch, uint8_t *dst,
       continue;
     }
 #endif
-    if (!again) blend_scalar(a, b, wa, wb, 0, len, row + first);
+    if (!again) blend_rows(src, yl[Y], yh[Y], wa, wb, c0, c1, level, none, row, vh, vl);
     for (; X < dw; X++) {
       const uint32_t *p = row + (size_t)xl[X] * ch, *q = row + (size_t)xh[X] * ch;
       const uint64_t wq = (uint64_t)xw[X], wp = ONE - wq;
       for (int c = 0; c < ch; c++) out[X * ch + c] = (uint8_t)((wp * p[c] + wq * q[c] + (1u << (2 * SHIFT - 1))) >> (2 * SHIFT));
     }
   }
-  free(xl), free(yl), free(row), free(vh), free(pairs);
+  free(xl), free(yl), free(row), free(vh), free(pairs), free(none);
   return 0;
 }
