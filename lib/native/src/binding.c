@@ -7,6 +7,7 @@
  *     Int16Array table of 12-bit weights; copied here)
  *   `src` of the resamplers is one sw×sh image, or an array of tiles (`cols` a row, tileSize² pixels each,
  *   null: no tile) whose pixels from (left, top) are the sw×sh source, read in place (tiles.h).
+ *   blend(rgb, alpha | null, width, height, overlay, left, top, ow, oh): an overlay blended in place (blend.c)
  *   simdLevel() → the instruction set encode uses by default (filter.h's TB_SIMD_*: 1 none, 2 SSE2, 3 AVX2)
  * `simd` caps the instruction set (0: the best there is; tests compare the levels). Async runs on libuv's thread pool (the input buffers are referenced until it completes); sync runs
  * on the calling thread. lib/png-fast.ts validates the arguments for users; they are checked again here.
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "blend.h"
 #include "checksum.h"
 #include "deflate.h"
 #include "filter.h"
@@ -377,6 +379,8 @@ static napi_value init(napi_env env, napi_value exports) {
   CHECK(env, napi_set_named_property(env, exports, "resizeLinear", fn));
   CHECK(env, napi_create_function(env, "resizeReduce", NAPI_AUTO_LENGTH, resize_reduce, NULL, &fn));
   CHECK(env, napi_set_named_property(env, exports, "resizeReduce", fn));
+  CHECK(env, napi_create_function(env, "blend", NAPI_AUTO_LENGTH, tb_blend, NULL, &fn));
+  CHECK(env, napi_set_named_property(env, exports, "blend", fn));
   CHECK(env, napi_create_function(env, "simdLevel", NAPI_AUTO_LENGTH, simd_level, NULL, &fn));
   CHECK(env, napi_set_named_property(env, exports, "simdLevel", fn));
   return exports;
