@@ -127,10 +127,10 @@ __attribute__((target("avx2"))) static size_t adler_avx2(uint32_t *s1, uint32_t 
 }
 #endif
 
-uint32_t tb_adler32(uint32_t adler, const uint8_t *p, size_t n) {
+uint32_t tb_adler32(uint32_t adler, const uint8_t *p, size_t n, int simd) {
   uint32_t s1 = adler & 0xffff, s2 = adler >> 16;
 #if defined(__GNUC__) && defined(__x86_64__)
-  const int avx2 = tb_simd_level(TB_SIMD_AUTO) >= TB_SIMD_AVX2;
+  const int avx2 = simd >= TB_SIMD_AVX2;
 #endif
   while (n > 0) {
     size_t chunk = n < ADLER_NMAX ? n : ADLER_NMAX;
@@ -142,7 +142,7 @@ uint32_t tb_adler32(uint32_t adler, const uint8_t *p, size_t n) {
     }
 #endif
 #ifdef __SSE2__
-    size_t vecs = chunk / 16;
+    size_t vecs = simd >= TB_SIMD_SSE2 ? chunk / 16 : 0;
     if (vecs > 0) {
       /* Per 16 bytes b0..b15: s1 += Σb, s2 += 16·s1 + Σ(16−i)·bi. `prefix` sums s1's byte sums before each vector. */
       const __m128i zero = _mm_setzero_si128();
