@@ -1,7 +1,7 @@
 // The native resamplers reading a grid of tiles in place (static maps: the decoded tiles under a view,
 // not stitched) give the bytes of the same pixels stitched into one image, missing tiles as zeros: every
 // instruction set, both kernels, RGB and one band, tile columns cut at every offset (runs shorter than a
-// SIMD step included); and bad grids are rejected.
+// SIMD step included), whole tile columns and rows missing (left 0 without computing); and bad grids are rejected.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { resizeLanczos3, resizeLinear, type TileGrid } from '../lib/resample-fast.ts';
 import { H, mapPixels, simdLevels, W } from './fixtures/map-pixels.ts';
@@ -60,6 +60,24 @@ describe('resampling from a grid of tiles', () => {
       for (const simd of simdLevels()) {
         const got = Buffer.alloc(w * h * ch, 0xab);
         await resize(grid, rw, rh, ch, got, w, h, x, y, simd);
+        expect(got.equals(want), `${simd}`).toBe(true);
+      }
+    });
+  }
+
+  for (const kernel of ['linear', 'lanczos3'] as const) {
+    it(`${kernel}: a whole missing tile column and row (left 0 without computing) give the stitched bytes`, async () => {
+      const T = 64, cols = Math.floor(W / T), left = 20, top = 9, rw = cols * T - left - 7, rh = Math.floor(H / T) * T - top - 5;
+      const missing = new Set(Array.from({ length: cols * Math.floor(H / T) }, (_, i) => i).filter((i) => i % cols === 1 || Math.floor(i / cols) === 2 || i % cols === cols - 1));
+      const { grid, stitched } = cut(rgb, 3, T, missing, left, top, rw, rh);
+      const f = kernel === 'linear' ? 1.4 : 0.6, w = Math.floor(rw * f) - 2, h = Math.floor(rh * f) - 2;
+      const x = { scale: Math.round(rw * f) / rw, offset: 1 }, y = { scale: Math.round(rh * f) / rh, offset: 1 };
+      const resize = kernel === 'linear' ? resizeLinear : resizeLanczos3;
+      const want = Buffer.alloc(w * h * 3);
+      await resize(stitched, rw, rh, 3, want, w, h, x, y);
+      for (const simd of simdLevels()) {
+        const got = Buffer.alloc(w * h * 3, 0xab);
+        await resize(grid, rw, rh, 3, got, w, h, x, y, simd);
         expect(got.equals(want), `${simd}`).toBe(true);
       }
     });
