@@ -12,32 +12,62 @@ export interface ResampleAxis {
   offset: number;
 }
 
-function checkSizes(name: string, src: Uint8Array, width: number, height: number, channels: number, dst: Uint8Array, dstWidth: number, dstHeight: number, x: ResampleAxis, y: ResampleAxis): RangeError | null {
-  if (src.length === width * height * channels && dst.length === dstWidth * dstHeight * channels && x.scale > 0 && y.scale > 0) return null;
-  return new RangeError(`${name}: ${src.length} bytes for ${width}×${height}×${channels}, ${dst.length} for ${dstWidth}×${dstHeight}, scales ${x.scale}, ${y.scale}`);
+/**
+ * Source pixels read in place from a grid of square tiles (row-major, `cols` a row, tileSize² pixels of
+ * the resampling's channels each; null where there is no tile: zeros): the source is the grid's pixels
+ * from (left, top) on. Static maps resample the decoded tiles under a view so, without stitching a copy.
+ */
+export interface TileGrid {
+  tiles: (Uint8Array | null)[];
+  cols: number;
+  tileSize: number;
+  left: number;
+  top: number;
+}
+
+/** The addon's arguments for a source: the image or the tiles, and the grid's (none for an image). */
+function source(src: Uint8Array | TileGrid): [Uint8Array | (Uint8Array | null)[], number[]] {
+  return src instanceof Uint8Array ? [src, []] : [src.tiles, [src.cols, src.tileSize, src.left, src.top]];
+}
+
+/** The addon's promise, or its synchronous error (a grid outside its tiles) as a rejection. */
+function settle(call: () => Promise<void>): Promise<void> {
+  try {
+    return call();
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
+function checkSizes(name: string, src: Uint8Array | TileGrid, width: number, height: number, channels: number, dst: Uint8Array, dstWidth: number, dstHeight: number, x: ResampleAxis, y: ResampleAxis): RangeError | null {
+  const srcOk = src instanceof Uint8Array ? src.length === width * height * channels : src.tiles.every((t) => t === null || t.length === src.tileSize * src.tileSize * channels);
+  if (srcOk && dst.length === dstWidth * dstHeight * channels && x.scale > 0 && y.scale > 0) return null;
+  return new RangeError(`${name}: ${src instanceof Uint8Array ? src.length : 'tiles of other'} bytes for ${width}×${height}×${channels}, ${dst.length} for ${dstWidth}×${dstHeight}, scales ${x.scale}, ${y.scale}`);
 }
 
 /**
- * Resample `src` (`width`×`height`, 1 or 3 bytes per pixel) bilinearly into `dst` (`dstWidth`×`dstHeight`),
+ * Resample `src` (`width`×`height`, 1 or 3 bytes per pixel; or read from tiles) bilinearly into `dst` (`dstWidth`×`dstHeight`),
  * edge pixels repeated, on libuv's thread pool; neither buffer may change until the promise settles.
  * `simd` caps the instruction set (the bytes are the same).
  */
-export function resizeLinear(src: Uint8Array, width: number, height: number, channels: 1 | 3, dst: Uint8Array, dstWidth: number, dstHeight: number, x: ResampleAxis, y: ResampleAxis, simd?: SimdLevel): Promise<void> {
+export function resizeLinear(src: Uint8Array | TileGrid, width: number, height: number, channels: 1 | 3, dst: Uint8Array, dstWidth: number, dstHeight: number, x: ResampleAxis, y: ResampleAxis, simd?: SimdLevel): Promise<void> {
   const bad = checkSizes('resizeLinear', src, width, height, channels, dst, dstWidth, dstHeight, x, y);
   if (bad) return Promise.reject(bad);
-  return loadNative().resizeLinear(src, width, height, channels, dst, dstWidth, dstHeight, x.scale, y.scale, x.offset, y.offset, simd ? SIMD[simd] : 0);
+  const [pixels, grid] = source(src);
+  return settle(() => loadNative().resizeLinear(pixels, width, height, channels, dst, dstWidth, dstHeight, x.scale, y.scale, x.offset, y.offset, simd ? SIMD[simd] : 0, ...grid));
 }
 
 /**
- * Downsize `src` (`width`×`height`, 1 or 3 bytes per pixel) into `dst` (`dstWidth`×`dstHeight`) with
+ * Downsize `src` (`width`×`height`, 1 or 3 bytes per pixel; or read from tiles) into `dst` (`dstWidth`×`dstHeight`) with
  * lanczos3 as libvips' reduce does (output X centred on source (X + offset + ½)/scale − ½, scales in
  * (0, 1]; vertical pass first, rounded to bytes), edge pixels repeated, on libuv's thread pool; neither
  * buffer may change until the promise settles. `simd` caps the instruction set (the bytes are the same).
  */
-export function resizeLanczos3(src: Uint8Array, width: number, height: number, channels: 1 | 3, dst: Uint8Array, dstWidth: number, dstHeight: number, x: ResampleAxis, y: ResampleAxis, simd?: SimdLevel): Promise<void> {
+export function resizeLanczos3(src: Uint8Array | TileGrid, width: number, height: number, channels: 1 | 3, dst: Uint8Array, dstWidth: number, dstHeight: number, x: ResampleAxis, y: ResampleAxis, simd?: SimdLevel): Promise<void> {
   const bad = checkSizes('resizeLanczos3', src, width, height, channels, dst, dstWidth, dstHeight, x, y) ?? (x.scale > 1 || y.scale > 1 ? new RangeError(`resizeLanczos3: scales must be at most 1, got ${x.scale}, ${y.scale}`) : null);
   if (bad) return Promise.reject(bad);
   const tx = lanczos3Taps({ n: width, scale: x.scale, offset: x.offset, m: dstWidth });
   const ty = lanczos3Taps({ n: height, scale: y.scale, offset: y.offset, m: dstHeight });
-  return loadNative().resizeReduce(src, width, height, channels, dst, dstWidth, dstHeight, tx.first, tx.index, fixedTable(tx), tx.taps, ty.first, ty.index, fixedTable(ty), ty.taps, simd ? SIMD[simd] : 0);
+  const [pixels, grid] = source(src);
+  return settle(() => loadNative().resizeReduce(pixels, width, height, channels, dst, dstWidth, dstHeight, tx.first, tx.index, fixedTable(tx), tx.taps, ty.first, ty.index, fixedTable(ty), ty.taps, simd ? SIMD[simd] : 0, ...grid));
 }

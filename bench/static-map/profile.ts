@@ -1,7 +1,7 @@
 /**
  * CPU per step of one static image (the bench's 640×480 @2x views with a 50-point path and a marker),
  * calling the compose functions in a loop without HTTP: tile fetch + decode (decoded-tile cache
- * cold), stitch, resample, overlay (SVG text, librsvg raster, blend), encode. CPU time of the whole
+ * cold), tile lookup ('tiles'; exact views stitch within 'resample', the others read the tiles in place), resample, overlay (SVG text, librsvg raster, blend), encode. CPU time of the whole
  * process (process.cpuUsage, libvips threads included), so a loaded machine skews it less than wall time.
  * A step's figure includes the garbage collections earlier steps caused (GC pauses are printed too):
  * bench/static-map/compare.ts measures a change end to end.
@@ -12,11 +12,10 @@
  */
 import { PerformanceObserver } from 'node:perf_hooks';
 import { cameraFor } from '../../static-server/static-map/camera.ts';
-import { encodeImage, planRegion, resampleRegion, stitchRegion, type RawImage } from '../../static-server/static-map/compose.ts';
+import { encodeImage, planRegion, regionTiles, resampleRegion } from '../../static-server/static-map/compose.ts';
 import { DecodedTiles } from '../../static-server/static-map/decoded-tiles.ts';
 import { blendOverlay, rasteriseOverlay } from '../../static-server/static-map/overlay-raster.ts';
 import { overlaySvg } from '../../static-server/static-map/overlay.ts';
-import { pixelPool } from '../../static-server/static-map/pixel-pool.ts';
 import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest } from '../../static-server/static-map/params.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { benchOptions, cpuMs, openBench } from './bench-source.ts';
@@ -37,7 +36,7 @@ const requests = views(entry.bounds as BBox, N).map((v) => {
   return parseStaticMapRequest(view, size, query, DEFAULT_STATIC_MAP_LIMITS);
 });
 
-const steps = ['fetch+decode (cold)', 'stitch', 'resample', 'overlay SVG text', 'overlay raster (librsvg)', 'overlay blend', 'encode PNG'] as const;
+const steps = ['fetch+decode (cold)', 'tiles', 'resample', 'overlay SVG text', 'overlay raster (librsvg)', 'overlay blend', 'encode PNG'] as const;
 const total = Object.fromEntries(steps.map((s) => [s, 0])) as Record<(typeof steps)[number], number>;
 let tiles = 0, rgb = 0, bytes = 0, upscaled = 0;
 const warm = new DecodedTiles(1024 * 1024 * 1024);
@@ -57,15 +56,13 @@ for (let pass = 0; pass < 2; pass++) {
     const cam = cameraFor(req, entry.maxzoom);
     const cold = new DecodedTiles(1024 * 1024 * 1024);
     const plan = planRegion(cam, bench.source(cold), cam.width, cam.height);
-    // The extra stitches go back to the pixel pool, as the server's one does after resampling.
-    const release = (r: RawImage) => (pixelPool.release(r.rgb), pixelPool.release(r.alpha));
-    release(await timed('fetch+decode (cold)', () => stitchRegion(bench.source(cold), plan)));
+    await timed('fetch+decode (cold)', () => regionTiles(bench.source(cold), plan));
     tiles += cold.cache.size;
     const src = bench.source(warm);
-    release(await stitchRegion(src, plan));
-    const before = total.stitch;
-    const region = await timed('stitch', () => stitchRegion(src, plan));
-    total['fetch+decode (cold)'] -= total.stitch - before; // the cold pass stitched too
+    await regionTiles(src, plan);
+    const before = total.tiles;
+    const region = await timed('tiles', () => regionTiles(src, plan));
+    total['fetch+decode (cold)'] -= total.tiles - before; // the cold pass looked the tiles up too
     const base = await timed('resample', () => resampleRegion(region, plan));
     const svg = await timed('overlay SVG text', () => overlaySvg(cam, req.paths, req.markers));
     if (svg) {

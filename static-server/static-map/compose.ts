@@ -122,15 +122,32 @@ function edges(a: number, b: number, T: number): number[] {
   return out;
 }
 
-/** The plan's rectangle of source pixels from the tiles (transparent where the build has none). */
-export async function stitchRegion(src: RasterSource, plan: RegionPlan): Promise<StitchedRegion> {
+/** The tiles under a plan's rectangle (row-major, `cols` a row; null where the build has none), read but not copied. */
+export interface TileRegion {
+  tiles: (DecodedTile | null)[];
+  cols: number;
+  /** Tile size, and where the rectangle starts in the first tile. */
+  tileSize: number;
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+  mask: TileMask;
+  /** Every pixel is opaque: every tile is present and has no alpha of its own. */
+  opaque: boolean;
+  translucentTiles: boolean;
+}
+
+/** The tiles under the plan's rectangle of source pixels. */
+export async function regionTiles(src: RasterSource, plan: RegionPlan): Promise<TileRegion> {
   const { tz, x0, y0, x1, y1 } = plan;
   const T = src.tileSize;
   const n = 2 ** tz;
   const jobs: Promise<DecodedTile | null>[] = [];
-  const cols = Math.floor((x1 - 1) / T) - Math.floor(x0 / T) + 1;
-  for (let ty = Math.floor(y0 / T); ty <= Math.floor((y1 - 1) / T); ty++) {
-    for (let tx = Math.floor(x0 / T); tx <= Math.floor((x1 - 1) / T); tx++) {
+  const tx0 = Math.floor(x0 / T), ty0 = Math.floor(y0 / T);
+  const cols = Math.floor((x1 - 1) / T) - tx0 + 1;
+  for (let ty = ty0; ty <= Math.floor((y1 - 1) / T); ty++) {
+    for (let tx = tx0; tx < tx0 + cols; tx++) {
       const wrapped = ((tx % n) + n) % n;
       jobs.push(
         ty < 0 || ty >= n
@@ -143,20 +160,39 @@ export async function stitchRegion(src: RasterSource, plan: RegionPlan): Promise
     }
   }
   const tiles = await Promise.all(jobs);
-  const rw = x1 - x0, rh = y1 - y0;
-  const opaque = tiles.every((t) => t && !t.alpha);
+  return {
+    tiles,
+    cols,
+    tileSize: T,
+    left: x0 - tx0 * T,
+    top: y0 - ty0 * T,
+    width: x1 - x0,
+    height: y1 - y0,
+    mask: { colEdges: edges(x0, x1, T), rowEdges: edges(y0, y1, T), present: tiles.map((t) => t !== null) },
+    opaque: tiles.every((t) => t && !t.alpha),
+    translucentTiles: tiles.some((t) => t?.alpha),
+  };
+}
+
+/** The region's pixels copied into one image (transparent where the build has no tile). */
+export function stitch(r: TileRegion): StitchedRegion {
+  const { width: rw, height: rh, tileSize: T } = r;
   // Every pixel is written: copied from its tile, or 0 (transparent) where the build has none.
   const region: StitchedRegion = {
     rgb: pixelPool.acquire(rw * rh * 3),
-    alpha: opaque ? null : pixelPool.acquire(rw * rh),
+    alpha: r.opaque ? null : pixelPool.acquire(rw * rh),
     width: rw,
     height: rh,
-    mask: { colEdges: edges(x0, x1, T), rowEdges: edges(y0, y1, T), present: tiles.map((t) => t !== null) },
-    translucentTiles: tiles.some((t) => t?.alpha),
+    mask: r.mask,
+    translucentTiles: r.translucentTiles,
   };
-  const tx0 = Math.floor(x0 / T), ty0 = Math.floor(y0 / T);
-  tiles.forEach((t, i) => blit(region, t, T, (tx0 + (i % cols)) * T - x0, (ty0 + Math.floor(i / cols)) * T - y0));
+  r.tiles.forEach((t, i) => blit(region, t, T, (i % r.cols) * T - r.left, Math.floor(i / r.cols) * T - r.top));
   return region;
+}
+
+/** The plan's rectangle of source pixels from the tiles, stitched (transparent where the build has none). */
+export async function stitchRegion(src: RasterSource, plan: RegionPlan): Promise<StitchedRegion> {
+  return stitch(await regionTiles(src, plan));
 }
 
 /** Hand an image's planes back to the pixel pool: nothing may read them afterwards. */
@@ -193,23 +229,38 @@ export function resampling(region: { width: number; height: number }, plan: Regi
   return { sw, sh, left, top, x: { n: region.width, scale: sw / region.width, offset: left, m: w }, y: { n: region.height, scale: sh / region.height, offset: top, m: h } };
 }
 
-/** The view's `w`×`h` pixels out of the stitched region: resampled by the plan's factor and cropped. The region's planes are released (or become the image's, when exact). */
-export async function resampleRegion(region: StitchedRegion, plan: RegionPlan): Promise<RawImage> {
+/**
+ * The view's `w`×`h` pixels out of the region's tiles: resampled by the plan's factor and cropped. The
+ * native resamplers read the tiles in place; the rest (exact views, sharp's resampling, tiles with alpha
+ * of their own) stitch them first. The stitched planes are released (or become the image's, when exact).
+ */
+export async function resampleRegion(tiles: TileRegion, plan: RegionPlan): Promise<RawImage> {
   const { f, w, h } = plan;
-  if (plan.exact) return { rgb: region.rgb, alpha: region.alpha, width: w, height: h };
-  const { sw, sh, left, top, x, y } = resampling(region, plan);
+  if (plan.exact) {
+    const region = stitch(tiles);
+    return { rgb: region.rgb, alpha: region.alpha, width: w, height: h };
+  }
+  const { sw, sh, left, top, x, y } = resampling(tiles, plan);
   const kernel = f < 1 ? DOWN_KERNEL : UP_KERNEL;
   // Natively: bilinear up (libvips' within 1 unit, a tenth of its CPU) and lanczos3 down (libvips' reduce
   // exactly where it is a plain reduce: scales above a third; below, libvips box-shrinks first, so sharp does it).
   const native = kernel === 'linear' ? resizeLinear : x.scale > 1 / 3 && y.scale > 1 / 3 ? resizeLanczos3 : null;
+  if (native && !tiles.translucentTiles) {
+    // The alpha of missing tiles follows from the tile grid.
+    const rgb = pixelPool.acquire(w * h * 3);
+    const grid = { tiles: tiles.tiles.map((t) => t?.rgb ?? null), cols: tiles.cols, tileSize: tiles.tileSize, left: tiles.left, top: tiles.top };
+    await native(grid, tiles.width, tiles.height, 3, rgb, w, h, x, y);
+    return { rgb, alpha: tiles.opaque ? null : resampledMask(tiles.mask, x, y, kernel), width: w, height: h };
+  }
+  const region = stitch(tiles);
   if (native) {
     const run = (src: Buffer, channels: 1 | 3) => {
       const out = pixelPool.acquire(w * h * channels);
       return native(src, region.width, region.height, channels, out, w, h, x, y).then(() => out);
     };
-    const [rgb, alpha] = await Promise.all([run(region.rgb, 3), region.alpha && region.translucentTiles ? run(region.alpha, 1) : null]);
+    const [rgb, alpha] = await Promise.all([run(region.rgb, 3), region.alpha ? run(region.alpha, 1) : null]);
     releaseImage(region);
-    return { rgb, alpha: alpha ?? (region.alpha ? resampledMask(region.mask, x, y, kernel) : null), width: w, height: h };
+    return { rgb, alpha, width: w, height: h };
   }
   const resize = (s: Sharp) => s.resize(sw, sh, { fit: 'fill', kernel }).extract({ left, top, width: w, height: h });
   if (!region.alpha || region.translucentTiles) return perPlane(region, resize);
@@ -222,7 +273,7 @@ export async function resampleRegion(region: StitchedRegion, plan: RegionPlan): 
 /** The view's pixels, `w`×`h` around the camera's centre, without rotation or overlays, and the zoom of the tiles it was made from. */
 async function region(cam: Camera, src: RasterSource, w: number, h: number): Promise<RawImage & { sourceZoom: number }> {
   const plan = planRegion(cam, src, w, h);
-  const image = await resampleRegion(await stitchRegion(src, plan), plan);
+  const image = await resampleRegion(await regionTiles(src, plan), plan);
   return { ...image, sourceZoom: plan.tz };
 }
 

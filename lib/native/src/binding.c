@@ -1,10 +1,13 @@
 /*
  * Node-API binding of the PNG encoder:
  *   encode(pixels, width, height, channels, alpha | null, premultiplied, async, simd) → Buffer | Promise<Buffer>
- *   resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy, simd) → Promise<void>: bilinear resampling into dst
- *   resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xIndex, xTable, xTaps, yFirst, yIndex, yTable, yTaps, simd) → Promise<void>:
+ *   resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy, simd[, cols, tileSize, left, top]) → Promise<void>: bilinear resampling into dst
+ *   resizeReduce(src, sw, sh, channels, dst, dw, dh, xFirst, xIndex, xTable, xTaps, yFirst, yIndex, yTable, yTaps, simd[, cols, tileSize, left, top]) → Promise<void>:
  *     downsizing with the caller's taps (per output sample an Int32Array first source sample and row of an
  *     Int16Array table of 12-bit weights; copied here)
+ *   `src` of the resamplers is one sw×sh image, or an array of tiles (`cols` a row, tileSize² pixels each,
+ *   null: no tile) whose pixels from (left, top) are the sw×sh source, read in place (tiles.h).
+ *   blend(rgb, alpha | null, width, height, overlay, left, top, ow, oh): an overlay blended in place (blend.c)
  *   simdLevel() → the instruction set encode uses by default (filter.h's TB_SIMD_*: 1 none, 2 SSE2, 3 AVX2)
  * `simd` caps the instruction set (0: the best there is; tests compare the levels). Async runs on libuv's thread pool (the input buffers are referenced until it completes); sync runs
  * on the calling thread. lib/png-fast.ts validates the arguments for users; they are checked again here.
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "blend.h"
 #include "checksum.h"
 #include "deflate.h"
 #include "filter.h"
@@ -30,9 +34,9 @@
 
 /* Resampling arguments (tb_resample_linear's). */
 typedef struct {
-  const uint8_t *src;
+  tb_tiles src;
   uint8_t *dst;
-  int sw, sh, ch, dw, dh;
+  int dw, dh;
   double sx, sy, ox, oy;
   int simd;
 } resize_args;
@@ -48,6 +52,8 @@ typedef struct {
   resize_args rs;
   tb_reduce rd;
   void *taps;
+  /* The resampler's source tile pointers (tb_tiles.tiles). */
+  const uint8_t **tiles;
   const char *error;
 } job;
 
@@ -72,7 +78,7 @@ static void execute(napi_env env, void *data) {
   job *j = data;
   if (j->kind == JOB_ENCODE) j->error = tb_png_encode(&j->in, &j->out);
   else if (j->kind == JOB_REDUCE) j->error = tb_resample_reduce(&j->rd) ? "out of memory" : NULL;
-  else if (tb_resample_linear(j->rs.src, j->rs.sw, j->rs.sh, j->rs.ch, j->rs.dst, j->rs.dw, j->rs.dh, j->rs.sx, j->rs.sy, j->rs.ox, j->rs.oy, j->rs.simd)) j->error = "out of memory";
+  else if (tb_resample_linear(&j->rs.src, j->rs.dst, j->rs.dw, j->rs.dh, j->rs.sx, j->rs.sy, j->rs.ox, j->rs.oy, j->rs.simd)) j->error = "out of memory";
 }
 
 static void complete(napi_env env, napi_status status, void *data) {
@@ -100,6 +106,7 @@ static void complete(napi_env env, napi_status status, void *data) {
   napi_delete_async_work(env, j->work);
   free(j->out.data);
   free(j->taps);
+  free(j->tiles);
   free(j);
 }
 
@@ -175,35 +182,90 @@ static napi_value encode(napi_env env, napi_callback_info info) {
   return queue(env, j, argv[0], in.alpha ? argv[4] : NULL);
 }
 
-/* resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy, simd): tb_resample_linear on the thread pool. */
+/*
+ * A resampler's source (argv[0]: an image or an array of tiles; grid: cols, tileSize, left, top) of sw × sh
+ * pixels of ch bytes into t, its tile pointers malloc'ed into *ptrs; false with an error thrown otherwise.
+ */
+static bool read_source(napi_env env, napi_value v, const napi_value *grid, size_t argc_grid, int sw, int sh, int ch, tb_tiles *t, const uint8_t ***ptrs) {
+  bool is_array = false;
+  uint32_t n = 1, g[4] = {0};
+  const char *bad = NULL;
+  if (napi_is_array(env, v, &is_array) != napi_ok) return false;
+  if (is_array) {
+    if (argc_grid < 4 || napi_get_array_length(env, v, &n) != napi_ok) bad = "an array of tiles needs cols, tileSize, left, top";
+    for (int i = 0; i < 4 && !bad; i++)
+      if (napi_get_value_uint32(env, grid[i], &g[i]) != napi_ok) bad = "cols, tileSize, left, top must be numbers";
+    if (!bad && (!n || !g[0] || !g[1] || n % g[0] || (uint64_t)g[2] + sw > (uint64_t)g[0] * g[1] || (uint64_t)g[3] + sh > (uint64_t)n / g[0] * g[1])) bad = "the region is not inside the tiles";
+  }
+  if (bad) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "png-fast: %s", bad);
+    napi_throw_range_error(env, NULL, msg);
+    return false;
+  }
+  *ptrs = calloc(n, sizeof **ptrs);
+  if (!*ptrs) {
+    napi_throw_error(env, NULL, "out of memory");
+    return false;
+  }
+  const size_t want = is_array ? (size_t)g[1] * g[1] * ch : (size_t)sw * sh * ch;
+  uint32_t i = 0;
+  for (; i < n; i++) {
+    napi_value e = v;
+    napi_valuetype type = napi_object;
+    size_t len;
+    if (is_array && (napi_get_element(env, v, i, &e) != napi_ok || napi_typeof(env, e, &type) != napi_ok)) break;
+    if (type == napi_null) continue;
+    if (!((*ptrs)[i] = bytes_of(env, e, &len, "src"))) break;
+    if (len != want) {
+      napi_throw_range_error(env, NULL, "png-fast: src or a tile has the wrong length");
+      break;
+    }
+  }
+  if (i == n) {
+    *t = is_array ? (tb_tiles){*ptrs, (int)g[0], (int)(n / g[0]), (int)g[1], (int)g[1], (int)g[2], (int)g[3], sw, sh, ch} : tb_tiles_one(*ptrs, sw, sh, ch);
+    return true;
+  }
+  bool pending = false;
+  napi_is_exception_pending(env, &pending);
+  if (!pending) napi_throw_error(env, NULL, "png-fast: bad src");
+  free(*ptrs), *ptrs = NULL;
+  return false;
+}
+
+/* resizeLinear(src, sw, sh, channels, dst, dw, dh, sx, sy, ox, oy, simd[, grid]): tb_resample_linear on the thread pool. */
 static napi_value resize_linear(napi_env env, napi_callback_info info) {
-  size_t argc = 12, slen, dlen;
-  napi_value argv[12];
+  size_t argc = 16, dlen;
+  napi_value argv[16];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   uint32_t n[6], simd;
   double f[4];
   if (argc < 12) {
-    napi_throw_type_error(env, NULL, "png-fast: resizeLinear takes 12 arguments");
+    napi_throw_type_error(env, NULL, "png-fast: resizeLinear takes 12 arguments (16 with a grid of tiles)");
     return NULL;
   }
-  const uint8_t *src = bytes_of(env, argv[0], &slen, "src");
-  uint8_t *dst = src ? (uint8_t *)bytes_of(env, argv[4], &dlen, "dst") : NULL;
+  uint8_t *dst = (uint8_t *)bytes_of(env, argv[4], &dlen, "dst");
   if (!dst) return NULL;
   const int idx[6] = {1, 2, 3, 5, 6, 0};
   for (int i = 0; i < 5; i++) CHECK(env, napi_get_value_uint32(env, argv[idx[i]], &n[i]));
   for (int i = 0; i < 4; i++) CHECK(env, napi_get_value_double(env, argv[7 + i], &f[i]));
   CHECK(env, napi_get_value_uint32(env, argv[11], &simd));
-  if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || slen != (size_t)n[0] * n[1] * n[2] || dlen != (size_t)n[3] * n[4] * n[2] || !(f[0] > 0) || !(f[1] > 0)) {
+  if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || dlen != (size_t)n[3] * n[4] * n[2] || !(f[0] > 0) || !(f[1] > 0)) {
     napi_throw_range_error(env, NULL, "png-fast: resizeLinear: bad sizes");
     return NULL;
   }
+  tb_tiles src;
+  const uint8_t **ptrs;
+  if (!read_source(env, argv[0], argv + 12, argc - 12, (int)n[0], (int)n[1], (int)n[2], &src, &ptrs)) return NULL;
   job *j = calloc(1, sizeof *j);
   if (!j) {
+    free(ptrs);
     napi_throw_error(env, NULL, "out of memory");
     return NULL;
   }
   j->kind = JOB_LINEAR;
-  j->rs = (resize_args){src, dst, (int)n[0], (int)n[1], (int)n[2], (int)n[3], (int)n[4], f[0], f[1], f[2], f[3], simd > TB_SIMD_AVX2 ? TB_SIMD_AVX2 : (int)simd};
+  j->tiles = ptrs;
+  j->rs = (resize_args){src, dst, (int)n[3], (int)n[4], f[0], f[1], f[2], f[3], simd > TB_SIMD_AVX2 ? TB_SIMD_AVX2 : (int)simd};
   return queue(env, j, argv[0], argv[4]);
 }
 
@@ -255,18 +317,17 @@ static char *copy_axis(const axis_taps *a, size_t m, char *p, const int32_t **fi
  * tb_resample_reduce on the thread pool (the taps are copied).
  */
 static napi_value resize_reduce(napi_env env, napi_callback_info info) {
-  size_t argc = 16, slen, dlen;
-  napi_value argv[16];
+  size_t argc = 20, dlen;
+  napi_value argv[20];
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 16) {
-    napi_throw_type_error(env, NULL, "png-fast: resizeReduce takes 16 arguments");
+    napi_throw_type_error(env, NULL, "png-fast: resizeReduce takes 16 arguments (20 with a grid of tiles)");
     return NULL;
   }
   uint32_t n[6], simd;
   const int idx[6] = {1, 2, 3, 5, 6, 15};
   axis_taps ax, ay;
-  const uint8_t *src = bytes_of(env, argv[0], &slen, "src");
-  uint8_t *dst = src ? (uint8_t *)bytes_of(env, argv[4], &dlen, "dst") : NULL;
+  uint8_t *dst = (uint8_t *)bytes_of(env, argv[4], &dlen, "dst");
   if (!dst || !read_axis(env, argv + 7, &ax, (const char *[]){"xFirst", "xIndex", "xTable"}) || !read_axis(env, argv + 11, &ay, (const char *[]){"yFirst", "yIndex", "yTable"})) {
     bool pending = false;
     napi_is_exception_pending(env, &pending);
@@ -276,21 +337,25 @@ static napi_value resize_reduce(napi_env env, napi_callback_info info) {
   for (int i = 0; i < 5; i++) CHECK(env, napi_get_value_uint32(env, argv[idx[i]], &n[i]));
   CHECK(env, napi_get_value_uint32(env, argv[idx[5]], &simd));
   /* n: sw, sh, ch, dw, dh. */
-  if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || slen != (size_t)n[0] * n[1] * n[2] || dlen != (size_t)n[3] * n[4] * n[2] || !axis_ok(&ax, n[3]) || !axis_ok(&ay, n[4])) {
+  if (!n[0] || !n[1] || !n[3] || !n[4] || (n[2] != 1 && n[2] != 3) || dlen != (size_t)n[3] * n[4] * n[2] || !axis_ok(&ax, n[3]) || !axis_ok(&ay, n[4])) {
     napi_throw_range_error(env, NULL, "png-fast: resizeReduce: bad sizes or taps");
     return NULL;
   }
+  tb_tiles src;
+  const uint8_t **ptrs;
+  if (!read_source(env, argv[0], argv + 16, argc - 16, (int)n[0], (int)n[1], (int)n[2], &src, &ptrs)) return NULL;
   job *j = calloc(1, sizeof *j);
   char *taps = j ? malloc(((size_t)n[3] + n[4]) * 8 + (ax.n_table + ay.n_table) * 2 + 8) : NULL;
   if (!taps) {
-    free(j);
+    free(j), free(ptrs);
     napi_throw_error(env, NULL, "out of memory");
     return NULL;
   }
   j->kind = JOB_REDUCE;
   j->taps = taps;
+  j->tiles = ptrs;
   tb_reduce *rd = &j->rd;
-  *rd = (tb_reduce){.src = src, .dst = dst, .sw = (int)n[0], .sh = (int)n[1], .ch = (int)n[2], .dw = (int)n[3], .dh = (int)n[4], .xrows = (int)(ax.n_table / ax.taps),
+  *rd = (tb_reduce){.src = src, .dst = dst, .ch = (int)n[2], .dw = (int)n[3], .dh = (int)n[4], .xrows = (int)(ax.n_table / ax.taps),
                     .yrows = (int)(ay.n_table / ay.taps), .xtaps = (int)ax.taps, .ytaps = (int)ay.taps, .simd = simd > TB_SIMD_AVX2 ? TB_SIMD_AVX2 : (int)simd};
   copy_axis(&ay, n[4], copy_axis(&ax, n[3], taps, &rd->xfirst, &rd->xindex, &rd->xtable), &rd->yfirst, &rd->yindex, &rd->ytable);
   return queue(env, j, argv[0], argv[4]);
@@ -314,6 +379,8 @@ static napi_value init(napi_env env, napi_value exports) {
   CHECK(env, napi_set_named_property(env, exports, "resizeLinear", fn));
   CHECK(env, napi_create_function(env, "resizeReduce", NAPI_AUTO_LENGTH, resize_reduce, NULL, &fn));
   CHECK(env, napi_set_named_property(env, exports, "resizeReduce", fn));
+  CHECK(env, napi_create_function(env, "blend", NAPI_AUTO_LENGTH, tb_blend, NULL, &fn));
+  CHECK(env, napi_set_named_property(env, exports, "blend", fn));
   CHECK(env, napi_create_function(env, "simdLevel", NAPI_AUTO_LENGTH, simd_level, NULL, &fn));
   CHECK(env, napi_set_named_property(env, exports, "simdLevel", fn));
   return exports;

@@ -8,7 +8,7 @@
 void tb_checksum_init(void);
 /* CRC-32 (ISO-HDLC, as PNG and zlib) of `n` bytes continuing `crc` (0 to start). */
 uint32_t tb_crc32(uint32_t crc, const uint8_t *p, size_t n);
-/* Adler-32 of `n` bytes continuing `adler` (1 to start). */
-uint32_t tb_adler32(uint32_t adler, const uint8_t *p, size_t n);
+/* Adler-32 of `n` bytes continuing `adler` (1 to start), with instruction set `simd` (filter.h's TB_SIMD_*, from tb_simd_level). */
+uint32_t tb_adler32(uint32_t adler, const uint8_t *p, size_t n, int simd);
 
 #endif

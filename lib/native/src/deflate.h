@@ -19,10 +19,10 @@ typedef struct tb_deflate tb_deflate;
 
 /* Builds the length tables; call once before threads compress. */
 void tb_deflate_init(void);
-/* A compressor whose blocks hold at most `block_bytes` bytes, using SSE2 if `sse2` (NULL when out of memory). */
-tb_deflate *tb_deflate_new(size_t block_bytes, int sse2);
+/* A compressor whose blocks hold at most `block_bytes` bytes, using instruction set `simd` (filter.h's TB_SIMD_*, from tb_simd_level; NULL when out of memory). */
+tb_deflate *tb_deflate_new(size_t block_bytes, int simd);
 void tb_deflate_free(tb_deflate *d);
-/* Add `n` ≥ 1 bytes to the block (at most its capacity in all); `data` must be readable 18 bytes past `n`. */
+/* Add `n` ≥ 1 bytes to the block (at most its capacity in all); `data` must be readable 34 bytes past `n`. */
 void tb_deflate_add(tb_deflate *d, const uint8_t *data, size_t n);
 /* Bytes added since the last flush. */
 size_t tb_deflate_pending(const tb_deflate *d);

@@ -167,8 +167,44 @@ static void horiz_scalar(const uint8_t *row, int ch, const int32_t *first, const
 
 static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
+/* The horizontal pass of n output samples (first, index and out offset to the first of them). */
+static void horiz(int level, int ch, const uint8_t *row, const int32_t *first, const int32_t *index, const void *hw, int steps, const int16_t *xtable, int xt, int n, uint8_t *out) {
+  if (n <= 0) return;
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (level >= TB_SIMD_AVX2 && ch == 3) {
+    horiz3_avx2(row, first, index, hw, steps, n, out);
+    return;
+  }
+  if (level >= TB_SIMD_AVX2) {
+    horiz1_avx2(row, first, index, hw, steps, n, out);
+    return;
+  }
+#else
+  (void)level, (void)hw, (void)steps;
+#endif
+  horiz_scalar(row, ch, first, index, xtable, xt, n, out);
+}
+
+/* Vertical pass of `len` bytes (rows from one tile column) into out: SIMD steps, the last one ending at len (it may redo bytes), then plain C for what is left. */
+static void vert_run(int level, const uint8_t *const *rows, const int32_t *pairs, int npairs, const int16_t *yw, int yt, size_t len, uint8_t *out) {
+  size_t i = 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (level >= TB_SIMD_AVX2 && len >= 32) {
+    i = vert_avx2(rows, pairs, npairs, 0, len, out);
+    if (i < len) i = vert_avx2(rows, pairs, npairs, len - 32, len, out);
+  }
+#endif
+#if defined(__SSE2__)
+  if (level >= TB_SIMD_SSE2 && len >= 16) {
+    i = vert_sse2(rows, pairs, npairs, i, len, out);
+    if (i < len) i = vert_sse2(rows, pairs, npairs, len - 16, len, out);
+  }
+#endif
+  vert_scalar(rows, yw, yt, i, len, out);
+}
+
 int tb_resample_reduce(const tb_reduce *r) {
-  const int ch = r->ch, sw = r->sw, sh = r->sh, dw = r->dw, dh = r->dh, xt = r->xtaps, yt = r->ytaps;
+  const int ch = r->ch, sw = r->src.w, sh = r->src.h, dw = r->dw, dh = r->dh, xt = r->xtaps, yt = r->ytaps;
   int level = tb_simd_level(r->simd);
   /* Taps per horizontal step of the AVX2 loops; the weights past xt are 0. */
   const int per_step = ch == 3 ? 4 : 16, steps = (xt + per_step - 1) / per_step;
@@ -180,16 +216,21 @@ int tb_resample_reduce(const tb_reduce *r) {
   const int c0 = clampi(lo, 0, sw - 1), c1 = clampi(hi, 0, sw - 1);
   const int ypairs = (yt + 1) / 2;
   uint8_t *row = calloc((size_t)(hi - lo + 1) * ch + 64, 1);
-  int32_t *first = malloc(sizeof(int32_t) * (size_t)dw);
+  /* first: each output sample's first tap in `row`; s0, s1: its clamped first and last source columns. */
+  int32_t *first = malloc(sizeof(int32_t) * (size_t)dw * 3), *s0 = first + dw, *s1 = s0 + dw;
+  int *runs = malloc(sizeof(int) * (size_t)(r->src.cols + 1) * 2);
   int32_t *pairs = malloc(sizeof(int32_t) * (size_t)ypairs);
   int16_t *yw = malloc(sizeof(int16_t) * (size_t)(2 * ypairs));
   const uint8_t **rows = malloc(sizeof(uint8_t *) * (size_t)(2 * ypairs));
   void *hw = level >= TB_SIMD_AVX2 ? calloc((size_t)r->xrows * steps, 32) : NULL;
-  if (!row || !first || !pairs || !yw || !rows || (level >= TB_SIMD_AVX2 && !hw)) {
-    free(row), free(first), free(pairs), free(yw), free(rows), free(hw);
+  /* What rows of missing tiles read: zeros. */
+  uint8_t *none = r->src.cols * r->src.rows > 1 ? calloc((size_t)r->src.tw * ch + 64, 1) : NULL;
+  if (!row || !first || !runs || !pairs || !yw || !rows || (level >= TB_SIMD_AVX2 && !hw) || (r->src.cols * r->src.rows > 1 && !none)) {
+    free(row), free(first), free(runs), free(pairs), free(yw), free(rows), free(hw), free(none);
     return -1;
   }
-  for (int X = 0; X < dw; X++) first[X] = r->xfirst[X] - lo;
+  for (int X = 0; X < dw; X++) first[X] = r->xfirst[X] - lo, s0[X] = clampi(r->xfirst[X], 0, sw - 1), s1[X] = clampi(r->xfirst[X] + xt - 1, 0, sw - 1);
+  tb_zero_runs zero = {0, r->src.cols + 1, runs, runs + r->src.cols + 1};
 #if defined(__GNUC__) && defined(__x86_64__)
   /* The horizontal weights laid out for the AVX2 loops. */
   for (int X = 0; X < r->xrows && hw; X++) {
@@ -208,36 +249,35 @@ int tb_resample_reduce(const tb_reduce *r) {
   const size_t len = (size_t)(c1 - c0 + 1) * ch;
   uint8_t *mid = row + (size_t)(c0 - lo) * ch;
   for (int Y = 0; Y < dh; Y++) {
-    for (int t = 0; t < 2 * ypairs; t++) {
-      const int k = t < yt ? t : yt - 1;
-      rows[t] = r->src + ((size_t)clampi(r->yfirst[Y] + k, 0, sh - 1) * sw + c0) * ch;
-      yw[t] = t < yt ? r->ytable[(size_t)r->yindex[Y] * yt + t] : 0;
-    }
+    for (int t = 0; t < 2 * ypairs; t++) yw[t] = t < yt ? r->ytable[(size_t)r->yindex[Y] * yt + t] : 0;
     for (int p = 0; p < ypairs; p++) pairs[p] = (int32_t)((uint32_t)(uint16_t)yw[2 * p] | (uint32_t)(uint16_t)yw[2 * p + 1] << 16);
-    size_t i = 0;
-#if defined(__GNUC__) && defined(__x86_64__)
-    if (level >= TB_SIMD_AVX2) i = vert_avx2(rows, pairs, ypairs, i, len, mid);
-#endif
-#if defined(__SSE2__)
-    if (level >= TB_SIMD_SSE2) i = vert_sse2(rows, pairs, ypairs, i, len, mid);
-#endif
-    vert_scalar(rows, yw, yt, i, len, mid);
+    /* Per run of columns in one tile column, from each source row's tile; 0 where all are missing. */
+    zero.n = 0;
+    for (int x = c0, end; x <= c1; x = end) {
+      end = tb_tiles_run_end(&r->src, x);
+      if (end > c1 + 1) end = c1 + 1;
+      int missing = 1;
+      for (int t = 0; t < 2 * ypairs; t++) {
+        rows[t] = tb_tiles_at(&r->src, x, clampi(r->yfirst[Y] + (t < yt ? t : yt - 1), 0, sh - 1), none);
+        missing &= rows[t] == none;
+      }
+      if (missing) memset(mid + (size_t)(x - c0) * ch, 0, (size_t)(end - x) * ch), tb_zero_runs_add(&zero, x, end);
+      else vert_run(level, rows, pairs, ypairs, yw, yt, (size_t)(end - x) * ch, mid + (size_t)(x - c0) * ch);
+    }
     /* Edge pixels repeated. */
     for (int c = lo; c < c0; c++) memcpy(row + (size_t)(c - lo) * ch, mid, (size_t)ch);
     for (int c = c1 + 1; c <= hi; c++) memcpy(row + (size_t)(c - lo) * ch, mid + len - ch, (size_t)ch);
     uint8_t *out = r->dst + (size_t)Y * dw * ch;
-#if defined(__GNUC__) && defined(__x86_64__)
-    if (level >= TB_SIMD_AVX2 && ch == 3) {
-      horiz3_avx2(row, first, r->xindex, hw, steps, dw, out);
-      continue;
+    /* Output samples reading only zero columns are 0; the others computed, range by range. */
+    int X = 0, k = 0, a, b;
+    while (X < dw) {
+      const int zeros = tb_zero_outputs(&zero, &k, s0, s1, X, dw, &a, &b);
+      if (!zeros) a = b = dw;
+      horiz(level, ch, row, first + X, r->xindex + X, hw, steps, r->xtable, xt, a - X, out + (size_t)X * ch);
+      memset(out + (size_t)a * ch, 0, (size_t)(b - a) * ch);
+      X = b;
     }
-    if (level >= TB_SIMD_AVX2) {
-      horiz1_avx2(row, first, r->xindex, hw, steps, dw, out);
-      continue;
-    }
-#endif
-    horiz_scalar(row, ch, first, r->xindex, r->xtable, xt, dw, out);
   }
-  free(row), free(first), free(pairs), free(yw), free(rows), free(hw);
+  free(row), free(first), free(runs), free(pairs), free(yw), free(rows), free(hw), free(none);
   return 0;
 }

@@ -3,17 +3,18 @@
 #define TILEBAKE_REDUCE_H
 #include <stddef.h>
 #include <stdint.h>
+#include "tiles.h"
 
 /*
- * `src` (sw×sh pixels of `ch` bytes, 1 or 3) to `dst` (dw×dh): output column X is the sum over t <
+ * `src` (its w×h pixels of `ch` bytes, 1 or 3; `ch` equal to src.ch) to `dst` (dw×dh): output column X is the sum over t <
  * xtaps of xtable[xindex[X]·xtaps + t] × source column xfirst[X] + t (edges repeated), in 1/4096ths,
  * and likewise for rows; the vertical pass comes first and is rounded and clamped to bytes. The tables
  * have xrows and yrows rows (libvips' reduce: one per phase, so the weights stay in the L1 cache).
  */
 typedef struct {
-  const uint8_t *src;
+  tb_tiles src;
   uint8_t *dst;
-  int sw, sh, ch, dw, dh;
+  int ch, dw, dh;
   const int32_t *xfirst, *yfirst, *xindex, *yindex;
   const int16_t *xtable, *ytable;
   int xrows, yrows, xtaps, ytaps;

@@ -114,15 +114,89 @@ static void blend_scalar(const uint8_t *a, const uint8_t *b, uint32_t wa, uint32
   for (; i < len; i++) row[i] = wa * a[i] + wb * b[i];
 }
 
-int tb_resample_linear(const uint8_t *src, int sw, int sh, int ch, uint8_t *dst, int dw, int dh, double sx, double sy, double ox, double oy, int simd) {
+/*
+ * Vertical blend of the source columns from c0 … c1 (inclusive) of rows ya and yb with weights wa, wb: per
+ * run of columns in one tile column; runs where both rows are missing are 0 and listed in `zero`.
+ */
+static void blend_rows(const tb_tiles *src, int ya, int yb, uint32_t wa, uint32_t wb, int c0, int c1, int level, const uint8_t *none, uint32_t *row, int16_t *vh, int16_t *vl, tb_zero_runs *zero) {
+  const int ch = src->ch;
+  (void)level, (void)vh, (void)vl;
+  zero->n = 0;
+  for (int x = c0, end; x <= c1; x = end) {
+    end = tb_tiles_run_end(src, x);
+    if (end > c1 + 1) end = c1 + 1;
+    const uint8_t *a = tb_tiles_at(src, x, ya, none), *b = tb_tiles_at(src, x, yb, none);
+    const size_t at = (size_t)x * ch, len = (size_t)(end - x) * ch;
+    if (a == none && b == none) {
+      if (level >= TB_SIMD_SSE2) memset(vh + at, 0, len * 2), memset(vl + at, 0, len * 2);
+      else memset(row + at, 0, len * 4);
+      tb_zero_runs_add(zero, x, end);
+      continue;
+    }
+#if defined(__SSE2__)
+    if (level >= TB_SIMD_SSE2) {
+      size_t i = blend_sse2(a, b, (int32_t)(wa | wb << 16), len, vh + at, vl + at);
+      for (; i < len; i++) {
+        const uint32_t v = wa * a[i] + wb * b[i];
+        vh[at + i] = (int16_t)(v >> SHIFT), vl[at + i] = (int16_t)(v & (ONE - 1));
+      }
+      continue;
+    }
+#endif
+    blend_scalar(a, b, wa, wb, 0, len, row + at);
+  }
+}
+
+/* The horizontal pass of n output pixels (xl, xh, xw, pairs and out offset to the first of them) from the vertical blends (halves vh, vl with SSE2, whole `row` otherwise). */
+static void horiz(int level, int ch, const int16_t *vh, const int16_t *vl, const uint32_t *row, const int *xl, const int *xh, const int *xw, const int32_t *pairs, int n, uint8_t *out) {
+  int X = 0;
+  (void)vh, (void)vl, (void)pairs;
+#if defined(__SSE2__)
+  if (level >= TB_SIMD_SSE2) {
+    /* Pixels 0 … lead − 1 (reading a clamped edge) are left to the plain loop when AVX2 starts after them. */
+    int lead = 0;
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (level >= TB_SIMD_AVX2) {
+      while (lead < n && xh[lead] != xl[lead] + 1) lead++;
+      X = horiz_avx2(vh, vl, xl, xh, pairs, lead, n, out);
+      if (X == lead) X = lead = 0;
+    }
+#endif
+    X = horiz_sse2(vh, vl, xl, xh, pairs, X, n, out);
+    /* The rest from the halves, as the plain loop below would from the whole. */
+    for (int k = 0; k < lead + n - X; k++) {
+      const int x = k < lead ? k : X + k - lead;
+      for (int c = 0; c < ch; c++) {
+        const size_t p = (size_t)xl[x] * ch + c, q = (size_t)xh[x] * ch + c;
+        const uint32_t wq = (uint32_t)xw[x], wp = ONE - wq;
+        const uint32_t h = wp * vh[p] + wq * vh[q], l = wp * vl[p] + wq * vl[q];
+        out[x * ch + c] = (uint8_t)((h + ((l + (1u << (2 * SHIFT - 1))) >> SHIFT)) >> SHIFT);
+      }
+    }
+    return;
+  }
+#endif
+  for (; X < n; X++) {
+    const uint32_t *p = row + (size_t)xl[X] * ch, *q = row + (size_t)xh[X] * ch;
+    const uint64_t wq = (uint64_t)xw[X], wp = ONE - wq;
+    for (int c = 0; c < ch; c++) out[X * ch + c] = (uint8_t)((wp * p[c] + wq * q[c] + (1u << (2 * SHIFT - 1))) >> (2 * SHIFT));
+  }
+}
+
+int tb_resample_linear(const tb_tiles *src, uint8_t *dst, int dw, int dh, double sx, double sy, double ox, double oy, int simd) {
+  const int sw = src->w, sh = src->h, ch = src->ch;
   int *xl = malloc(sizeof(int) * (size_t)dw * 3), *yl = malloc(sizeof(int) * (size_t)dh * 3);
   uint32_t *row = malloc(sizeof(uint32_t) * (size_t)sw * ch);
   int16_t *vh = malloc(sizeof(int16_t) * ((size_t)sw * ch + 8) * 2), *vl = vh + (size_t)sw * ch + 8;
   int32_t *pairs = malloc(sizeof(int32_t) * (size_t)dw);
-  if (!xl || !yl || !row || !vh || !pairs) {
-    free(xl), free(yl), free(row), free(vh), free(pairs);
+  /* What rows of missing tiles read: zeros. */
+  uint8_t *none = src->cols * src->rows > 1 ? calloc((size_t)src->tw * ch + 64, 1) : NULL;
+  int *runs = malloc(sizeof(int) * (size_t)(src->cols + 1) * 2);
+  if (!xl || !yl || !row || !vh || !pairs || !runs || (src->cols * src->rows > 1 && !none)) {
+    free(xl), free(yl), free(row), free(vh), free(pairs), free(none), free(runs);
     return -1;
   }
+  tb_zero_runs zero = {0, src->cols + 1, runs, runs + src->cols + 1};
   int *xh = xl + dw, *xw = xl + 2 * dw, *yh = yl + dh, *yw = yl + 2 * dh;
   axis(sw, dw, sx, ox, xl, xh, xw);
   axis(sh, dh, sy, oy, yl, yh, yw);
@@ -130,54 +204,22 @@ int tb_resample_linear(const uint8_t *src, int sw, int sh, int ch, uint8_t *dst,
   const int level = ch == 3 ? tb_simd_level(simd) : TB_SIMD_NONE;
   /* Source columns the output reads: only those are blended vertically. */
   const int c0 = xl[0], c1 = xh[dw - 1];
-  const size_t stride = (size_t)sw * ch, first = (size_t)c0 * ch, len = (size_t)(c1 + 1 - c0) * ch;
   int done_lo = -1, done_hi = -1, done_w = -1;
   for (int Y = 0; Y < dh; Y++) {
-    const uint8_t *a = src + yl[Y] * stride + first, *b = src + yh[Y] * stride + first;
     const uint32_t wb = (uint32_t)yw[Y], wa = ONE - wb;
-    const int again = yl[Y] == done_lo && yh[Y] == done_hi && yw[Y] == done_w;
+    /* Rows blended as the previous output row's are not blended again. */
+    if (yl[Y] != done_lo || yh[Y] != done_hi || yw[Y] != done_w) blend_rows(src, yl[Y], yh[Y], wa, wb, c0, c1, level, none, row, vh, vl, &zero);
     done_lo = yl[Y], done_hi = yh[Y], done_w = yw[Y];
     uint8_t *out = dst + (size_t)Y * dw * ch;
-    int X = 0;
-#if defined(__SSE2__)
-    if (level >= TB_SIMD_SSE2) {
-      if (!again) {
-        size_t i = blend_sse2(a, b, (int32_t)(wa | wb << 16), len, vh + first, vl + first);
-        for (; i < len; i++) {
-          const uint32_t v = wa * a[i] + wb * b[i];
-          vh[first + i] = (int16_t)(v >> SHIFT), vl[first + i] = (int16_t)(v & (ONE - 1));
-        }
-      }
-      /* Pixels 0 … lead − 1 (reading a clamped edge) are left to the plain loop when AVX2 starts after them. */
-      int lead = 0;
-#if defined(__GNUC__) && defined(__x86_64__)
-      if (level >= TB_SIMD_AVX2) {
-        while (lead < dw && xh[lead] != xl[lead] + 1) lead++;
-        X = horiz_avx2(vh, vl, xl, xh, pairs, lead, dw, out);
-        if (X == lead) X = lead = 0;
-      }
-#endif
-      X = horiz_sse2(vh, vl, xl, xh, pairs, X, dw, out);
-      /* The rest from the halves, as the plain loop below would from the whole. */
-      for (int k = 0; k < lead + dw - X; k++) {
-        const int x = k < lead ? k : X + k - lead;
-        for (int c = 0; c < ch; c++) {
-          const size_t p = (size_t)xl[x] * ch + c, q = (size_t)xh[x] * ch + c;
-          const uint32_t wq = (uint32_t)xw[x], wp = ONE - wq;
-          const uint32_t h = wp * vh[p] + wq * vh[q], l = wp * vl[p] + wq * vl[q];
-          out[x * ch + c] = (uint8_t)((h + ((l + (1u << (2 * SHIFT - 1))) >> SHIFT)) >> SHIFT);
-        }
-      }
-      continue;
-    }
-#endif
-    if (!again) blend_scalar(a, b, wa, wb, 0, len, row + first);
-    for (; X < dw; X++) {
-      const uint32_t *p = row + (size_t)xl[X] * ch, *q = row + (size_t)xh[X] * ch;
-      const uint64_t wq = (uint64_t)xw[X], wp = ONE - wq;
-      for (int c = 0; c < ch; c++) out[X * ch + c] = (uint8_t)((wp * p[c] + wq * q[c] + (1u << (2 * SHIFT - 1))) >> (2 * SHIFT));
+    /* Output pixels reading only zero columns are 0; the others computed, range by range. */
+    int X = 0, k = 0, za, zb;
+    while (X < dw) {
+      if (!tb_zero_outputs(&zero, &k, xl, xh, X, dw, &za, &zb)) za = zb = dw;
+      horiz(level, ch, vh, vl, row, xl + X, xh + X, xw + X, pairs + X, za - X, out + (size_t)X * ch);
+      memset(out + (size_t)za * ch, 0, (size_t)(zb - za) * ch);
+      X = zb;
     }
   }
-  free(xl), free(yl), free(row), free(vh), free(pairs);
+  free(xl), free(yl), free(row), free(vh), free(pairs), free(none), free(runs);
   return 0;
 }
