@@ -22,6 +22,8 @@ export interface Addon {
   encode(pixels: Uint8Array, width: number, height: number, channels: 3 | 4, alpha: Uint8Array | null, premultiplied: boolean, async: boolean, simd: number): Buffer | Promise<Buffer>;
   /** Blend straight RGBA `overlay` (ow×oh at left, top) over premultiplied `rgb` and `alpha` in place. */
   blend(rgb: Uint8Array, alpha: Uint8Array | null, width: number, height: number, overlay: Uint8Array, left: number, top: number, ow: number, oh: number): void;
+  /** Overlay operations (static-server/static-map/overlay-ops.ts) drawn into a width×height straight RGBA box. */
+  rasterOverlay(width: number, height: number, ops: Float64Array): Buffer;
   simdLevel(): number;
 }
 

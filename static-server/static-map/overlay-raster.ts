@@ -16,8 +16,9 @@ export interface OverlayRaster {
   height: number;
 }
 
-/** Rasterise the overlay SVG at its own size (one SVG pixel per image pixel). */
+/** Rasterise the overlay at its own size (one SVG pixel per image pixel): natively when it has operations (lib/native/src/raster.c), else the SVG by librsvg. */
 export async function rasteriseOverlay(o: OverlaySvg): Promise<OverlayRaster> {
+  if (o.ops) return { data: loadNative().rasterOverlay(o.width, o.height, o.ops), left: o.left, top: o.top, width: o.width, height: o.height };
   const { data, info } = await sharp(o.svg).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
   if (info.width !== o.width || info.height !== o.height || info.channels !== 4) {
     throw new Error(`overlay rasterised to ${info.width}x${info.height}x${info.channels}, expected ${o.width}x${o.height}x4`);

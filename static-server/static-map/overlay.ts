@@ -7,6 +7,7 @@
  */
 import { project, type Camera } from './camera.ts';
 import type { Colour } from './colour.ts';
+import { overlayOps } from './overlay-ops.ts';
 import type { MarkerOverlay, PathOverlay } from './params.ts';
 
 /** Pin outline with its tip at 0,0, in logical pixels (20 px wide, 30 px tall). */
@@ -48,6 +49,8 @@ export interface OverlaySvg {
   top: number;
   width: number;
   height: number;
+  /** The same drawing for the native rasteriser (overlay-ops.ts), when it can draw it (no labels). */
+  ops?: Float64Array;
 }
 
 /** The box (image pixels, not clipped) every overlay draws inside. */
@@ -79,5 +82,6 @@ export function overlaySvg(cam: Camera, paths: readonly PathOverlay[], markers: 
   if (width <= 0 || height <= 0) return undefined;
   const body = [...paths.map((p) => pathSvg(cam, p)), ...markers.map((m) => markerSvg(cam, m))].join('');
   const svg = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="${left} ${top} ${width} ${height}">${body}</svg>`);
-  return { svg, left, top, width, height };
+  const ops = overlayOps(cam, paths, markers, left, top);
+  return { svg, left, top, width, height, ...(ops ? { ops } : {}) };
 }

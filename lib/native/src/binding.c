@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "blend.h"
+#define TB_RASTER_NAPI
+#include "raster.h"
 #include "checksum.h"
 #include "deflate.h"
 #include "filter.h"
@@ -381,6 +383,7 @@ static napi_value init(napi_env env, napi_value exports) {
   CHECK(env, napi_set_named_property(env, exports, "resizeReduce", fn));
   CHECK(env, napi_create_function(env, "blend", NAPI_AUTO_LENGTH, tb_blend, NULL, &fn));
   CHECK(env, napi_set_named_property(env, exports, "blend", fn));
+  tb_raster_register(env, exports);
   CHECK(env, napi_create_function(env, "simdLevel", NAPI_AUTO_LENGTH, simd_level, NULL, &fn));
   CHECK(env, napi_set_named_property(env, exports, "simdLevel", fn));
   return exports;
