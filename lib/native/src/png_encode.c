@@ -193,8 +193,13 @@ const char *tb_png_encode(const tb_png_input *in, tb_png_output *out) {
     /* The filter type byte, then the row: what zlib's stream holds. */
     uint8_t *row = filtered[best] - 1;
     row[0] = tb_filter_type[best];
-    adler = tb_adler32(adler, row, len + 1, simd);
-    tb_deflate_add(deflate, row, len + 1);
+    if (costs[best] == 0) { /* every residual 0 (~14 % of the bench's rows): checksum and tokens without reading them */
+      adler = tb_adler32_zeros(tb_adler32(adler, row, 1, simd), len);
+      tb_deflate_add_zeros(deflate, row[0], len + 1);
+    } else {
+      adler = tb_adler32(adler, row, len + 1, simd);
+      tb_deflate_add(deflate, row, len + 1);
+    }
     if ((tb_deflate_pending(deflate) >= BLOCK_TARGET || y + 1 == in->height) && tb_deflate_flush(deflate, &w, y + 1 == in->height)) {
       free(png), free(rows), tb_deflate_free(deflate);
       return "out of memory";
