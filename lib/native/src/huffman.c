@@ -114,8 +114,12 @@ void tb_huffman_codes(const uint8_t *lens, int n, uint16_t *codes) {
       codes[s] = 0;
       continue;
     }
-    uint16_t c = next[len]++, r = 0;
-    for (int b = 0; b < len; b++) r = (uint16_t)(r << 1 | ((c >> b) & 1));
-    codes[s] = r;
+    /* deflate sends codes from their last bit: the len-bit code reversed (16 bits swapped, then shifted). */
+    uint32_t c = next[len]++;
+    c = (c & 0x5555) << 1 | (c >> 1 & 0x5555);
+    c = (c & 0x3333) << 2 | (c >> 2 & 0x3333);
+    c = (c & 0x0f0f) << 4 | (c >> 4 & 0x0f0f);
+    c = (c & 0x00ff) << 8 | c >> 8;
+    codes[s] = (uint16_t)(c >> (16 - len));
   }
 }
