@@ -118,6 +118,11 @@ describe('encodePng', () => {
       // Noise: Huffman codes cannot beat 8 bits a byte, the blocks are stored.
       [600, 300, 4, 'noise', 'partial'],
       [333, 257, 3, 'runs', 'opaque'],
+      // Narrow flat images: rows filtered to all zeros (tokens without a scan) of 4, 5, 7 and 9 bytes.
+      [1, 40, 3, 'flat', 'opaque'],
+      [1, 40, 4, 'flat', 'transparent'],
+      [2, 40, 3, 'flat', 'opaque'],
+      [2, 40, 4, 'flat', 'partial'],
     ];
     for (const [w, h, channels, content, alpha] of cases) {
       const px = image(w, h, channels, content, alpha, w * 31 + h);

@@ -177,3 +177,8 @@ uint32_t tb_adler32(uint32_t adler, const uint8_t *p, size_t n, int simd) {
   }
   return s2 << 16 | s1;
 }
+
+uint32_t tb_adler32_zeros(uint32_t adler, size_t n) {
+  const uint64_t s1 = adler & 0xffff, s2 = adler >> 16;
+  return (uint32_t)((s2 + (n % ADLER_MOD) * s1) % ADLER_MOD) << 16 | (uint32_t)s1;
+}

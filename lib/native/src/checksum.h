@@ -10,5 +10,7 @@ void tb_checksum_init(void);
 uint32_t tb_crc32(uint32_t crc, const uint8_t *p, size_t n);
 /* Adler-32 of `n` bytes continuing `adler` (1 to start), with instruction set `simd` (filter.h's TB_SIMD_*, from tb_simd_level). */
 uint32_t tb_adler32(uint32_t adler, const uint8_t *p, size_t n, int simd);
+/* Adler-32 of `n` zero bytes continuing `adler` (s1 unchanged, s2 += n·s1). */
+uint32_t tb_adler32_zeros(uint32_t adler, size_t n);
 
 #endif

@@ -205,6 +205,26 @@ void tb_deflate_add(tb_deflate *d, const uint8_t *data, size_t n) {
   d->ntokens += k;
 }
 
+/*
+ * The tokens tb_deflate_add finds in `first` then n − 1 zeros: `first`, and a 0 literal too when `first`
+ * is not 0 (no run can start there); then runs of ≤ 258 while at least MIN_MATCH bytes are left, each
+ * taking all it can; the last one or two bytes as literals.
+ */
+void tb_deflate_add_zeros(tb_deflate *d, uint8_t first, size_t n) {
+  uint16_t *tok = d->tokens + d->ntokens;
+  size_t k = 0, i = 1;
+  d->raw += n;
+  tok[k++] = first;
+  if (first != 0 && i < n) tok[k++] = 0, i++;
+  for (; n - i >= MIN_MATCH; k++) {
+    const size_t r = n - i < MAX_MATCH ? n - i : MAX_MATCH;
+    tok[k] = (uint16_t)(MATCH_TOKEN + r);
+    i += r;
+  }
+  for (; i < n; i++) tok[k++] = 0;
+  d->ntokens += k;
+}
+
 tb_deflate *tb_deflate_new(size_t block_bytes, int simd) {
   tb_deflate *d = calloc(1, sizeof *d);
   /* A token per byte at most, and 32 of slack for the literal copies. */

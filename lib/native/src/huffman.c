@@ -14,10 +14,26 @@ typedef struct {
   uint16_t sym;
 } entry;
 
-static int by_freq(const void *pa, const void *pb) {
-  const entry *a = pa, *b = pb;
-  if (a->freq != b->freq) return a->freq < b->freq ? -1 : 1;
-  return a->sym < b->sym ? -1 : 1;
+/*
+ * Sort by frequency, then symbol (a total order, so the same result as any sort): LSD radix sort, 8 bits
+ * a pass, of the keys freq·512 + sym, as many passes as the largest key has bytes. qsort with a
+ * comparison callback was ~4 % of the encoder's time (20 blocks per image, ~290 symbols each).
+ */
+static void sort_by_freq(entry *e, int m) {
+  uint64_t a[MAX_SYMBOLS], b[MAX_SYMBOLS], *src = a, *dst = b, max = 0;
+  for (int i = 0; i < m; i++) {
+    a[i] = (uint64_t)e[i].freq << 9 | e[i].sym;
+    if (a[i] > max) max = a[i];
+  }
+  for (unsigned shift = 0; shift < 64 && (max >> shift) != 0; shift += 8) {
+    uint32_t count[257] = {0};
+    for (int i = 0; i < m; i++) count[((src[i] >> shift) & 255) + 1]++;
+    for (int d = 0; d < 256; d++) count[d + 1] += count[d];
+    for (int i = 0; i < m; i++) dst[count[(src[i] >> shift) & 255]++] = src[i];
+    uint64_t *t = src;
+    src = dst, dst = t;
+  }
+  for (int i = 0; i < m; i++) e[i] = (entry){(uint32_t)(src[i] >> 9), (uint16_t)(src[i] & 511)};
 }
 
 /* Moffat–Katajainen: A[0..n) ascending frequencies in, code lengths out (n ≥ 2). */
@@ -72,7 +88,7 @@ void tb_huffman_lengths(const uint32_t *freq, int n, int maxbits, uint8_t *lens)
     return;
   }
   /* Halving keeps the order, so one sort serves every round. */
-  qsort(e, (size_t)m, sizeof e[0], by_freq);
+  sort_by_freq(e, m);
   for (;;) {
     for (int i = 0; i < m; i++) A[i] = e[i].freq;
     minimum_redundancy(A, m);
@@ -98,8 +114,12 @@ void tb_huffman_codes(const uint8_t *lens, int n, uint16_t *codes) {
       codes[s] = 0;
       continue;
     }
-    uint16_t c = next[len]++, r = 0;
-    for (int b = 0; b < len; b++) r = (uint16_t)(r << 1 | ((c >> b) & 1));
-    codes[s] = r;
+    /* deflate sends codes from their last bit: the len-bit code reversed (16 bits swapped, then shifted). */
+    uint32_t c = next[len]++;
+    c = (c & 0x5555) << 1 | (c >> 1 & 0x5555);
+    c = (c & 0x3333) << 2 | (c >> 2 & 0x3333);
+    c = (c & 0x0f0f) << 4 | (c >> 4 & 0x0f0f);
+    c = (c & 0x00ff) << 8 | c >> 8;
+    codes[s] = (uint16_t)(c >> (16 - len));
   }
 }
