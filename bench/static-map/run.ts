@@ -20,19 +20,17 @@
  * bench/static-map/profile.ts splits an image's CPU into its steps.
  * Writes bench/static-map/RESULTS.md.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { currentVersionDir } from '../../lib/build-version.ts';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
-import { freePort } from '../../test/fixtures/server/helpers.ts';
 import { treeCpuMs } from '../rss.ts';
-import { parseWrk, shuffle, stop, type WrkFigures } from '../wrk.ts';
+import { shuffle, stop, type WrkFigures } from '../wrk.ts';
 import { measureRender, type RenderFigures } from './render-mode.ts';
 import { buildSample, root, STYLE, UPSCALED_ZOOM, views, work } from './sample.ts';
+import { PROCESSES, serve, TOKEN, wrk as wrkRun } from './server.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -55,10 +53,6 @@ const BAKED_MAXZOOM = QUICK ? 13 : 14;
 /** Cold on-demand renders: metatiles sampled, requests in flight. */
 const RENDERS = QUICK ? 4 : Number(args.renders);
 const RENDER_CONCURRENCY = 4;
-/** `serve` processes (its default: one per core), each with one browser in render mode. */
-const PROCESSES = availableParallelism();
-const TOKEN = 'bench-token-not-secret';
-const LUA = join(root, 'bench/serve-vector/tiles.lua');
 
 async function fetchOk(url: string): Promise<Response> {
   const r = await fetch(url, { headers: { Authorization: `Bearer ${TOKEN}` } });
@@ -67,8 +61,7 @@ async function fetchOk(url: string): Promise<Response> {
 }
 
 function wrk(base: string, list: string, prefix: string, seconds: number): WrkFigures {
-  const out = execFileSync('wrk', ['-t2', `-c${CONNECTIONS}`, `-d${seconds}s`, '--timeout', '10s', '--latency', '-s', LUA, base, '--', list, prefix, TOKEN], { encoding: 'utf8' });
-  return parseWrk(out);
+  return wrkRun(base, list, prefix, seconds, CONNECTIONS);
 }
 
 /** Write a list file of bench/results/static-map/. */
@@ -76,37 +69,6 @@ function list(name: string, lines: string[]): string {
   const f = join(work, name);
   writeFileSync(f, `${lines.join('\n')}\n`);
   return f;
-}
-
-/** A running `tilebake serve` over `out`. */
-interface Server {
-  proc: ChildProcess;
-  base: string;
-  metricsPort: number;
-}
-
-/** Start `tilebake serve` over `out` (`extra`: more options) and wait until it answers /health. */
-async function serve(out: string, extra: string[] = []): Promise<Server> {
-  const port = await freePort();
-  const metricsPort = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const argv = ['serve', '--out', out, '--port', String(port), '--host', '127.0.0.1', '--metrics-port', String(metricsPort), '--workers', String(PROCESSES), '--log-level', 'warn', '--version-poll-ms', '0', ...extra];
-  const proc = spawn(process.execPath, [join(root, 'bin/tilebake.js'), ...argv], {
-    env: { ...process.env, TILEBAKE_TOKENS: TOKEN },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  try {
-    for (let t = Date.now(); ; ) {
-      if (proc.exitCode !== null) throw new Error(`serve exited with ${proc.exitCode}`);
-      if (await fetch(`${base}/health`).then((r) => r.ok, () => false)) break;
-      if (Date.now() - t > 60_000) throw new Error('serve not ready after 60 s');
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  } catch (e) {
-    await stop(proc);
-    throw e;
-  }
-  return { proc, base, metricsPort };
 }
 
 /** Row 3: z16 tiles rendered on demand, from a server over a build in render mode. */
@@ -118,7 +80,7 @@ async function renderMode(): Promise<RenderFigures> {
   // Cold means cold: the disk cache of an earlier run of the same build would answer.
   const cache = join(work, 'render-cache');
   rmSync(cache, { recursive: true, force: true });
-  const { proc, base, metricsPort } = await serve(out, ['--render-cache', cache]);
+  const { proc, base, metricsPort } = await serve(out, { extra: ['--render-cache', cache] });
   try {
     return await measureRender({
       base,

@@ -16,7 +16,7 @@ import { resizeLanczos3, resizeLinear } from '../../lib/resample-fast.ts';
 import type { KernelAxis } from '../../lib/resample-kernel.ts';
 import { worldPixels, type Camera } from './camera.ts';
 import type { DecodedTile } from './decoded-tiles.ts';
-import { blendOverlay, rasteriseOverlay } from './overlay-raster.ts';
+import { drawOverlay } from './overlay-raster.ts';
 import type { OverlaySvg } from './overlay.ts';
 import { pixelPool } from './pixel-pool.ts';
 import { resampledMask, type MaskKernel, type TileMask } from './tile-mask.ts';
@@ -321,7 +321,7 @@ function flattenPixel(rgb: Buffer, alpha: Buffer, k: number): void {
  * (docs/static-map-speed.md). JPEG by sharp, flattened onto white here.
  */
 export async function encodeImage(base: RawImage, overlay: OverlaySvg | undefined, format: 'png' | 'jpg'): Promise<Buffer> {
-  if (overlay) blendOverlay(base, await rasteriseOverlay(overlay));
+  if (overlay) await drawOverlay(base, overlay);
   let encoded: Buffer;
   if (format === 'png') {
     encoded = await encodePng(base.rgb, base.width, base.height, 3, { alpha: base.alpha, premultiplied: true });

@@ -1,7 +1,7 @@
 /*
  * Static map overlays (paths, pins without label) rasterised without librsvg (raster_napi.c):
- * layers drawn source-over into an ow×oh premultiplied 8-bit RGBA box, returned as straight RGBA as
- * librsvg through sharp returns it. A layer is a colour and either a nonzero-winding polygon (fills)
+ * layers drawn source-over into an ow×oh premultiplied 8-bit RGBA box (blend.c blends it as it is).
+ * A layer is a colour and either a nonzero-winding polygon (fills)
  * or a union of convex pieces (strokes: one capsule per segment gives round joins and caps, miter
  * quads for mitred corners); a union, so a stroke crossing itself is not drawn twice.
  * Coverage by area: each pixel row is cut into bands (RASTER_SUB even ones, and more where a piece or
@@ -29,7 +29,6 @@ struct tb_raster {
   uint32_t w, h;
   uint8_t *px; /* premultiplied RGBA */
   float *cov, *diff;
-  int32_t *rowlo, *rowhi; /* the pixels painted in each row */
   span_t *spans;
   size_t nspans, capspans;
 };
@@ -42,15 +41,13 @@ tb_raster *tb_raster_new(uint32_t w, uint32_t h, uint8_t *px) {
   memset(px, 0, (size_t)w * h * 4);
   r->cov = calloc((size_t)w + 2, sizeof(float));
   r->diff = calloc((size_t)w + 2, sizeof(float));
-  r->rowlo = malloc((size_t)h * sizeof(int32_t)), r->rowhi = calloc(h, sizeof(int32_t));
-  if (!r->px || !r->cov || !r->diff || !r->rowlo || !r->rowhi) return tb_raster_free(r), NULL;
-  for (uint32_t y = 0; y < h; y++) r->rowlo[y] = (int32_t)w;
+  if (!r->px || !r->cov || !r->diff) return tb_raster_free(r), NULL;
   return r;
 }
 
 void tb_raster_free(tb_raster *r) {
   if (!r) return;
-  free(r->cov), free(r->diff), free(r->rowlo), free(r->rowhi), free(r->spans);
+  free(r->cov), free(r->diff), free(r->spans);
   free(r);
 }
 
@@ -186,8 +183,6 @@ static void paint_row(tb_raster *r, uint32_t y, int lo, int hi, const double rgb
     d[3] = (uint8_t)(255 * a + d[3] * keep + 0.5);
   }
   r->diff[hi] = 0, r->cov[hi] = 0;
-  if (lo < r->rowlo[y]) r->rowlo[y] = lo;
-  if (hi > r->rowhi[y]) r->rowhi[y] = hi;
 }
 
 static int cmp_piece(const void *a, const void *b) {
@@ -279,15 +274,4 @@ int tb_raster_layer(tb_raster *r, piece_t *pc, size_t n, int fill, const double 
   }
   free(act), free(cr), free(ys);
   return rc;
-}
-
-void tb_raster_straight(tb_raster *r) {
-  for (uint32_t y = 0; y < r->h; y++) {
-    uint8_t *d = r->px + (size_t)y * r->w * 4;
-    for (int x = r->rowlo[y]; x < r->rowhi[y]; x++) {
-      uint32_t a = d[x * 4 + 3];
-      if (a == 0 || a == 255) continue;
-      for (int k = 0; k < 3; k++) d[x * 4 + k] = (uint8_t)((d[x * 4 + k] * 255 + a / 2) / a);
-    }
-  }
 }

@@ -11,12 +11,10 @@ tb_raster *tb_raster_new(uint32_t w, uint32_t h, uint8_t *px);
 void tb_raster_free(tb_raster *r);
 /* Draw one operation from `op` (see raster.c); *used = its length. 0, or −1 for a malformed one or no memory. */
 int tb_raster_op(tb_raster *r, const double *op, size_t len, size_t *used);
-/* Turn the box's premultiplied pixels into straight RGBA in place (the last step). */
-void tb_raster_straight(tb_raster *r);
 
 #ifdef TB_RASTER_NAPI
 #include <node_api.h>
-/* Adds rasterOverlay(width, height, ops) to the addon's exports (raster_napi.c). */
+/* Adds rasterOverlay(width, height, ops[, out]) to the addon's exports (raster_napi.c). */
 void tb_raster_register(napi_env env, napi_value exports);
 #endif
 
