@@ -20,10 +20,10 @@ export interface Addon {
   resizeLinear(src: Uint8Array | (Uint8Array | null)[], sw: number, sh: number, channels: 1 | 3, dst: Uint8Array, dw: number, dh: number, sx: number, sy: number, ox: number, oy: number, simd: number, ...grid: number[]): Promise<void>;
   resizeReduce(src: Uint8Array | (Uint8Array | null)[], sw: number, sh: number, channels: 1 | 3, dst: Uint8Array, dw: number, dh: number, xFirst: Int32Array, xIndex: Int32Array, xTable: Int16Array, xTaps: number, yFirst: Int32Array, yIndex: Int32Array, yTable: Int16Array, yTaps: number, simd: number, ...grid: number[]): Promise<void>;
   encode(pixels: Uint8Array, width: number, height: number, channels: 3 | 4, alpha: Uint8Array | null, premultiplied: boolean, async: boolean, simd: number): Buffer | Promise<Buffer>;
-  /** Blend RGBA `overlay` (ow×oh at left, top; straight or premultiplied) over premultiplied `rgb` and `alpha` in place. */
-  blend(rgb: Uint8Array, alpha: Uint8Array | null, width: number, height: number, overlay: Uint8Array, left: number, top: number, ow: number, oh: number, premultiplied: boolean): void;
-  /** Overlay operations (static-server/static-map/overlay-ops.ts) drawn into a width×height premultiplied RGBA box: `out`, or a new buffer. */
-  rasterOverlay<T extends Uint8Array = Buffer>(width: number, height: number, ops: Float64Array, out?: T): T;
+  /** Blend straight RGBA `overlay` (ow×oh at left, top) over premultiplied `rgb` and `alpha` in place. */
+  blend(rgb: Uint8Array, alpha: Uint8Array | null, width: number, height: number, overlay: Uint8Array, left: number, top: number, ow: number, oh: number): void;
+  /** Overlay operations (static-server/static-map/overlay-ops.ts) drawn onto premultiplied `rgb` and `alpha` in place, within the ow×oh box at (left, top). */
+  drawOverlay(rgb: Uint8Array, alpha: Uint8Array | null, width: number, height: number, ops: Float64Array, left: number, top: number, ow: number, oh: number): void;
   simdLevel(): number;
 }
 

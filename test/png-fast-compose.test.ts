@@ -11,7 +11,7 @@ import { worldToLonLat } from '../lib/tile-math.ts';
 import { cameraFor, type Camera } from '../static-server/static-map/camera.ts';
 import { composeBase, encodeImage, type RasterSource, type RawImage } from '../static-server/static-map/compose.ts';
 import type { DecodedTile } from '../static-server/static-map/decoded-tiles.ts';
-import { blendOverlay, rasteriseOverlay } from '../static-server/static-map/overlay-raster.ts';
+import { drawOverlay } from '../static-server/static-map/overlay-raster.ts';
 import { overlaySvg } from '../static-server/static-map/overlay.ts';
 import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest } from '../static-server/static-map/params.ts';
 import { checkPng, unpremultiplied } from './fixtures/png-check.ts';
@@ -57,7 +57,7 @@ function request(x: number, y: number, zoom: number, bearing = 0, format: 'png' 
 async function composed(cam: Camera, overlay: ReturnType<typeof overlaySvg>): Promise<{ base: RawImage; blended: RawImage }> {
   const base = await composeBase(cam, src);
   const blended = { ...base, rgb: Buffer.from(base.rgb), alpha: base.alpha && Buffer.from(base.alpha) };
-  if (overlay) blendOverlay(blended, await rasteriseOverlay(overlay));
+  if (overlay) await drawOverlay(blended, overlay);
   return { base, blended };
 }
 

@@ -13,7 +13,7 @@ import { encodePng, encodePngSync } from '../../lib/png-fast.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { cameraFor } from '../../static-server/static-map/camera.ts';
 import { composeBase } from '../../static-server/static-map/compose.ts';
-import { blendOverlay, rasteriseOverlay } from '../../static-server/static-map/overlay-raster.ts';
+import { drawOverlay } from '../../static-server/static-map/overlay-raster.ts';
 import { overlaySvg } from '../../static-server/static-map/overlay.ts';
 import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest } from '../../static-server/static-map/params.ts';
 import { benchOptions, cpuMs, openBench } from './bench-source.ts';
@@ -37,7 +37,7 @@ for (const v of views(entry.bounds as BBox, N)) {
   const cam = cameraFor(req, entry.maxzoom);
   const base = await composeBase(cam, source);
   const overlay = overlaySvg(cam, req.paths, req.markers);
-  if (overlay) blendOverlay(base, await rasteriseOverlay(overlay));
+  if (overlay) await drawOverlay(base, overlay);
   // Straight alpha, interleaved: the encoders' common input.
   const rgba = Buffer.alloc(base.width * base.height * 4, 255);
   for (let k = 0; k < base.width * base.height; k++) {

@@ -1,7 +1,7 @@
 /**
  * CPU per step of one static image (the bench's 640×480 @2x views with a 50-point path and a marker),
  * calling the compose functions in a loop without HTTP: tile fetch + decode (decoded-tile cache
- * cold), tile lookup ('tiles'; exact views stitch within 'resample', the others read the tiles in place), resample, overlay (SVG text and native operations, raster: ours for paths and pins, librsvg for labels, blend), encode. CPU time of the whole
+ * cold), tile lookup ('tiles'; exact views stitch within 'resample', the others read the tiles in place), resample, overlay (SVG text and native operations; drawn: ours for paths and pins straight onto the image, librsvg + blend for labels), encode. CPU time of the whole
  * process (process.cpuUsage, libvips threads included), so a loaded machine skews it less than wall time.
  * A step's figure includes the garbage collections earlier steps caused (GC pauses are printed too):
  * bench/static-map/compare.ts measures a change end to end.
@@ -14,7 +14,7 @@ import { PerformanceObserver } from 'node:perf_hooks';
 import { cameraFor } from '../../static-server/static-map/camera.ts';
 import { encodeImage, planRegion, regionTiles, resampleRegion } from '../../static-server/static-map/compose.ts';
 import { DecodedTiles } from '../../static-server/static-map/decoded-tiles.ts';
-import { blendOverlay, rasteriseOverlay } from '../../static-server/static-map/overlay-raster.ts';
+import { drawOverlay } from '../../static-server/static-map/overlay-raster.ts';
 import { overlaySvg } from '../../static-server/static-map/overlay.ts';
 import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest } from '../../static-server/static-map/params.ts';
 import type { BBox } from '../../lib/tile-math.ts';
@@ -36,7 +36,7 @@ const requests = views(entry.bounds as BBox, N).map((v) => {
   return parseStaticMapRequest(view, size, query, DEFAULT_STATIC_MAP_LIMITS);
 });
 
-const steps = ['fetch+decode (cold)', 'tiles', 'resample', 'overlay SVG text', 'overlay raster', 'overlay blend', 'encode PNG'] as const;
+const steps = ['fetch+decode (cold)', 'tiles', 'resample', 'overlay SVG text', 'overlay draw', 'encode PNG'] as const;
 const total = Object.fromEntries(steps.map((s) => [s, 0])) as Record<(typeof steps)[number], number>;
 let tiles = 0, rgb = 0, bytes = 0, upscaled = 0;
 const warm = new DecodedTiles(1024 * 1024 * 1024);
@@ -66,8 +66,7 @@ for (let pass = 0; pass < 2; pass++) {
     const base = await timed('resample', () => resampleRegion(region, plan));
     const svg = await timed('overlay SVG text', () => overlaySvg(cam, req.paths, req.markers));
     if (svg) {
-      const raster = await timed('overlay raster', () => rasteriseOverlay(svg));
-      await timed('overlay blend', () => blendOverlay(base, raster));
+      await timed('overlay draw', () => drawOverlay(base, svg));
     }
     const png = await timed('encode PNG', () => encodeImage(base, undefined, 'png'));
     bytes += png.length;

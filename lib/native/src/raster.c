@@ -1,7 +1,7 @@
 /*
  * Static map overlays (paths, pins without label) rasterised without librsvg (raster_napi.c):
- * layers drawn source-over into an ow×oh premultiplied 8-bit RGBA box (blend.c blends it as it is).
- * A layer is a colour and either a nonzero-winding polygon (fills)
+ * layers drawn source-over, each rounded to 8 bits as cairo does, straight onto the image's premultiplied
+ * RGB and alpha planes, inside the overlay's ow×oh box (no box of its own to clear and blend). A layer is a colour and either a nonzero-winding polygon (fills)
  * or a union of convex pieces (strokes: one capsule per segment gives round joins and caps, miter
  * quads for mitred corners); a union, so a stroke crossing itself is not drawn twice.
  * Coverage by area: each pixel row is cut into bands (RASTER_SUB even ones, and more where a piece or
@@ -27,21 +27,20 @@ typedef struct {
 
 struct tb_raster {
   uint32_t w, h;
-  uint8_t *px; /* premultiplied RGBA */
+  tb_raster_target t;
   float *cov, *diff;
   span_t *spans;
   size_t nspans, capspans;
 };
 
-tb_raster *tb_raster_new(uint32_t w, uint32_t h, uint8_t *px) {
+tb_raster *tb_raster_new(uint32_t w, uint32_t h, const tb_raster_target *t) {
   tb_raster *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->w = w, r->h = h;
-  r->px = px;
-  memset(px, 0, (size_t)w * h * 4);
+  r->t = *t;
   r->cov = calloc((size_t)w + 2, sizeof(float));
   r->diff = calloc((size_t)w + 2, sizeof(float));
-  if (!r->px || !r->cov || !r->diff) return tb_raster_free(r), NULL;
+  if (!r->cov || !r->diff) return tb_raster_free(r), NULL;
   return r;
 }
 
@@ -167,10 +166,11 @@ static int quad_span(const piece_t *q, double y, double *xa, double *xb) {
   return hi > lo;
 }
 
-/* Draw coverage row `y` (0..1 per pixel in cov[lo..hi)) in `rgba` (straight colour, opacity in [3]) over the box. */
+/* Draw coverage row `y` of the box (0..1 per pixel in cov[lo..hi)) in `rgba` (straight colour, opacity in [3]) over the image. */
 static void paint_row(tb_raster *r, uint32_t y, int lo, int hi, const double rgba[4]) {
   float run = 0;
-  uint8_t *p = r->px + (size_t)y * r->w * 4;
+  const size_t k0 = (size_t)(r->t.top + y) * r->t.width + r->t.left;
+  uint8_t *rgb = r->t.rgb + k0 * 3, *alpha = r->t.alpha ? r->t.alpha + k0 : NULL;
   for (int x = lo; x < hi; x++) {
     run += r->diff[x];
     float c = r->cov[x] + run;
@@ -178,9 +178,9 @@ static void paint_row(tb_raster *r, uint32_t y, int lo, int hi, const double rgb
     if (c < 1.0f / 1024) continue; /* rounds to nothing even at full opacity */
     if (c > 1) c = 1;
     double a = c * rgba[3], keep = 1 - a;
-    uint8_t *d = p + (size_t)x * 4;
+    uint8_t *d = rgb + (size_t)x * 3;
     for (int k = 0; k < 3; k++) d[k] = (uint8_t)(rgba[k] * a + d[k] * keep + 0.5);
-    d[3] = (uint8_t)(255 * a + d[3] * keep + 0.5);
+    if (alpha) alpha[x] = (uint8_t)(255 * a + alpha[x] * keep + 0.5);
   }
   r->diff[hi] = 0, r->cov[hi] = 0;
 }

@@ -1,8 +1,8 @@
 /*
- * rasterOverlay(width, height, ops: Float64Array[, out: Uint8Array]) → Buffer | out: the overlay box
- * (premultiplied RGBA) drawn from its operations by raster.c into `out` (width·height·4 bytes: a pooled
- * buffer, so that no new memory is allocated per image) or a new buffer, on the calling thread (the
- * bench's overlays: well under a millisecond).
+ * drawOverlay(rgb, alpha | null, width, height, ops: Float64Array, left, top, ow, oh) → undefined: the
+ * overlay's operations drawn by raster.c straight onto an image in place (`rgb` premultiplied by
+ * `alpha`, null: opaque), within the ow×oh box at (left, top), which must lie inside the image. On the
+ * calling thread (the bench's overlays: well under a millisecond).
  */
 #define TB_RASTER_NAPI
 #include "raster.h"
@@ -10,53 +10,54 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-static napi_value raster_overlay(napi_env env, napi_callback_info info) {
-  size_t argc = 4, len = 0, outlen = 0;
-  napi_value argv[4], out;
-  uint32_t w = 0, h = 0;
-  napi_typedarray_type type;
-  void *data = NULL, *bytes = NULL;
-  bool typed = false, given = false;
-  napi_valuetype outtype = napi_undefined;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3 || napi_get_value_uint32(env, argv[0], &w) != napi_ok ||
-      napi_get_value_uint32(env, argv[1], &h) != napi_ok || napi_is_typedarray(env, argv[2], &typed) != napi_ok || !typed ||
-      napi_get_typedarray_info(env, argv[2], &type, &len, &data, NULL, NULL) != napi_ok || type != napi_float64_array ||
-      (argc > 3 && napi_typeof(env, argv[3], &outtype) != napi_ok)) {
-    napi_throw_type_error(env, NULL, "png-fast: rasterOverlay(width, height, ops: Float64Array[, out: Uint8Array])");
+/* The data of a typed array argument of `type` (an empty one: a non-NULL pointer); NULL otherwise. */
+static void *typed(napi_env env, napi_value v, napi_typedarray_type type, size_t *len) {
+  napi_typedarray_type t;
+  void *data = NULL;
+  bool is = false;
+  if (napi_is_typedarray(env, v, &is) != napi_ok || !is || napi_get_typedarray_info(env, v, &t, len, &data, NULL, NULL) != napi_ok || t != type) return NULL;
+  return data ? data : (void *)"";
+}
+
+static napi_value draw_overlay(napi_env env, napi_callback_info info) {
+  size_t argc = 9, rlen = 0, alen = 0, len = 0;
+  napi_value argv[9];
+  napi_valuetype atype = napi_undefined;
+  uint32_t n[6]; /* width, height, left, top, ow, oh */
+  const int idx[6] = {2, 3, 5, 6, 7, 8};
+  bool ok = napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc == 9 && napi_typeof(env, argv[1], &atype) == napi_ok;
+  uint8_t *rgb = ok ? typed(env, argv[0], napi_uint8_array, &rlen) : NULL;
+  uint8_t *alpha = ok && atype != napi_null ? typed(env, argv[1], napi_uint8_array, &alen) : NULL;
+  const double *ops = ok ? typed(env, argv[4], napi_float64_array, &len) : NULL;
+  ok = ok && rgb && ops && (atype == napi_null || alpha);
+  for (int i = 0; i < 6 && ok; i++) ok = napi_get_value_uint32(env, argv[idx[i]], &n[i]) == napi_ok;
+  if (!ok) {
+    napi_throw_type_error(env, NULL, "png-fast: drawOverlay(rgb: Uint8Array, alpha: Uint8Array | null, width, height, ops: Float64Array, left, top, ow, oh)");
     return NULL;
   }
-  if (w == 0 || h == 0 || (uint64_t)w * h > (1u << 26)) {
-    napi_throw_range_error(env, NULL, "png-fast: rasterOverlay: bad size");
+  const uint64_t px = (uint64_t)n[0] * n[1];
+  if (rlen != px * 3 || (alpha && alen != px) || n[4] == 0 || n[5] == 0 || (uint64_t)n[2] + n[4] > n[0] || (uint64_t)n[3] + n[5] > n[1]) {
+    napi_throw_range_error(env, NULL, "png-fast: drawOverlay: bad buffers or sizes (the box must lie inside the image)");
     return NULL;
   }
-  if (argc > 3 && outtype != napi_undefined) {
-    if (napi_is_typedarray(env, argv[3], &given) != napi_ok || !given || napi_get_typedarray_info(env, argv[3], &type, &outlen, &bytes, NULL, NULL) != napi_ok ||
-        type != napi_uint8_array || outlen != (size_t)w * h * 4) {
-      napi_throw_range_error(env, NULL, "png-fast: rasterOverlay: out must be a Uint8Array of width·height·4 bytes");
-      return NULL;
-    }
-    out = argv[3];
-  } else if (napi_create_buffer(env, (size_t)w * h * 4, &bytes, &out) != napi_ok) {
-    return NULL;
-  }
-  tb_raster *r = tb_raster_new(w, h, bytes);
+  const tb_raster_target t = {rgb, alpha, n[0], n[2], n[3]};
+  tb_raster *r = tb_raster_new(n[4], n[5], &t);
   if (!r) {
-    napi_throw_error(env, NULL, "png-fast: rasterOverlay: out of memory");
+    napi_throw_error(env, NULL, "png-fast: drawOverlay: out of memory");
     return NULL;
   }
-  const double *op = data;
   for (size_t at = 0, used = 0; at < len; at += used) {
-    if (tb_raster_op(r, op + at, len - at, &used) != 0) {
+    if (tb_raster_op(r, ops + at, len - at, &used) != 0) {
       tb_raster_free(r);
-      napi_throw_range_error(env, NULL, "png-fast: rasterOverlay: a malformed operation (or out of memory)");
+      napi_throw_range_error(env, NULL, "png-fast: drawOverlay: a malformed operation (or out of memory)");
       return NULL;
     }
   }
   tb_raster_free(r);
-  return out;
+  return NULL;
 }
 
 void tb_raster_register(napi_env env, napi_value exports) {
   napi_value fn;
-  if (napi_create_function(env, "rasterOverlay", NAPI_AUTO_LENGTH, raster_overlay, NULL, &fn) == napi_ok) napi_set_named_property(env, exports, "rasterOverlay", fn);
+  if (napi_create_function(env, "drawOverlay", NAPI_AUTO_LENGTH, draw_overlay, NULL, &fn) == napi_ok) napi_set_named_property(env, exports, "drawOverlay", fn);
 }
