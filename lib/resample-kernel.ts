@@ -1,9 +1,9 @@
 /**
  * The resampling kernels of static maps, per output sample as taps (first source sample, weights), for
- * the tile-grid alpha (static-server/static-map/tile-mask.ts) and, for lanczos3, the native reduce too
- * (lib/resample-fast.ts passes these taps), so that the two agree. Both mirror sharp/libvips (8.18):
- * lanczos3 downsizing as vips_reduceh/v apply it, bilinear upsizing as vips_affine as vips_resize sets it
- * up (lib/native/src/resample.c's `axis` samples the same positions, with 12-bit weights).
+ * the tile-grid alpha (static-server/static-map/tile-mask.ts) and the native resamplers alike
+ * (lib/resample-fast.ts passes these taps to lib/native/src/reduce.c and resample.c), so that the two
+ * read the same source samples with the same weights. Both mirror sharp/libvips (8.18): lanczos3
+ * downsizing as vips_reduceh/v apply it, bilinear upsizing as vips_affine as vips_resize sets it up.
  */
 
 /** One axis: `n` source samples scaled by `scale`; output samples offset … offset + m − 1 kept. */
@@ -24,6 +24,9 @@ export interface AxisTaps {
   index: Int32Array;
   table: Float64Array;
 }
+
+/** 1/4096ths: the native resamplers' (and libvips' integer paths') fixed-point weights. */
+const FIXED = 4096;
 
 const sinc = (x: number) => (x === 0 ? 1 : Math.sin(x * Math.PI) / (x * Math.PI));
 
@@ -80,19 +83,27 @@ export function lanczos3Taps(axis: KernelAxis): AxisTaps {
 /**
  * Bilinear upsizing (scale ≥ 1) as vips_affine samples it for vips_resize: output sample X reads source
  * (X + offset)/scale − ½; a scale of exactly 1 is a shift by whole samples (libvips leaves the axis alone).
+ * The upper sample's weight is rounded to 1/4096ths (libvips' bilinear interpolator), so the table holds
+ * exactly what `fixedTable` hands the native resampler (lib/resample-fast.ts) and the tile mask sums:
+ * a weight rounding up to a whole sample reads that sample alone (first moves on, its weight 0).
+ * One row per output sample.
  */
 export function linearTaps(axis: KernelAxis): AxisTaps {
   const { scale, offset, m } = axis;
   const first = new Int32Array(m);
+  const index = new Int32Array(m);
   const table = new Float64Array(m * 2);
   for (let X = 0; X < m; X++) {
     const u = scale === 1 ? X + offset : (X + offset) / scale - 0.5;
-    const i = Math.floor(u);
+    let i = Math.floor(u);
+    let w = Math.floor((u - i) * FIXED + 0.5);
+    if (w === FIXED) i++, (w = 0);
     first[X] = i;
-    table[2 * X] = 1 - (u - i);
-    table[2 * X + 1] = u - i;
+    index[X] = X;
+    table[2 * X] = (FIXED - w) / FIXED;
+    table[2 * X + 1] = w / FIXED;
   }
-  return { taps: 2, first, index: Int32Array.from({ length: m }, (_, X) => X), table };
+  return { taps: 2, first, index, table };
 }
 
 /**
@@ -102,6 +113,6 @@ export function linearTaps(axis: KernelAxis): AxisTaps {
  */
 export function fixedTable(t: AxisTaps): Int16Array {
   const out = new Int16Array(t.table.length);
-  for (let i = 0; i < out.length; i++) out[i] = Math.trunc(t.table[i] * 4096);
+  for (let i = 0; i < out.length; i++) out[i] = Math.trunc(t.table[i] * FIXED);
   return out;
 }
