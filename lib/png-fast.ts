@@ -17,7 +17,7 @@ export type SimdLevel = keyof typeof SIMD;
 
 export interface Addon {
   /** `src`: an image, or tiles with `grid` = cols, tileSize, left, top (lib/resample-fast.ts's TileGrid). */
-  resizeLinear(src: Uint8Array | (Uint8Array | null)[], sw: number, sh: number, channels: 1 | 3, dst: Uint8Array, dw: number, dh: number, sx: number, sy: number, ox: number, oy: number, simd: number, ...grid: number[]): Promise<void>;
+  resizeLinear(src: Uint8Array | (Uint8Array | null)[], sw: number, sh: number, channels: 1 | 3, dst: Uint8Array, dw: number, dh: number, xFirst: Int32Array, xIndex: Int32Array, xTable: Int16Array, xTaps: number, yFirst: Int32Array, yIndex: Int32Array, yTable: Int16Array, yTaps: number, simd: number, ...grid: number[]): Promise<void>;
   resizeReduce(src: Uint8Array | (Uint8Array | null)[], sw: number, sh: number, channels: 1 | 3, dst: Uint8Array, dw: number, dh: number, xFirst: Int32Array, xIndex: Int32Array, xTable: Int16Array, xTaps: number, yFirst: Int32Array, yIndex: Int32Array, yTable: Int16Array, yTaps: number, simd: number, ...grid: number[]): Promise<void>;
   encode(pixels: Uint8Array, width: number, height: number, channels: 3 | 4, alpha: Uint8Array | null, premultiplied: boolean, async: boolean, simd: number): Buffer | Promise<Buffer>;
   /** Blend straight RGBA `overlay` (ow×oh at left, top) over premultiplied `rgb` and `alpha` in place. */

@@ -4,7 +4,7 @@
  * within a unit or two in a fraction of its time (separable, SIMD; docs/static-map-speed.md).
  */
 import { SIMD, loadNative, type SimdLevel } from './png-fast.ts';
-import { fixedTable, lanczos3Taps } from './resample-kernel.ts';
+import { fixedTable, lanczos3Taps, linearTaps, TapArrays, type AxisTaps } from './resample-kernel.ts';
 
 /** One axis of a resampling: output sample X reads source (X + offset) / scale − ½ (libvips' upsizing; scale 1: a shift). */
 export interface ResampleAxis {
@@ -45,16 +45,30 @@ function checkSizes(name: string, src: Uint8Array | TileGrid, width: number, hei
   return new RangeError(`${name}: ${src instanceof Uint8Array ? src.length : 'tiles of other'} bytes for ${width}×${height}×${channels}, ${dst.length} for ${dstWidth}×${dstHeight}, scales ${x.scale}, ${y.scale}`);
 }
 
+/** One axis' taps as the addon takes them: first source samples, table rows per output sample, 12-bit weights, taps per sample. */
+function axisArgs(t: AxisTaps, into?: TapArrays): [Int32Array, Int32Array, Int16Array, number] {
+  return [t.first, t.index, fixedTable(t, into), t.taps];
+}
+
+/**
+ * Bilinear taps' arrays, one set per axis, reused by every call: the addon copies the taps when called.
+ * (Allocating them per image cost ~0.03 ms and some GC: docs/static-map-speed.md.)
+ */
+const linearArrays = [new TapArrays(), new TapArrays()] as const;
+
 /**
  * Resample `src` (`width`×`height`, 1 or 3 bytes per pixel; or read from tiles) bilinearly into `dst` (`dstWidth`×`dstHeight`),
  * edge pixels repeated, on libuv's thread pool; neither buffer may change until the promise settles.
- * `simd` caps the instruction set (the bytes are the same).
+ * The sample positions and weights are `linearTaps`' (the tile mask's too). `simd` caps the instruction set (the bytes are the same).
  */
 export function resizeLinear(src: Uint8Array | TileGrid, width: number, height: number, channels: 1 | 3, dst: Uint8Array, dstWidth: number, dstHeight: number, x: ResampleAxis, y: ResampleAxis, simd?: SimdLevel): Promise<void> {
   const bad = checkSizes('resizeLinear', src, width, height, channels, dst, dstWidth, dstHeight, x, y);
   if (bad) return Promise.reject(bad);
   const [pixels, grid] = source(src);
-  return settle(() => loadNative().resizeLinear(pixels, width, height, channels, dst, dstWidth, dstHeight, x.scale, y.scale, x.offset, y.offset, simd ? SIMD[simd] : 0, ...grid));
+  const [ax, ay] = linearArrays;
+  const tx = linearTaps({ n: width, scale: x.scale, offset: x.offset, m: dstWidth }, ax);
+  const ty = linearTaps({ n: height, scale: y.scale, offset: y.offset, m: dstHeight }, ay);
+  return settle(() => loadNative().resizeLinear(pixels, width, height, channels, dst, dstWidth, dstHeight, ...axisArgs(tx, ax), ...axisArgs(ty, ay), simd ? SIMD[simd] : 0, ...grid));
 }
 
 /**
@@ -69,5 +83,5 @@ export function resizeLanczos3(src: Uint8Array | TileGrid, width: number, height
   const tx = lanczos3Taps({ n: width, scale: x.scale, offset: x.offset, m: dstWidth });
   const ty = lanczos3Taps({ n: height, scale: y.scale, offset: y.offset, m: dstHeight });
   const [pixels, grid] = source(src);
-  return settle(() => loadNative().resizeReduce(pixels, width, height, channels, dst, dstWidth, dstHeight, tx.first, tx.index, fixedTable(tx), tx.taps, ty.first, ty.index, fixedTable(ty), ty.taps, simd ? SIMD[simd] : 0, ...grid));
+  return settle(() => loadNative().resizeReduce(pixels, width, height, channels, dst, dstWidth, dstHeight, ...axisArgs(tx), ...axisArgs(ty), simd ? SIMD[simd] : 0, ...grid));
 }

@@ -1,9 +1,9 @@
 /**
  * The resampling kernels of static maps, per output sample as taps (first source sample, weights), for
- * the tile-grid alpha (static-server/static-map/tile-mask.ts) and, for lanczos3, the native reduce too
- * (lib/resample-fast.ts passes these taps), so that the two agree. Both mirror sharp/libvips (8.18):
- * lanczos3 downsizing as vips_reduceh/v apply it, bilinear upsizing as vips_affine as vips_resize sets it
- * up (lib/native/src/resample.c's `axis` samples the same positions, with 12-bit weights).
+ * the tile-grid alpha (static-server/static-map/tile-mask.ts) and the native resamplers alike
+ * (lib/resample-fast.ts passes these taps to lib/native/src/reduce.c and resample.c), so that the two
+ * read the same source samples with the same weights. Both mirror sharp/libvips (8.18): lanczos3
+ * downsizing as vips_reduceh/v apply it, bilinear upsizing as vips_affine as vips_resize sets it up.
  */
 
 /** One axis: `n` source samples scaled by `scale`; output samples offset … offset + m − 1 kept. */
@@ -24,6 +24,9 @@ export interface AxisTaps {
   index: Int32Array;
   table: Float64Array;
 }
+
+/** 1/4096ths: the native resamplers' (and libvips' integer paths') fixed-point weights. */
+const FIXED = 4096;
 
 const sinc = (x: number) => (x === 0 ? 1 : Math.sin(x * Math.PI) / (x * Math.PI));
 
@@ -78,30 +81,59 @@ export function lanczos3Taps(axis: KernelAxis): AxisTaps {
 }
 
 /**
+ * Arrays that taps are written into (views of their first elements) instead of new ones, grown as
+ * needed: for a caller whose consumer copies the taps at once (lib/resample-fast.ts; the addon does),
+ * so that resampling an image allocates nothing here.
+ */
+export class TapArrays {
+  first = new Int32Array(0);
+  index = new Int32Array(0);
+  table = new Float64Array(0);
+  fixed = new Int16Array(0);
+
+  /** Room for `m` output samples of `taps` taps. */
+  fit(m: number, taps: number): void {
+    if (this.first.length < m) (this.first = new Int32Array(m)), (this.index = new Int32Array(m));
+    if (this.table.length < m * taps) (this.table = new Float64Array(m * taps)), (this.fixed = new Int16Array(m * taps));
+  }
+}
+
+/**
  * Bilinear upsizing (scale ≥ 1) as vips_affine samples it for vips_resize: output sample X reads source
  * (X + offset)/scale − ½; a scale of exactly 1 is a shift by whole samples (libvips leaves the axis alone).
+ * The upper sample's weight is rounded to 1/4096ths (libvips' bilinear interpolator), so the table holds
+ * exactly what `fixedTable` hands the native resampler (lib/resample-fast.ts) and the tile mask sums:
+ * a weight rounding up to a whole sample reads that sample alone (first moves on, its weight 0).
+ * One row per output sample; written into `into`'s arrays when given.
  */
-export function linearTaps(axis: KernelAxis): AxisTaps {
+export function linearTaps(axis: KernelAxis, into?: TapArrays): AxisTaps {
   const { scale, offset, m } = axis;
-  const first = new Int32Array(m);
-  const table = new Float64Array(m * 2);
+  into?.fit(m, 2);
+  const first = into ? into.first.subarray(0, m) : new Int32Array(m);
+  const index = into ? into.index.subarray(0, m) : new Int32Array(m);
+  const table = into ? into.table.subarray(0, m * 2) : new Float64Array(m * 2);
   for (let X = 0; X < m; X++) {
     const u = scale === 1 ? X + offset : (X + offset) / scale - 0.5;
-    const i = Math.floor(u);
+    let i = Math.floor(u);
+    let w = Math.floor((u - i) * FIXED + 0.5);
+    if (w === FIXED) i++, (w = 0);
     first[X] = i;
-    table[2 * X] = 1 - (u - i);
-    table[2 * X + 1] = u - i;
+    index[X] = X;
+    table[2 * X] = (FIXED - w) / FIXED;
+    table[2 * X + 1] = w / FIXED;
   }
-  return { taps: 2, first, index: Int32Array.from({ length: m }, (_, X) => X), table };
+  return { taps: 2, first, index, table };
 }
 
 /**
  * 12-bit fixed point (1/4096ths) as libvips' integer paths make it: each weight truncated towards zero,
  * not renormalised (a sample's weights may sum to a few 4096ths less than one), which gives sharp's
  * bytes exactly; rounding and renormalising gave up to 2 units of difference on 0.4–8 % of bytes.
+ * Written into `into`'s `fixed` (the taps written there too) when given.
  */
-export function fixedTable(t: AxisTaps): Int16Array {
-  const out = new Int16Array(t.table.length);
-  for (let i = 0; i < out.length; i++) out[i] = Math.trunc(t.table[i] * 4096);
+export function fixedTable(t: AxisTaps, into?: TapArrays): Int16Array {
+  into?.fit(t.first.length, t.taps);
+  const out = into ? into.fixed.subarray(0, t.table.length) : new Int16Array(t.table.length);
+  for (let i = 0; i < out.length; i++) out[i] = Math.trunc(t.table[i] * FIXED);
   return out;
 }

@@ -3,7 +3,9 @@
 // one-band planes, the same bytes within 1 unit (and nearly all exactly); a scale of exactly 1 is a shift;
 // the SIMD passes give the plain C loop's bytes.
 import { beforeAll, describe, expect, it } from 'vitest';
+import { loadNative } from '../lib/png-fast.ts';
 import { resizeLinear } from '../lib/resample-fast.ts';
+import { fixedTable, linearTaps } from '../lib/resample-kernel.ts';
 import { H, mapPixels, simdLevels, viaSharp, W } from './fixtures/map-pixels.ts';
 
 let rgb: Buffer;
@@ -51,6 +53,25 @@ describe('resizeLinear', () => {
       for (const o of outs.slice(1)) expect(o.equals(outs[0])).toBe(true);
     });
   }
+
+  it('the addon takes linearTaps\' taps and refuses others (not 2 a sample, weights over 4096, first going back)', async () => {
+    const t = linearTaps({ n: 8, scale: 2, offset: 0, m: 16 });
+    const call = (first: Int32Array, table: Int16Array, taps = 2) => {
+      try {
+        return loadNative().resizeLinear(grey.subarray(0, 64), 8, 8, 1, Buffer.alloc(256), 16, 16, first, t.index, table, taps, t.first, t.index, fixedTable(t), 2, 0);
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    };
+    await expect(call(t.first, fixedTable(t))).resolves.toBeUndefined();
+    const heavy = fixedTable(t);
+    heavy[3] += 1;
+    await expect(call(t.first, heavy)).rejects.toThrow(/resizeLinear: bad sizes or taps/);
+    const back = Int32Array.from(t.first);
+    back[5] = back[4] - 1;
+    await expect(call(back, fixedTable(t))).rejects.toThrow(/resizeLinear: bad sizes or taps/);
+    await expect(call(t.first, fixedTable(t), 1)).rejects.toThrow(/resizeLinear: bad sizes or taps/);
+  });
 
   it('rejects buffers of the wrong size', async () => {
     await expect(resizeLinear(rgb, W, H, 3, Buffer.alloc(10), 4, 4, { scale: 2, offset: 0 }, { scale: 2, offset: 0 })).rejects.toThrow(/resizeLinear: .* 10 for 4×4/);

@@ -4,9 +4,10 @@
  * a sum of rectangles (one per present tile), and a separable kernel turns each rectangle into the
  * outer product of two 1-D profiles. libvips resamples a one-band plane at nearly the cost of the RGB
  * one, so this halves the resampling of images reaching beyond the build (docs/static-map-speed.md).
- * The kernels are libvips' (lib/resample-kernel.ts): downsizing gives the bytes libvips' reduce (and the
- * native one) would give the alpha plane; upsizing rounds once per pass, so alpha is a unit or two off
- * along the edges of the data there.
+ * The kernels are libvips' (lib/resample-kernel.ts), as taps that the native resamplers
+ * (lib/resample-fast.ts) take too: the mask reads the source samples the RGB reads, with the same
+ * fixed-point weights and roundings, so it is the bytes those resamplers give the alpha plane (for
+ * lanczos3 downsizing libvips' reduce's too; bilinear upsizing is libvips' within a unit).
  */
 import { fixedTable, lanczos3Taps, linearTaps, type KernelAxis } from '../../lib/resample-kernel.ts';
 import { pixelPool } from './pixel-pool.ts';
@@ -23,19 +24,26 @@ export interface TileMask {
 const KERNELS = { lanczos3: lanczos3Taps, linear: linearTaps } as const;
 export type MaskKernel = keyof typeof KERNELS;
 
-/** 1/4096ths: lanczos3's weights in fixed point as libvips' (and the native) reduce sums them, so that the mask is its bytes exactly. */
+/** 1/4096ths: the weights in fixed point as the native resamplers (and libvips' reduce) sum them, so that the mask is their bytes exactly. */
 const FIXED = 4096;
 
 /**
- * For each interval [edges[k], edges[k+1]) the resampled indicator of that interval at every kept output
- * sample: lanczos3 in FIXED units (integers), bilinear as fractions.
+ * What each pass's sums are divided by (rounded to nearest, clamped) as the native resamplers do (0:
+ * kept whole): lanczos3 (reduce.c) rounds the vertical pass to bytes and then the horizontal one;
+ * bilinear (resample.c) keeps the vertical sums whole and rounds once, at the end.
  */
+const DIVISORS: Record<MaskKernel, { vertical: number; horizontal: number }> = {
+  lanczos3: { vertical: FIXED, horizontal: FIXED },
+  linear: { vertical: 0, horizontal: FIXED * FIXED },
+};
+
+/** For each interval [edges[k], edges[k+1]) the resampled indicator of that interval at every kept output sample, in FIXED units (integers). */
 function profiles(edges: number[], axis: KernelAxis, kernel: MaskKernel): Float64Array[] {
   const taps = KERNELS[kernel](axis);
   const T = taps.taps, first = taps.first, index = taps.index, last = axis.n - 1;
   const out = edges.slice(1).map(() => new Float64Array(axis.m));
-  // Doubles either way: one element type keeps the loop below monomorphic (3× faster than Int16Array or Float64Array).
-  const table = kernel === 'lanczos3' ? Float64Array.from(fixedTable(taps)) : taps.table;
+  // Doubles: one element type keeps the loops monomorphic (3× faster than Int16Array or Float64Array).
+  const table = Float64Array.from(fixedTable(taps));
   for (let X = 0; X < axis.m; X++) {
     const row = index[X] * T;
     let k = 0;
@@ -51,30 +59,30 @@ function profiles(edges: number[], axis: KernelAxis, kernel: MaskKernel): Float6
   return out;
 }
 
-/** A sum of weights × bytes to a byte: lanczos3's fixed-point sums rounded as libvips' are, bilinear's fractions to nearest; clamped. */
-function toByte(v: number, fixed: boolean): number {
-  const b = fixed ? Math.floor((v + FIXED / 2) / FIXED) : Math.round(v);
+/** A fixed-point sum divided by `d`, rounded to nearest (½ up) and clamped to a byte. */
+function toByte(v: number, d: number): number {
+  const b = Math.floor((v + d / 2) / d);
   return b < 0 ? 0 : b > 255 ? 255 : b;
 }
 
 /** Whether row Y of every column profile equals row Y − 1. */
-function sameAsAbove(vy: Uint8Array[], Y: number): boolean {
+function sameAsAbove(vy: Float64Array[], Y: number): boolean {
   for (let c = 0; c < vy.length; c++) if (vy[c][Y] !== vy[c][Y - 1]) return false;
   return true;
 }
 
 /**
- * The `x.m`×`y.m` alpha plane of the masked region resampled along `x` and `y`. As libvips does, the
- * vertical pass comes first and is rounded to bytes (clamping the kernel's overshoot) before the
- * horizontal one; for lanczos3 in libvips' integer arithmetic, so that the result is the bytes of the
- * region's alpha plane (255 where a tile is, 0 elsewhere) downsized by lib/resample-fast.ts or sharp.
+ * The `x.m`×`y.m` alpha plane of the masked region resampled along `x` and `y`: the bytes of the
+ * region's alpha plane (255 where a tile is, 0 elsewhere) resampled by lib/resample-fast.ts. The
+ * vertical pass comes first, in the native resamplers' integer arithmetic (DIVISORS); lanczos3 clamps
+ * its overshoot to bytes there, as libvips' reduce does.
  * Rows equal to the row above (all but a few near the edges of the data) are copied, runs of them by doubling copies.
  */
 export function resampledMask(mask: TileMask, x: KernelAxis, y: KernelAxis, kernel: MaskKernel): Buffer {
   const px = profiles(mask.colEdges, x, kernel);
   const py = profiles(mask.rowEdges, y, kernel);
-  const cols = px.length, fixed = kernel === 'lanczos3', W = x.m;
-  // Per tile column: the vertical profile of its present tiles, in bytes.
+  const cols = px.length, div = DIVISORS[kernel], W = x.m;
+  // Per tile column: the vertical profile of its present tiles, as the horizontal pass reads it.
   const vy = px.map((_, c) => {
     const v = new Float64Array(y.m);
     for (let r = 0; r < py.length; r++) {
@@ -82,9 +90,8 @@ export function resampledMask(mask: TileMask, x: KernelAxis, y: KernelAxis, kern
       const p = py[r];
       for (let Y = 0; Y < y.m; Y++) v[Y] += p[Y];
     }
-    const b = new Uint8Array(y.m);
-    for (let Y = 0; Y < y.m; Y++) b[Y] = toByte(v[Y] * 255, fixed);
-    return b;
+    for (let Y = 0; Y < y.m; Y++) v[Y] = div.vertical ? toByte(v[Y] * 255, div.vertical) : v[Y] * 255;
+    return v;
   });
   // Every byte is written below.
   const alpha = pixelPool.acquire(W * y.m);
@@ -92,7 +99,7 @@ export function resampledMask(mask: TileMask, x: KernelAxis, y: KernelAxis, kern
     for (let X = 0; X < W; X++) {
       let v = 0;
       for (let c = 0; c < cols; c++) v += px[c][X] * vy[c][Y];
-      alpha[Y * W + X] = toByte(v, fixed);
+      alpha[Y * W + X] = toByte(v, div.horizontal);
     }
     // Rows Y + 1 … end − 1 repeat row Y.
     let end = Y + 1;

@@ -1,17 +1,17 @@
 /*
  * Bilinear upsizing for static maps above the baked zooms, separable: per output row the two source rows
  * it falls between are blended once (vertical weights), then every output pixel blends two of those
- * columns (horizontal weights). Weights are 12-bit fixed point and the products kept whole until the
- * one rounding at the end, so the result is the 2-D bilinear sum with weights wx·wy, as libvips'
- * interpolator computes it. About a fifth of libvips' affine time, which interpolates every output
- * pixel from four source pixels without sharing the vertical blends.
+ * columns (horizontal weights). The sample positions and 12-bit weights are the caller's (lib/resample-
+ * kernel.ts's linearTaps, which the tile mask sums too, so both read the same source pixels); the
+ * products are kept whole until the one rounding at the end, so the result is the 2-D bilinear sum with
+ * weights wx·wy, as libvips' interpolator computes it. About a fifth of libvips' affine time, which
+ * interpolates every output pixel from four source pixels without sharing the vertical blends.
  *
  * With SSE2 or AVX2 (RGB) the vertical blends V (< 2^20) are kept as two 16-bit halves, V = 4096·Vh + Vl,
  * so that both passes are 16-bit multiply-adds (pmaddwd): the horizontal sums H = wp·Ph + wq·Qh and
  * L = wp·Pl + wq·Ql give the same rounded result, (4096·H + L + 2^23) >> 24 = (H + ((L + 2^23) >> 12)) >> 12.
  */
 #include "resample.h"
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "filter.h"
@@ -23,20 +23,23 @@
 #define ONE (1 << SHIFT)
 
 /*
- * Per output sample along one axis: the lower source index, the upper one (edges repeated), the upper
- * one's weight. A scale of exactly 1 is a shift by whole pixels, as libvips leaves such an axis alone.
+ * Per output sample along one axis, from the caller's taps (first source sample, row `index` of the
+ * 2-tap table): the lower source index and the upper one (edges repeated), and the weights paired as
+ * pmaddwd takes them (lower in the low half).
  */
-static void axis(int n_src, int n_dst, double scale, double offset, int *lo, int *hi, int *w) {
+static void axis(int n_src, int n_dst, const int32_t *first, const int32_t *index, const int16_t *table, int *lo, int *hi, int32_t *pairs) {
   for (int X = 0; X < n_dst; X++) {
-    double u = scale == 1.0 ? X + offset : (X + offset) / scale - 0.5;
-    double f = floor(u);
-    int i = (int)f, wt = (int)((u - f) * ONE + 0.5);
-    if (wt == ONE) i++, wt = 0;
+    const int i = first[X];
+    const int16_t *w = table + (size_t)index[X] * 2;
     lo[X] = i < 0 ? 0 : i >= n_src ? n_src - 1 : i;
     hi[X] = i + 1 < 0 ? 0 : i + 1 >= n_src ? n_src - 1 : i + 1;
-    w[X] = wt;
+    pairs[X] = (int32_t)((uint32_t)(uint16_t)w[0] | (uint32_t)(uint16_t)w[1] << 16);
   }
 }
+
+/* A pair's lower and upper weights. */
+static inline uint32_t w_lo(int32_t pair) { return (uint32_t)pair & 0xffff; }
+static inline uint32_t w_hi(int32_t pair) { return (uint32_t)pair >> 16; }
 
 #if defined(__SSE2__)
 /* Vertical blend of bytes [0, len) of rows a and b into halves vh, vl; 16 bytes a step, returns where it stopped. */
@@ -147,10 +150,10 @@ static void blend_rows(const tb_tiles *src, int ya, int yb, uint32_t wa, uint32_
   }
 }
 
-/* The horizontal pass of n output pixels (xl, xh, xw, pairs and out offset to the first of them) from the vertical blends (halves vh, vl with SSE2, whole `row` otherwise). */
-static void horiz(int level, int ch, const int16_t *vh, const int16_t *vl, const uint32_t *row, const int *xl, const int *xh, const int *xw, const int32_t *pairs, int n, uint8_t *out) {
+/* The horizontal pass of n output pixels (xl, xh, pairs and out offset to the first of them) from the vertical blends (halves vh, vl with SSE2, whole `row` otherwise). */
+static void horiz(int level, int ch, const int16_t *vh, const int16_t *vl, const uint32_t *row, const int *xl, const int *xh, const int32_t *pairs, int n, uint8_t *out) {
   int X = 0;
-  (void)vh, (void)vl, (void)pairs;
+  (void)vh, (void)vl;
 #if defined(__SSE2__)
   if (level >= TB_SIMD_SSE2) {
     /* Pixels 0 … lead − 1 (reading a clamped edge) are left to the plain loop when AVX2 starts after them. */
@@ -168,7 +171,7 @@ static void horiz(int level, int ch, const int16_t *vh, const int16_t *vl, const
       const int x = k < lead ? k : X + k - lead;
       for (int c = 0; c < ch; c++) {
         const size_t p = (size_t)xl[x] * ch + c, q = (size_t)xh[x] * ch + c;
-        const uint32_t wq = (uint32_t)xw[x], wp = ONE - wq;
+        const uint32_t wp = w_lo(pairs[x]), wq = w_hi(pairs[x]);
         const uint32_t h = wp * vh[p] + wq * vh[q], l = wp * vl[p] + wq * vl[q];
         out[x * ch + c] = (uint8_t)((h + ((l + (1u << (2 * SHIFT - 1))) >> SHIFT)) >> SHIFT);
       }
@@ -178,17 +181,18 @@ static void horiz(int level, int ch, const int16_t *vh, const int16_t *vl, const
 #endif
   for (; X < n; X++) {
     const uint32_t *p = row + (size_t)xl[X] * ch, *q = row + (size_t)xh[X] * ch;
-    const uint64_t wq = (uint64_t)xw[X], wp = ONE - wq;
+    const uint64_t wp = w_lo(pairs[X]), wq = w_hi(pairs[X]);
     for (int c = 0; c < ch; c++) out[X * ch + c] = (uint8_t)((wp * p[c] + wq * q[c] + (1u << (2 * SHIFT - 1))) >> (2 * SHIFT));
   }
 }
 
-int tb_resample_linear(const tb_tiles *src, uint8_t *dst, int dw, int dh, double sx, double sy, double ox, double oy, int simd) {
-  const int sw = src->w, sh = src->h, ch = src->ch;
-  int *xl = malloc(sizeof(int) * (size_t)dw * 3), *yl = malloc(sizeof(int) * (size_t)dh * 3);
+int tb_resample_linear(const tb_reduce *r) {
+  const tb_tiles *src = &r->src;
+  const int sw = src->w, sh = src->h, ch = src->ch, dw = r->dw, dh = r->dh;
+  int *xl = malloc(sizeof(int) * (size_t)dw * 2), *yl = malloc(sizeof(int) * (size_t)dh * 2);
   uint32_t *row = malloc(sizeof(uint32_t) * (size_t)sw * ch);
   int16_t *vh = malloc(sizeof(int16_t) * ((size_t)sw * ch + 8) * 2), *vl = vh + (size_t)sw * ch + 8;
-  int32_t *pairs = malloc(sizeof(int32_t) * (size_t)dw);
+  int32_t *pairs = malloc(sizeof(int32_t) * ((size_t)dw + dh));
   /* What rows of missing tiles read: zeros. */
   uint8_t *none = src->cols * src->rows > 1 ? calloc((size_t)src->tw * ch + 64, 1) : NULL;
   int *runs = malloc(sizeof(int) * (size_t)(src->cols + 1) * 2);
@@ -197,25 +201,25 @@ int tb_resample_linear(const tb_tiles *src, uint8_t *dst, int dw, int dh, double
     return -1;
   }
   tb_zero_runs zero = {0, src->cols + 1, runs, runs + src->cols + 1};
-  int *xh = xl + dw, *xw = xl + 2 * dw, *yh = yl + dh, *yw = yl + 2 * dh;
-  axis(sw, dw, sx, ox, xl, xh, xw);
-  axis(sh, dh, sy, oy, yl, yh, yw);
-  for (int X = 0; X < dw; X++) pairs[X] = (int32_t)((uint32_t)(ONE - xw[X]) | (uint32_t)xw[X] << 16);
-  const int level = ch == 3 ? tb_simd_level(simd) : TB_SIMD_NONE;
-  /* Source columns the output reads: only those are blended vertically. */
+  int *xh = xl + dw, *yh = yl + dh;
+  int32_t *ypairs = pairs + dw;
+  axis(sw, dw, r->xfirst, r->xindex, r->xtable, xl, xh, pairs);
+  axis(sh, dh, r->yfirst, r->yindex, r->ytable, yl, yh, ypairs);
+  const int level = ch == 3 ? tb_simd_level(r->simd) : TB_SIMD_NONE;
+  /* Source columns the output reads (first non-decreasing): only those are blended vertically. */
   const int c0 = xl[0], c1 = xh[dw - 1];
-  int done_lo = -1, done_hi = -1, done_w = -1;
+  int done_lo = -1, done_hi = -1;
+  int32_t done_w = -1;
   for (int Y = 0; Y < dh; Y++) {
-    const uint32_t wb = (uint32_t)yw[Y], wa = ONE - wb;
     /* Rows blended as the previous output row's are not blended again. */
-    if (yl[Y] != done_lo || yh[Y] != done_hi || yw[Y] != done_w) blend_rows(src, yl[Y], yh[Y], wa, wb, c0, c1, level, none, row, vh, vl, &zero);
-    done_lo = yl[Y], done_hi = yh[Y], done_w = yw[Y];
-    uint8_t *out = dst + (size_t)Y * dw * ch;
+    if (yl[Y] != done_lo || yh[Y] != done_hi || ypairs[Y] != done_w) blend_rows(src, yl[Y], yh[Y], w_lo(ypairs[Y]), w_hi(ypairs[Y]), c0, c1, level, none, row, vh, vl, &zero);
+    done_lo = yl[Y], done_hi = yh[Y], done_w = ypairs[Y];
+    uint8_t *out = r->dst + (size_t)Y * dw * ch;
     /* Output pixels reading only zero columns are 0; the others computed, range by range. */
     int X = 0, k = 0, za, zb;
     while (X < dw) {
       if (!tb_zero_outputs(&zero, &k, xl, xh, X, dw, &za, &zb)) za = zb = dw;
-      horiz(level, ch, vh, vl, row, xl + X, xh + X, xw + X, pairs + X, za - X, out + (size_t)X * ch);
+      horiz(level, ch, vh, vl, row, xl + X, xh + X, pairs + X, za - X, out + (size_t)X * ch);
       memset(out + (size_t)za * ch, 0, (size_t)(zb - za) * ch);
       X = zb;
     }
