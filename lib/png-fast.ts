@@ -19,7 +19,7 @@ export interface Addon {
   /** `src`: an image, or tiles with `grid` = cols, tileSize, left, top (lib/resample-fast.ts's TileGrid). */
   resizeLinear(src: Uint8Array | (Uint8Array | null)[], sw: number, sh: number, channels: 1 | 3, dst: Uint8Array, dw: number, dh: number, xFirst: Int32Array, xIndex: Int32Array, xTable: Int16Array, xTaps: number, yFirst: Int32Array, yIndex: Int32Array, yTable: Int16Array, yTaps: number, simd: number, ...grid: number[]): Promise<void>;
   resizeReduce(src: Uint8Array | (Uint8Array | null)[], sw: number, sh: number, channels: 1 | 3, dst: Uint8Array, dw: number, dh: number, xFirst: Int32Array, xIndex: Int32Array, xTable: Int16Array, xTaps: number, yFirst: Int32Array, yIndex: Int32Array, yTable: Int16Array, yTaps: number, simd: number, ...grid: number[]): Promise<void>;
-  encode(pixels: Uint8Array, width: number, height: number, channels: 3 | 4, alpha: Uint8Array | null, premultiplied: boolean, async: boolean, simd: number): Buffer | Promise<Buffer>;
+  encode(pixels: Uint8Array, width: number, height: number, channels: 3 | 4, alpha: Uint8Array | null, premultiplied: boolean, async: boolean, simd: number, allocate?: (bytes: number) => Buffer): Buffer | Promise<Buffer>;
   /** Blend straight RGBA `overlay` (ow×oh at left, top) over premultiplied `rgb` and `alpha` in place. */
   blend(rgb: Uint8Array, alpha: Uint8Array | null, width: number, height: number, overlay: Uint8Array, left: number, top: number, ow: number, oh: number): void;
   /** Overlay operations (static-server/static-map/overlay-ops.ts) drawn onto premultiplied `rgb` and `alpha` in place, within the ow×oh box at (left, top). */
@@ -51,6 +51,12 @@ export interface PngOptions {
   premultiplied?: boolean;
   /** Use at most this instruction set (default: the best the machine has); the output is the same. */
   simd?: SimdLevel;
+  /**
+   * Where the PNG goes: called with its size once encoded, returns a buffer of exactly that many bytes
+   * (e.g. from a pool, so that a server encoding many images allocates no new memory each time);
+   * default: a new Buffer. What it throws rejects the encoding.
+   */
+  allocate?: (bytes: number) => Buffer;
 }
 
 function args(pixels: Uint8Array, width: number, height: number, channels: 3 | 4, opts: PngOptions, async: boolean): Parameters<Addon['encode']> {
@@ -60,7 +66,8 @@ function args(pixels: Uint8Array, width: number, height: number, channels: 3 | 4
   const alpha = opts.alpha ?? null;
   if (alpha && (channels !== 3 || !(alpha instanceof Uint8Array) || alpha.length !== width * height)) throw new RangeError(`encodePng: an alpha plane needs 3-channel pixels and ${width}×${height} bytes`);
   if (opts.simd !== undefined && !(opts.simd in SIMD)) throw new RangeError(`encodePng: simd must be one of ${Object.keys(SIMD).join(', ')}`);
-  return [pixels, width, height, channels, alpha, opts.premultiplied ?? false, async, opts.simd ? SIMD[opts.simd] : 0];
+  if (opts.allocate !== undefined && typeof opts.allocate !== 'function') throw new TypeError('encodePng: allocate must be a function');
+  return [pixels, width, height, channels, alpha, opts.premultiplied ?? false, async, opts.simd ? SIMD[opts.simd] : 0, opts.allocate];
 }
 
 /**

@@ -140,6 +140,26 @@ describe('encodePng', () => {
     for (let i = 0; i < imgs.length; i++) expect((await checkPng(pngs[i])).pixels.equals(imgs[i])).toBe(true);
   });
 
+  it('writes into the buffer `allocate` gives (sync and on the pool); what it throws or a wrong size rejects', async () => {
+    const px = image(120, 40, 4, 'gradient', 'mixed', 9);
+    const plain = encodePngSync(px, 120, 40, 4);
+    const sizes: number[] = [];
+    const into = (n: number) => (sizes.push(n), Buffer.alloc(n, 0xee));
+    const a = await encodePng(px, 120, 40, 4, { allocate: into });
+    expect(a.equals(plain)).toBe(true);
+    expect(encodePngSync(px, 120, 40, 4, { allocate: into }).equals(plain)).toBe(true);
+    expect(sizes).toEqual([plain.length, plain.length]);
+    // The returned buffer is the one allocate gave (a pool can take it back).
+    let given: Buffer | undefined;
+    const b = await encodePng(px, 120, 40, 4, { allocate: (n) => (given = Buffer.alloc(n)) });
+    expect(b === given).toBe(true);
+    await expect(encodePng(px, 120, 40, 4, { allocate: () => { throw new Error('pool empty'); } })).rejects.toThrow('pool empty');
+    expect(() => encodePngSync(px, 120, 40, 4, { allocate: () => { throw new Error('pool empty'); } })).toThrow('pool empty');
+    await expect(encodePng(px, 120, 40, 4, { allocate: (n) => Buffer.alloc(n + 1) })).rejects.toThrow(/exactly size bytes/);
+    expect(() => encodePngSync(px, 120, 40, 4, { allocate: () => 'x' as unknown as Buffer })).toThrow(/exactly size bytes/);
+    expect(() => encodePngSync(px, 120, 40, 4, { allocate: 3 as unknown as () => Buffer })).toThrow(/allocate must be a function/);
+  });
+
   it('rejects bad arguments with clear errors', async () => {
     const px = Buffer.alloc(12);
     expect(() => encodePngSync(px, 2, 2, 4)).toThrow(/pixels must be a Uint8Array of 2×2×4 bytes/);

@@ -12,7 +12,7 @@ import { styleRasterSource } from '../overzoom/upscale.ts';
 import { cameraFor } from '../static-map/camera.ts';
 import { composeBase, encodeImage } from '../static-map/compose.ts';
 import { decodedTilesOf } from '../static-map/decoded-tiles.ts';
-import { staticImageKey, staticImagesOf } from '../static-map/image-cache.ts';
+import { allocateImage, lendImage, staticImage, staticImageKey, staticImagesOf } from '../static-map/image-cache.ts';
 import { WorkLimiter } from '../static-map/limiter.ts';
 import { overlaySvg } from '../static-map/overlay.ts';
 import { parseStaticMapRequest, staticMapLimitsFromEnv, type StaticMapLimits } from '../static-map/params.ts';
@@ -47,10 +47,11 @@ export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
       const image = await images.getOrLoad(staticImageKey(id, archive.archive, request), () =>
         limiter.run(async () => {
           const base = await composeBase(cam, styleRasterSource(archives, decoded, entry, archive));
-          const bytes = await encodeImage(base, overlaySvg(cam, request.paths, request.markers), request.format);
-          return { body: tileBody(bytes), sourceZoom: base.sourceZoom };
+          const bytes = await encodeImage(base, overlaySvg(cam, request.paths, request.markers), request.format, allocateImage);
+          return staticImage(tileBody(bytes), base.sourceZoom);
         }),
       );
+      lendImage(image, reply.raw);
       reply.header(SOURCE_ZOOM_HEADER, String(image.sourceZoom));
       return sendTile(req, reply, image.body, { contentType: TILE_CONTENT_TYPES[request.format], gzip: false, cacheControl: ctx.cache.data });
     });

@@ -315,16 +315,16 @@ function flattenPixel(rgb: Buffer, alpha: Buffer, k: number): void {
 }
 
 /**
- * Encode the base with the overlay rasterised and blended on top (the base's buffers are changed, then
- * released to the pixel pool). PNG by lib/png-fast.ts straight from the premultiplied planes (it
- * divides colour by alpha while filtering): a third of sharp's CPU at zlib level 3
- * (docs/static-map-speed.md). JPEG by sharp, flattened onto white here.
+ * Encode the base with the overlay drawn on top (the base's buffers are changed, then released to the
+ * pixel pool). PNG by lib/png-fast.ts straight from the premultiplied planes (it divides colour by alpha
+ * while filtering): a third of sharp's CPU at zlib level 3 (docs/static-map-speed.md), into
+ * `allocate(size)` when given (a pooled buffer). JPEG by sharp, flattened onto white here.
  */
-export async function encodeImage(base: RawImage, overlay: OverlaySvg | undefined, format: 'png' | 'jpg'): Promise<Buffer> {
+export async function encodeImage(base: RawImage, overlay: OverlaySvg | undefined, format: 'png' | 'jpg', allocate?: (bytes: number) => Buffer): Promise<Buffer> {
   if (overlay) await drawOverlay(base, overlay);
   let encoded: Buffer;
   if (format === 'png') {
-    encoded = await encodePng(base.rgb, base.width, base.height, 3, { alpha: base.alpha, premultiplied: true });
+    encoded = await encodePng(base.rgb, base.width, base.height, 3, { alpha: base.alpha, premultiplied: true, allocate });
   } else {
     if (base.alpha) flattenOnWhite(base.rgb, base.alpha);
     encoded = await sharp(base.rgb, { raw: { width: base.width, height: base.height, channels: 3 } }).jpeg({ quality: JPEG_QUALITY }).toBuffer();

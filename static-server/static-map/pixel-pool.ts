@@ -7,7 +7,7 @@
  * twice, does nothing.
  */
 
-/** Capacities are rounded up to this (so nearby sizes share buffers). */
+/** Capacities of pixel buffers are rounded up to this (so nearby sizes share buffers). */
 const GRANULE = 256 * 1024;
 
 export class PixelPool {
@@ -16,8 +16,14 @@ export class PixelPool {
   private readonly lent = new WeakMap<Buffer, Buffer>();
   private freeBytes = 0;
 
-  /** @param maxFreeBytes most bytes kept while not lent out. */
-  constructor(private readonly maxFreeBytes: number) {}
+  /**
+   * @param maxFreeBytes most bytes kept while not lent out.
+   * @param granule capacities are rounded up to a multiple of this.
+   */
+  constructor(
+    private readonly maxFreeBytes: number,
+    private readonly granule = GRANULE,
+  ) {}
 
   /** A buffer of `bytes` bytes with undefined contents (fill what is read). */
   acquire(bytes: number): Buffer {
@@ -32,7 +38,7 @@ export class PixelPool {
       this.free.splice(best, 1);
       this.freeBytes -= whole.length;
     } else {
-      whole = Buffer.allocUnsafeSlow(Math.ceil(bytes / GRANULE) * GRANULE);
+      whole = Buffer.allocUnsafeSlow(Math.max(1, Math.ceil(bytes / this.granule)) * this.granule);
     }
     const view = whole.subarray(0, bytes);
     this.lent.set(view, whole);
@@ -61,3 +67,9 @@ export class PixelPool {
  * at the default composition concurrency (a 1280×960 image downsized from 1.5× its size: ~10 MB).
  */
 export const pixelPool = new PixelPool(64 * 1024 * 1024);
+
+/**
+ * The process's pool of encoded static images (static-map/image-cache.ts hands them back): 32 MB idle at
+ * most, capacities in 16 KB steps (a bench image is ~470 KB, so at most ~3 % is slack).
+ */
+export const encodedPool = new PixelPool(32 * 1024 * 1024, 16 * 1024);

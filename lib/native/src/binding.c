@@ -1,6 +1,7 @@
 /*
  * Node-API binding of the PNG encoder:
- *   encode(pixels, width, height, channels, alpha | null, premultiplied, async, simd) → Buffer | Promise<Buffer>
+ *   encode(pixels, width, height, channels, alpha | null, premultiplied, async, simd[, allocate]) → Buffer | Promise<Buffer>:
+ *     the PNG in a new Buffer, or in allocate(size)'s Uint8Array (exactly size bytes, e.g. from a pool)
  *   resizeLinear, resizeReduce: the resamplers (resize_napi.c)
  *   blend(rgb, alpha | null, width, height, overlay, left, top, ow, oh): an overlay blended in place (blend.c)
  *   simdLevel() → the instruction set encode uses by default (filter.h's TB_SIMD_*: 1 none, 2 SSE2, 3 AVX2)
@@ -41,18 +42,54 @@ static void execute(napi_env env, void *data) {
   else if ((j->kind == JOB_REDUCE ? tb_resample_reduce : tb_resample_linear)(&j->rd)) j->error = "out of memory";
 }
 
+/*
+ * The encoded bytes as a JavaScript value: a new Buffer, or, with `allocate` (a function; NULL: none),
+ * what allocate(size) returns — a Uint8Array of exactly `size` bytes, e.g. from a pool — filled with
+ * them. napi_pending_exception when allocate threw; another status with *error set otherwise.
+ */
+static napi_status deliver(napi_env env, napi_value allocate, const tb_png_output *out, napi_value *result, const char **error) {
+  if (!allocate) {
+    void *copy;
+    napi_status s = napi_create_buffer_copy(env, out->size, out->data, &copy, result);
+    if (s != napi_ok) *error = "out of memory";
+    return s;
+  }
+  napi_value size, global;
+  uint8_t *dst = NULL;
+  size_t len = 0;
+  napi_typedarray_type type;
+  bool typed = false;
+  napi_status s = napi_get_global(env, &global);
+  if (s == napi_ok) s = napi_create_double(env, (double)out->size, &size);
+  if (s == napi_ok) s = napi_call_function(env, global, allocate, 1, &size, result);
+  if (s == napi_pending_exception) return s;
+  if (s == napi_ok && (napi_is_typedarray(env, *result, &typed) != napi_ok || !typed || napi_get_typedarray_info(env, *result, &type, &len, (void **)&dst, NULL, NULL) != napi_ok ||
+                       type != napi_uint8_array || len != out->size)) {
+    s = napi_invalid_arg;
+  }
+  if (s != napi_ok) {
+    *error = "png-fast: allocate(size) must return a Uint8Array of exactly size bytes";
+    return s;
+  }
+  memcpy(dst, out->data, out->size);
+  return napi_ok;
+}
+
 static void complete(napi_env env, napi_status status, void *data) {
   job *j = data;
-  napi_value result = NULL;
+  napi_value result = NULL, allocate = NULL;
+  bool threw = false; /* allocate threw: the promise is rejected with what it threw */
   if (status == napi_ok && !j->error && j->kind != JOB_ENCODE) {
     napi_get_undefined(env, &result);
   } else if (status == napi_ok && !j->error) {
-    void *copy;
-    if (napi_create_buffer_copy(env, j->out.size, j->out.data, &copy, &result) != napi_ok) j->error = "out of memory";
+    if (j->allocate && napi_get_reference_value(env, j->allocate, &allocate) != napi_ok) j->error = "png-fast: allocate was lost";
+    else if (deliver(env, allocate, &j->out, &result, &j->error) == napi_pending_exception && !(threw = napi_get_and_clear_last_exception(env, &result) == napi_ok)) j->error = "png-fast: allocate threw";
   } else if (!j->error) {
     j->error = "encoding was cancelled";
   }
-  if (j->error) {
+  if (threw) {
+    napi_reject_deferred(env, j->deferred, result);
+  } else if (j->error) {
     napi_value msg;
     napi_create_string_utf8(env, j->error, NAPI_AUTO_LENGTH, &msg);
     napi_create_error(env, NULL, msg, &result);
@@ -63,6 +100,7 @@ static void complete(napi_env env, napi_status status, void *data) {
   for (int i = 0; i < 2; i++) {
     if (j->refs[i]) napi_delete_reference(env, j->refs[i]);
   }
+  if (j->allocate) napi_delete_reference(env, j->allocate);
   napi_delete_async_work(env, j->work);
   free(j->out.data);
   free(j->taps);
@@ -82,11 +120,19 @@ napi_value tb_queue(napi_env env, job *j, napi_value a, napi_value b) {
 }
 
 static napi_value encode(napi_env env, napi_callback_info info) {
-  size_t argc = 8;
-  napi_value argv[8];
+  size_t argc = 9;
+  napi_value argv[9], allocate = NULL;
+  napi_valuetype allocate_type = napi_undefined;
   CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   if (argc < 8) {
-    napi_throw_type_error(env, NULL, "png-fast: encode takes 8 arguments");
+    napi_throw_type_error(env, NULL, "png-fast: encode takes 8 or 9 arguments");
+    return NULL;
+  }
+  if (argc > 8) CHECK(env, napi_typeof(env, argv[8], &allocate_type));
+  if (allocate_type == napi_function) {
+    allocate = argv[8];
+  } else if (allocate_type != napi_undefined) {
+    napi_throw_type_error(env, NULL, "png-fast: allocate must be a function");
     return NULL;
   }
   tb_png_input in = {0};
@@ -125,11 +171,14 @@ static napi_value encode(napi_env env, napi_callback_info info) {
       napi_throw_error(env, NULL, err);
       return NULL;
     }
-    napi_value result;
-    void *copy;
-    napi_status s = napi_create_buffer_copy(env, out.size, out.data, &copy, &result);
+    napi_value result = NULL;
+    napi_status s = deliver(env, allocate, &out, &result, &err);
     free(out.data);
-    CHECK(env, s);
+    if (s == napi_pending_exception) return NULL; /* what allocate threw, thrown on */
+    if (s != napi_ok) {
+      napi_throw_error(env, NULL, err);
+      return NULL;
+    }
     return result;
   }
   job *j = calloc(1, sizeof *j);
@@ -138,6 +187,11 @@ static napi_value encode(napi_env env, napi_callback_info info) {
     return NULL;
   }
   j->in = in;
+  if (allocate && napi_create_reference(env, allocate, 1, &j->allocate) != napi_ok) {
+    free(j);
+    napi_throw_error(env, NULL, "out of memory");
+    return NULL;
+  }
   return tb_queue(env, j, argv[0], in.alpha ? argv[4] : NULL);
 }
 

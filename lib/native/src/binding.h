@@ -22,6 +22,8 @@ typedef struct {
   napi_async_work work;
   napi_deferred deferred;
   napi_ref refs[2];
+  /* The encoder's `allocate` function for its output, or NULL (a new Buffer). */
+  napi_ref allocate;
   /* Encode a PNG (in → out), or resample with the caller's taps (rd, its tap arrays owned by the job in `taps`): bilinear or reduce. */
   enum { JOB_ENCODE, JOB_LINEAR, JOB_REDUCE } kind;
   tb_png_input in;
