@@ -1,48 +1,11 @@
 /**
- * A fast PNG encoder (native: lib/native/, C with SSE2/AVX2, built by `make setup`) for images encoded
+ * A fast PNG encoder (native: lib/native/ through lib/native.ts, C with SSE2/AVX2) for images encoded
  * per request (static maps, upscaled tiles): ~5 ms for a 1280×960 RGBA image where sharp/libvips'
  * zlib takes ~15 at level 3, for ~35 % larger files (about zlib level 1's size). Each row gets the
  * best of PNG's Sub, Up and Paeth filters, then a deflate stream of literals and runs with Huffman
  * codes per ~256 KB block (docs/static-map-speed.md). Lossless: decoding gives the input back exactly.
  */
-import { existsSync } from 'node:fs';
-import { packagePath, packageRequire } from './package-root.ts';
-
-/** The addon's file, built from lib/native/ by scripts/build-native.mjs (it also resamples: lib/resample-fast.ts). */
-export const PNG_ADDON = packagePath('lib', 'native', 'build', 'Release', 'tilebake_png.node');
-
-/** Instruction sets of the native code, best last (`PngOptions.simd`). */
-export const SIMD = { none: 1, sse2: 2, avx2: 3 } as const;
-export type SimdLevel = keyof typeof SIMD;
-
-export interface Addon {
-  /** `src`: an image, or tiles with `grid` = cols, tileSize, left, top (lib/resample-fast.ts's TileGrid). */
-  resizeLinear(src: Uint8Array | (Uint8Array | null)[], sw: number, sh: number, channels: 1 | 3, dst: Uint8Array, dw: number, dh: number, xFirst: Int32Array, xIndex: Int32Array, xTable: Int16Array, xTaps: number, yFirst: Int32Array, yIndex: Int32Array, yTable: Int16Array, yTaps: number, simd: number, ...grid: number[]): Promise<void>;
-  resizeReduce(src: Uint8Array | (Uint8Array | null)[], sw: number, sh: number, channels: 1 | 3, dst: Uint8Array, dw: number, dh: number, xFirst: Int32Array, xIndex: Int32Array, xTable: Int16Array, xTaps: number, yFirst: Int32Array, yIndex: Int32Array, yTable: Int16Array, yTaps: number, simd: number, ...grid: number[]): Promise<void>;
-  encode(pixels: Uint8Array, width: number, height: number, channels: 3 | 4, alpha: Uint8Array | null, premultiplied: boolean, async: boolean, simd: number, allocate?: (bytes: number) => Buffer): Buffer | Promise<Buffer>;
-  /** Blend straight RGBA `overlay` (ow×oh at left, top) over premultiplied `rgb` and `alpha` in place. */
-  blend(rgb: Uint8Array, alpha: Uint8Array | null, width: number, height: number, overlay: Uint8Array, left: number, top: number, ow: number, oh: number): void;
-  /** Overlay operations (static-server/static-map/overlay-ops.ts) drawn onto premultiplied `rgb` and `alpha` in place, within the ow×oh box at (left, top). */
-  drawOverlay(rgb: Uint8Array, alpha: Uint8Array | null, width: number, height: number, ops: Float64Array, left: number, top: number, ow: number, oh: number): void;
-  simdLevel(): number;
-}
-
-let addon: Addon | undefined;
-
-/** The addon (lib/native/), loaded on first use; a clear error when it is not built. */
-export function loadNative(): Addon {
-  if (!addon) {
-    if (!existsSync(PNG_ADDON)) throw new Error(`tilebake: the native PNG encoder is not built (${PNG_ADDON} is missing): run \`make setup\` (it needs a C compiler)`);
-    addon = packageRequire(PNG_ADDON) as Addon;
-  }
-  return addon;
-}
-
-/** The instruction set the encoder uses on this machine. */
-export function simdLevel(): SimdLevel {
-  const level = loadNative().simdLevel();
-  return (Object.keys(SIMD) as SimdLevel[]).find((k) => SIMD[k] === level)!;
-}
+import { loadNative, SIMD, type Addon, type SimdLevel } from './native.ts';
 
 export interface PngOptions {
   /** A separate alpha plane (one byte per pixel) for 3-channel `pixels`. */

@@ -3,7 +3,7 @@
  * maps: bilinear above the baked zooms and lanczos3 between them, the same pixels as sharp/libvips
  * within a unit or two in a fraction of its time (separable, SIMD; docs/static-map-speed.md).
  */
-import { SIMD, loadNative, type SimdLevel } from './png-fast.ts';
+import { SIMD, loadNative, type SimdLevel } from './native.ts';
 import { fixedTable, lanczos3Taps, linearTaps, TapArrays, type AxisTaps } from './resample-kernel.ts';
 
 /** One axis of a resampling: output sample X reads source (X + offset) / scale − ½ (libvips' upsizing; scale 1: a shift). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Compiles the native PNG encoder (lib/native/: binding.gyp, src/*.c) with node-gyp into
-// lib/native/build/Release/tilebake_png.node, which lib/png-fast.ts loads. Offline: node-gyp comes from
+// Compiles tilebake's native addon (lib/native/: binding.gyp, src/*.c; the PNG encoder, resamplers, overlay
+// rasteriser) with node-gyp into lib/native/build/Release/tilebake_native.node, which lib/native.ts loads. Offline: node-gyp comes from
 // node_modules (npm ci) and Node's own headers (include/node next to the node binary: Debian's nodejs
 // package, the official images) are used instead of a download. Needs a C compiler, make and python3.
 // A no-op when the addon is newer than its sources, so `make setup` runs it every time.
@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DIR = join(ROOT, 'lib/native');
-const ADDON = join(DIR, 'build/Release/tilebake_png.node');
+const ADDON = join(DIR, 'build/Release/tilebake_native.node');
 
 const { values } = parseArgs({ options: { force: { type: 'boolean', default: false } } });
 const sources = [join(DIR, 'binding.gyp'), import.meta.filename, ...readdirSync(join(DIR, 'src')).map((f) => join(DIR, 'src', f))];
@@ -45,4 +45,4 @@ try {
   fail('compiling lib/native failed (it needs gcc or clang, make and python3)');
 }
 const why = newer ? ` (${newer.slice(ROOT.length + 1)} changed)` : '';
-console.log(`build-native: lib/native/build/Release/tilebake_png.node in ${Math.round(performance.now() - t0)} ms${why}`);
+console.log(`build-native: lib/native/build/Release/tilebake_native.node in ${Math.round(performance.now() - t0)} ms${why}`);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what tilebake needs: Debian packages (Chromium, GDAL, nginx, wrk, a C compiler) and the npm
-# packages, compiles the native PNG encoder (lib/native/) and the sources to dist/.
+# packages, compiles the native addon (lib/native/) and the sources to dist/.
 # Idempotent and quick when everything is already there. Used by `make setup` and `.ci/run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +45,7 @@ if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt
 fi
 node -e "if (require('gdal-async').bundled) { console.error('setup: gdal-async was built with its bundled GDAL; remove node_modules and rerun'); process.exit(1) }"
 
-# The native PNG encoder (lib/png-fast.ts; a no-op when current). Not when the sources are not there
+# The native addon (lib/native.ts: PNG encoder, resamplers, overlays; a no-op when current). Not when the sources are not there
 # yet (the container image copies them after set-up and builds it then).
 if [ -d lib/native ]; then node scripts/build-native.mjs; fi
 

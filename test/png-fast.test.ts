@@ -7,7 +7,8 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodePng, encodePngSync, simdLevel, SIMD, type SimdLevel } from '../lib/png-fast.ts';
+import { simdLevel, SIMD, type SimdLevel } from '../lib/native.ts';
+import { encodePng, encodePngSync } from '../lib/png-fast.ts';
 import { checkPng, unpremultiplied } from './fixtures/png-check.ts';
 import { tempDir } from './render-helpers.ts';
 
@@ -176,10 +177,10 @@ describe('encodePng', () => {
     try {
       await mkdir(join(dir, 'lib'));
       await writeFile(join(dir, 'package.json'), '{"type":"module"}');
-      for (const f of ['png-fast.ts', 'package-root.ts']) await copyFile(join(REPO, 'lib', f), join(dir, 'lib', f));
+      for (const f of ['png-fast.ts', 'native.ts', 'package-root.ts']) await copyFile(join(REPO, 'lib', f), join(dir, 'lib', f));
       const script = `const m = await import(${JSON.stringify(join(dir, 'lib/png-fast.ts'))}); await m.encodePng(Buffer.alloc(3), 1, 1, 3);`;
       const run = promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: REPO });
-      await expect(run).rejects.toThrow(/the native PNG encoder is not built .*tilebake_png\.node is missing\): run `make setup`/);
+      await expect(run).rejects.toThrow(/the native addon is not built .*tilebake_native\.node is missing\): run `make setup`/);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

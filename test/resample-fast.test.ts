@@ -3,7 +3,7 @@
 // one-band planes, the same bytes within 1 unit (and nearly all exactly); a scale of exactly 1 is a shift;
 // the SIMD passes give the plain C loop's bytes.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadNative } from '../lib/png-fast.ts';
+import { loadNative } from '../lib/native.ts';
 import { resizeLinear } from '../lib/resample-fast.ts';
 import { fixedTable, linearTaps } from '../lib/resample-kernel.ts';
 import { H, mapPixels, simdLevels, viaSharp, W } from './fixtures/map-pixels.ts';

@@ -5,7 +5,7 @@
  * a fraction of sharp's composite, which converts and blends every pixel of the image in float.
  */
 import sharp from 'sharp';
-import { loadNative } from '../../lib/png-fast.ts';
+import { loadNative } from '../../lib/native.ts';
 import type { OverlaySvg } from './overlay.ts';
 
 /** The base image: RGB premultiplied by `alpha` (null: opaque), `width` px wide. */
