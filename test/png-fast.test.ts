@@ -8,7 +8,8 @@ import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { simdLevel, SIMD, type SimdLevel } from '../lib/native.ts';
-import { encodePng, encodePngSync } from '../lib/png-fast.ts';
+import { encodePng, encodePngSync, pngDigest } from '../lib/png-fast.ts';
+import sharp from 'sharp';
 import { checkPng, unpremultiplied } from './fixtures/png-check.ts';
 import { tempDir } from './render-helpers.ts';
 
@@ -159,6 +160,23 @@ describe('encodePng', () => {
     await expect(encodePng(px, 120, 40, 4, { allocate: (n) => Buffer.alloc(n + 1) })).rejects.toThrow(/exactly size bytes/);
     expect(() => encodePngSync(px, 120, 40, 4, { allocate: () => 'x' as unknown as Buffer })).toThrow(/exactly size bytes/);
     expect(() => encodePngSync(px, 120, 40, 4, { allocate: 3 as unknown as () => Buffer })).toThrow(/allocate must be a function/);
+  });
+
+  it('pngDigest: equal for equal files, different when any pixel differs; only for its own files', async () => {
+    const px = image(300, 200, 4, 'gradient', 'mixed', 21);
+    const png = encodePngSync(px, 300, 200, 4);
+    expect(pngDigest(png).equals(pngDigest(Buffer.from(png)))).toBe(true);
+    const seen = new Set([pngDigest(png).toString('hex')]);
+    for (let k = 0; k < 40; k++) {
+      const other = Buffer.from(px);
+      other[(k * 7919) % other.length] ^= 1 << (k % 8); // one bit of one pixel
+      seen.add(pngDigest(encodePngSync(other, 300, 200, 4)).toString('hex'));
+    }
+    seen.add(pngDigest(encodePngSync(px.subarray(0, 300 * 199 * 4), 300, 199, 4)).toString('hex'));
+    expect(seen.size).toBe(42);
+    const libpng = await sharp(px, { raw: { width: 300, height: 200, channels: 4 } }).png().toBuffer();
+    expect(() => pngDigest(libpng.subarray(0, 40))).toThrow(/not a PNG written by encodePng/);
+    expect(() => pngDigest(Buffer.from('not a png at all, not a png at all, not a png at all, not a png'))).toThrow(/not a PNG written by encodePng/);
   });
 
   it('rejects bad arguments with clear errors', async () => {
