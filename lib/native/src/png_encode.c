@@ -159,7 +159,7 @@ const char *tb_png_encode(const tb_png_input *in, tb_png_output *out) {
   const int simd = tb_simd_level(in->simd);
   const size_t len = (size_t)in->width * bpp, raw = (len + 1) * in->height;
   if (raw > MAX_RAW) return "image too large (more than 1 GB of pixels)";
-  const size_t cap = 8 + 25 + 8 + 2 + raw + 6 * (raw / 65535 + 1) + 22 * (raw / BLOCK_TARGET + 2) + 4 + 12 + 12 + 8; /* + 8: the bit writer's slack */
+  const size_t cap = 8 + 25 + 8 + 2 + raw + 6 * (raw / 65535 + 1) + 22 * (raw / BLOCK_TARGET + 2) + 4 + 12 + 12 + 8 + TB_DEFLATE_SLACK; /* + 8: the bit writer's slack */
   const size_t rowbuf = PAD + len + PAD;
   uint8_t *png = malloc(cap), *rows = calloc(2 + TB_FILTERS, rowbuf);
   tb_deflate *deflate = tb_deflate_new(BLOCK_TARGET + len + 1, simd);
