@@ -20,6 +20,7 @@
 
 struct tb_deflate {
   uint16_t *tokens;
+  uint32_t *eq, *starts; /* add_avx2's masks (deflate.c) */
   size_t ntokens, raw;
   int sse2, avx2;
 };
