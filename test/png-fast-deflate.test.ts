@@ -29,7 +29,8 @@ function subImage(w: number, h: number, residual: (t: number, y: number) => numb
       let r = residual(i + 1, y) & 255;
       if (r === before) r = (r + 1) & 255;
       before = r;
-      px[y * 3 * w + i] = (r + (i >= 3 ? px[y * 3 * w + i - 3] : 0)) & 255;
+      // Each row 128 above the one before (Up's residuals ~128, Sub's the ones given, Paeth's mostly Sub's).
+      px[y * 3 * w + i] = (r + (i >= 3 ? px[y * 3 * w + i - 3] : 128 * y)) & 255;
     }
   }
   return px;
