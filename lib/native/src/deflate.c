@@ -81,8 +81,9 @@ static inline unsigned run_starts(const uint8_t *p, int sse2) {
 /*
  * Append the tokens of `n` bytes to the block: literals, except that a run of at least MIN_MATCH bytes
  * equal to the byte before is a match (≤ 258 long). Run starts are found 16 bytes at a time and the
- * literals between them copied 16 at a time (counted later, in tb_deflate_flush's tight loop). `data`
- * must be readable 34 bytes past n (never coded). Runs do not continue from the previous call's bytes. With AVX2 (add_avx2) 32 bytes a step.
+ * literals between them copied 16 at a time (counted later, in tb_deflate_flush). `data` must be
+ * readable from 1 byte before (AVX2) to 34 bytes past n (never coded). Runs do not continue from the
+ * previous call's bytes. With AVX2, add_avx2 (the same tokens).
  */
 #if defined(__GNUC__) && defined(__x86_64__)
 /* 64 bits of a mask array from bit 64·w (little-endian: two 32-bit words). */
@@ -94,29 +95,27 @@ static inline uint64_t mask64(const uint32_t *m, size_t w) {
 
 /*
  * tb_deflate_add with AVX2 (the same tokens), in two passes so that the tokens' serial chain (where a
- * literal span ends, where its run ends) waits on no vector load: first, 32 bytes a step, the masks of
- * the whole row, bit k of `eq` for data[k] = data[k − 1] and of `starts` for a run start
- * (data[k…k+2] = data[k − 1], k ≤ n − 3; a sentinel bit at n); then runs are found from bit to bit:
+ * literal span ends, where its run ends) waits on no vector load: first the masks of the whole row, bit
+ * k of `eq` for data[k] = data[k − 1] (32 bytes a step) and of `starts` for a run start (data[k…k+2] =
+ * data[k − 1], k ≤ n − 3: bits k…k+2 of eq; a sentinel bit at n); then runs are found from bit to bit:
  * the next start, the next byte unequal to its left neighbour after it. Was one pass finding each run's
  * start and end with vector compares at the current position (~33 cycles of latency per run).
  */
 __attribute__((target("avx2,bmi,bmi2"))) static size_t add_avx2(const uint8_t *data, size_t n, uint16_t *tok, uint32_t *eq, uint32_t *starts) {
-  const size_t steps = n / 32 + 1; /* 32·steps > n: bit n is computed; reads up to data[n + 33] */
+  const size_t steps = n / 32 + 1; /* 32·steps > n: bit n is computed; reads up to data[n + 31] */
   for (size_t j = 0; j < steps; j++) {
     const uint8_t *p = data + 32 * j;
-    const __m256i prev = _mm256_loadu_si256((const __m256i *)(p - 1));
-    const __m256i e0 = _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)p), prev);
-    const __m256i run = _mm256_and_si256(_mm256_and_si256(e0, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + 1)), prev)),
-                                         _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + 2)), prev));
-    eq[j] = (uint32_t)_mm256_movemask_epi8(e0);
-    starts[j] = (uint32_t)_mm256_movemask_epi8(run);
+    eq[j] = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)p), _mm256_loadu_si256((const __m256i *)(p - 1))));
   }
-  eq[steps] = starts[steps] = eq[steps + 1] = starts[steps + 1] = 0; /* whole 64-bit words */
-  /* Bits from n − 2 (starts) and n (eq) on cleared: they are in the last two words. */
-  const size_t s0 = n > 2 ? n - 2 : 0;
-  if (s0 >> 5 < n >> 5) starts[n >> 5] = 0;
-  starts[s0 >> 5] &= (1u << (s0 & 31)) - 1;
-  eq[n >> 5] &= (1u << (n & 31)) - 1;
+  eq[steps] = eq[steps + 1] = eq[steps + 2] = 0; /* whole 64-bit words, and one more for the starts */
+  eq[n >> 5] &= (1u << (n & 31)) - 1;  /* bits from n on: 0 */
+  /* A run starts at k when eq has bits k, k + 1 and k + 2 (none from n − 2 on, as eq has none from n). */
+  const size_t words = (steps + 1) / 2;
+  for (size_t w = 0; w < words; w++) {
+    const uint64_t e = mask64(eq, w), next = mask64(eq, w + 1);
+    const uint64_t s = e & (e >> 1 | next << 63) & (e >> 2 | next << 62);
+    memcpy(starts + 2 * w, &s, 8);
+  }
   starts[n >> 5] |= 1u << (n & 31);
 
   size_t k = 0, pos = 1;
@@ -210,8 +209,8 @@ tb_deflate *tb_deflate_new(size_t block_bytes, int simd) {
   tb_deflate *d = calloc(1, sizeof *d);
   /* A token per byte at most, and 32 of slack for the literal copies. */
   if (d && !(d->tokens = malloc((block_bytes + 32) * sizeof d->tokens[0]))) free(d), d = NULL;
-  /* add_avx2's masks of a row (≤ block_bytes): a bit per byte and two words more. */
-  if (d && simd >= TB_SIMD_AVX2 && (!(d->eq = malloc((block_bytes / 32 + 3) * sizeof d->eq[0])) || !(d->starts = malloc((block_bytes / 32 + 3) * sizeof d->starts[0])))) tb_deflate_free(d), d = NULL;
+  /* add_avx2's masks of a row (≤ block_bytes): a bit per byte and three words more. */
+  if (d && simd >= TB_SIMD_AVX2 && (!(d->eq = malloc((block_bytes / 32 + 4) * sizeof d->eq[0])) || !(d->starts = malloc((block_bytes / 32 + 4) * sizeof d->starts[0])))) tb_deflate_free(d), d = NULL;
   if (d) d->sse2 = simd >= TB_SIMD_SSE2, d->avx2 = simd >= TB_SIMD_AVX2;
   return d;
 }

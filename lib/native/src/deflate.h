@@ -22,7 +22,7 @@ void tb_deflate_init(void);
 /* A compressor whose blocks hold at most `block_bytes` bytes, using instruction set `simd` (filter.h's TB_SIMD_*, from tb_simd_level; NULL when out of memory). */
 tb_deflate *tb_deflate_new(size_t block_bytes, int simd);
 void tb_deflate_free(tb_deflate *d);
-/* Add `n` ≥ 1 bytes to the block (at most its capacity in all); `data` must be readable 34 bytes past `n`. */
+/* Add `n` ≥ 1 bytes to the block (at most its capacity in all); `data` must be readable from 1 byte before to 34 bytes past `n`. */
 void tb_deflate_add(tb_deflate *d, const uint8_t *data, size_t n);
 /* tb_deflate_add of `n` ≥ 2 bytes that are `first` then n − 1 zeros (a row filtered to all 0), without reading them: the same tokens. */
 void tb_deflate_add_zeros(tb_deflate *d, uint8_t first, size_t n);
