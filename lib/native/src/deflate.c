@@ -94,21 +94,6 @@ static inline uint64_t mask64(const uint32_t *m, size_t w) {
 }
 
 /*
- * The first bit at or after `from` of mask m (flip = 0) or of its complement (flip = all ones), which
- * has one. Within two words without a branch (tzcnt of 0 is 64), as most literal spans and runs are.
- */
-__attribute__((target("bmi"))) static inline size_t first_bit(const uint32_t *m, size_t from, uint64_t flip) {
-  size_t w = from >> 6;
-  const uint64_t m0 = (mask64(m, w) ^ flip) & (~(uint64_t)0 << (from & 63)), m1 = mask64(m, w + 1) ^ flip;
-  const size_t t0 = (size_t)_tzcnt_u64(m0), t1 = (size_t)_tzcnt_u64(m1);
-  if (t0 + t1 < 128) return 64 * w + t0 + (t0 == 64 ? t1 : 0);
-  uint64_t rest;
-  w += 2;
-  while (!(rest = mask64(m, w) ^ flip)) w++;
-  return 64 * w + (size_t)__builtin_ctzll(rest);
-}
-
-/*
  * tb_deflate_add with AVX2 (the same tokens), in two passes so that the tokens' serial chain (where a
  * literal span ends, where its run ends) waits on no vector load: first the masks of the whole row, bit
  * k of `eq` for data[k] = data[k − 1] (32 bytes a step) and of `starts` for a run start (data[k…k+2] =
@@ -131,25 +116,28 @@ __attribute__((target("avx2,bmi,bmi2"))) static size_t add_avx2(const uint8_t *d
     const uint64_t s = e & (e >> 1 | next << 63) & (e >> 2 | next << 62);
     memcpy(starts + 2 * w, &s, 8);
   }
-  starts[2 * words] = starts[2 * words + 1] = 0; /* first_bit reads a word past the sentinel's */
   starts[n >> 5] |= 1u << (n & 31);
 
   size_t k = 0, pos = 1;
   tok[k++] = data[0];
   for (;;) {
     /* The next run start at or after pos (n: none), and the literals before it, 32 at a time. */
-    const size_t s = first_bit(starts, pos, 0);
-    const size_t lits = s - pos;
-    for (size_t q = 0;;) { /* the first 32 unconditionally: a branch less to mispredict (tok and data have room) */
-      const __m256i x = _mm256_loadu_si256((const __m256i *)(data + pos + q));
-      _mm256_storeu_si256((__m256i *)(tok + k + q), _mm256_cvtepu8_epi16(_mm256_castsi256_si128(x)));
-      _mm256_storeu_si256((__m256i *)(tok + k + q + 16), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(x, 1)));
-      if ((q += 32) >= lits) break;
+    size_t w = pos >> 6;
+    uint64_t m = mask64(starts, w) & (~(uint64_t)0 << (pos & 63));
+    while (!m) m = mask64(starts, ++w);
+    const size_t s = 64 * w + (size_t)__builtin_ctzll(m);
+    for (size_t q = pos; q < s; q += 32) {
+      const __m256i x = _mm256_loadu_si256((const __m256i *)(data + q));
+      _mm256_storeu_si256((__m256i *)(tok + k + (q - pos)), _mm256_cvtepu8_epi16(_mm256_castsi256_si128(x)));
+      _mm256_storeu_si256((__m256i *)(tok + k + (q - pos) + 16), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(x, 1)));
     }
-    k += lits;
+    k += s - pos;
     if (s >= n) break;
     /* Its end: the first byte from s + 3 on that differs from the one before (n at the latest). */
-    size_t r = first_bit(eq, s + MIN_MATCH, ~(uint64_t)0) - s;
+    w = (s + MIN_MATCH) >> 6;
+    m = ~mask64(eq, w) & (~(uint64_t)0 << ((s + MIN_MATCH) & 63));
+    while (!m) m = ~mask64(eq, ++w);
+    size_t r = 64 * w + (size_t)__builtin_ctzll(m) - s;
     if (r > MAX_MATCH) r = MAX_MATCH;
     tok[k++] = (uint16_t)(MATCH_TOKEN + r);
     pos = s + r;
