@@ -3,7 +3,7 @@
  * per request (static maps, upscaled tiles): ~5 ms for a 1280×960 RGBA image where sharp/libvips'
  * zlib takes ~15 at level 3, for ~35 % larger files (about zlib level 1's size). Each row gets the
  * best of PNG's Sub, Up and Paeth filters, then a deflate stream of literals and runs with Huffman
- * codes per ~256 KB block (docs/static-map-speed.md). Lossless: decoding gives the input back exactly.
+ * codes per ~512 KB block (docs/static-map-speed.md). Lossless: decoding gives the input back exactly.
  */
 import { existsSync } from 'node:fs';
 import { packagePath, packageRequire } from './package-root.ts';

@@ -97,16 +97,16 @@ describe('encodePng: Huffman codes from a sample of the tokens', () => {
   it('writes a block stored when the sampled codes make it larger than stored, and goes on after it', async () => {
     // Sampled tokens hold 16 values, the others 64 values the sample never sees: coded in 15 bits, the
     // block would be ~1.5 times its bytes. A row of 1 000 tokens (found at the block's end), one of
-    // 10 000 (found while writing, after 4 096 tokens), and a row of 262 147 tokens (a block of its own,
-    // five stored pieces) followed by one of residuals 1-6 (a second block, Huffman coded).
-    for (const [w, h] of [[333, 1], [3333, 1], [87382, 2]]) {
+    // 10 000 (found while writing, after 4 096 tokens), and a row of 524 290 tokens (a block of its own:
+    // ≥ png_encode.c's 512 KB; nine stored pieces) followed by one of residuals 1-6 (a second block, Huffman coded).
+    for (const [w, h] of [[333, 1], [3333, 1], [174763, 2]]) {
       const rnd = random(w);
       const px = subImage(w, h, (t, y) => (y === 1 ? 1 + (rnd() % 6) : t % 5 === 0 ? 1 + ((t / 5) % 16) : 17 + (rnd() % 64)));
       const { png, btype } = await encodeChecked(px, w, h);
       expect(btype, `${w}×${h}`).toBe(0); // stored
       // Signature, IHDR, the IDAT's zlib header, stored pieces of ≤ 65 535 bytes, Adler-32, IDAT's CRC, IEND.
       if (h === 1) expect(png.length).toBe(8 + 25 + 8 + 2 + px.length + 1 + 5 * Math.ceil((px.length + 1) / 65535) + 4 + 4 + 12);
-      else expect(blockTypes(png)).toEqual([0, 0, 0, 0, 0, 2]);
+      else expect(blockTypes(png)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
     }
   });
 });

@@ -3,7 +3,7 @@
  * unpremultiplied where alpha is partial) and filtered (filter.c) with the one of Sub, Up and Paeth
  * whose output has the smallest sum of absolute values over a sample of the row (libpng's heuristic:
  * it favours zeros, i.e. long runs). The filtered row goes to deflate.c while in cache, which gathers
- * ~256 KB per block with its own Huffman codes. One IDAT chunk.
+ * ~512 KB per block with its own Huffman codes. One IDAT chunk.
  */
 #include "png_encode.h"
 #include "checksum.h"
@@ -16,8 +16,12 @@
 #error "tilebake's PNG encoder writes words in little-endian byte order"
 #endif
 
-/* Bytes of filtered rows per deflate block: 32 KB to 1 MB gave the same sizes (within 0.3 %) on the bench's images. */
-#define BLOCK_TARGET (256 * 1024)
+/*
+ * Bytes of filtered rows per deflate block: 32 KB to 1 MB gave the same sizes (within 0.3 %) on the
+ * bench's images; since Huffman codes come from a sample of the tokens (deflate_block.c) a block's fixed
+ * costs count more: 256, 512, 1024 KB gave 2.83, 2.75, 2.67 ms per image and 476.4, 476.2, 476.8 KB.
+ */
+#define BLOCK_TARGET (512 * 1024)
 /* Zero bytes before each row buffer (the "left" pixel, the filter type byte) and after it (vector reads: deflate's reach 34 bytes past a row). */
 #define PAD 64
 /* Largest filtered image (bytes): one IDAT chunk holds it with room to spare. */
