@@ -144,6 +144,7 @@ AVX2 static size_t apply_avx2(const uint8_t *cur, const uint8_t *prev, size_t le
 
 void tb_filter_costs(const uint8_t *cur, const uint8_t *prev, size_t len, int bpp, uint64_t costs[TB_FILTERS], int simd) {
   size_t i = len;
+  (void)simd;
   costs[0] = costs[1] = costs[2] = 0;
 #if defined(__GNUC__) && defined(__x86_64__)
   if (simd >= TB_SIMD_AVX2) i = costs_avx2(cur, prev, len, bpp, costs);
@@ -168,6 +169,7 @@ void tb_filter_costs(const uint8_t *cur, const uint8_t *prev, size_t len, int bp
 int tb_filter_apply(const uint8_t *cur, const uint8_t *prev, size_t len, int bpp, int f, uint8_t *out, int simd) {
   size_t i = 0;
   int any = 0;
+  (void)simd;
 #if defined(__GNUC__) && defined(__x86_64__)
   if (simd >= TB_SIMD_AVX2) i = apply_avx2(cur, prev, len, bpp, f, out, &any);
 #endif
