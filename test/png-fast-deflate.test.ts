@@ -1,4 +1,5 @@
-// The native PNG encoder's deflate blocks (lib/native/src/deflate_block.c) where its Huffman codes come
+// The native PNG encoder's deflate stream: the literal/run scan (lib/native/src/deflate.c; AVX2 from masks
+// of the row) gives the plain C scan's tokens, and blocks (deflate_block.c) whose Huffman codes come
 // from a sample of the block's tokens (every 5th, SAMPLE): a byte value that only unsampled tokens hold
 // must still be coded, and a block whose sample misjudges it (the Huffman block turns out larger than
 // stored) must be written again stored. Rows are built so that the encoder's tokens are known: Sub
