@@ -93,56 +93,70 @@ static inline uint64_t mask64(const uint32_t *m, size_t w) {
   return v;
 }
 
+/* Append the positions base + k of the bits k of m to arr[*count…] (two without a branch: arr has room for two more). */
+__attribute__((target("bmi,popcnt"))) static inline void bit_positions(uint64_t m, uint32_t base, uint32_t *arr, size_t *count) {
+  uint32_t *p = arr + *count;
+  const size_t c = (size_t)__builtin_popcountll(m);
+  p[0] = base + (uint32_t)_tzcnt_u64(m), m &= m - 1;
+  p[1] = base + (uint32_t)_tzcnt_u64(m), m &= m - 1;
+  for (size_t i = 2; m; i++, m &= m - 1) p[i] = base + (uint32_t)__builtin_ctzll(m);
+  *count += c;
+}
+
+/* Copy the literals data[from…to) to tok as tokens: 32 a step, the first unconditionally (tok and data have room); returns their count. */
+__attribute__((target("avx2"))) static inline size_t copy_literals(const uint8_t *data, size_t from, size_t to, uint16_t *tok) {
+  for (size_t q = from;;) {
+    const __m256i x = _mm256_loadu_si256((const __m256i *)(data + q));
+    _mm256_storeu_si256((__m256i *)(tok + (q - from)), _mm256_cvtepu8_epi16(_mm256_castsi256_si128(x)));
+    _mm256_storeu_si256((__m256i *)(tok + (q - from) + 16), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(x, 1)));
+    if ((q += 32) >= to) break;
+  }
+  return to - from;
+}
+
 /*
- * tb_deflate_add with AVX2 (the same tokens), in two passes so that the tokens' serial chain (where a
- * literal span ends, where its run ends) waits on no vector load: first the masks of the whole row, bit
- * k of `eq` for data[k] = data[k − 1] (32 bytes a step) and of `starts` for a run start (data[k…k+2] =
- * data[k − 1], k ≤ n − 3: bits k…k+2 of eq; a sentinel bit at n); then runs are found from bit to bit:
- * the next start, the next byte unequal to its left neighbour after it. Was one pass finding each run's
- * start and end with vector compares at the current position (~33 cycles of latency per run).
+ * tb_deflate_add with AVX2 (the same tokens) from masks, so that no serial chain runs from one run to
+ * the next: bit k of `eq` is data[k] = data[k − 1] (one compare per 32 bytes; 0 for k = 0 and k ≥ n). The
+ * tokens are the stretches of set bits: one of ≥ 3 bits is a run from its first byte to its end (split
+ * at 258 as the plain scan does: a rest of 1 or 2 bytes are literals), every other byte is a literal.
+ * Per 64-bit word, bit-parallel: the stretches' first bits with two more after them (`begin`), and their
+ * ends from adding `begin` to eq (the carry runs through each such stretch to the bit after it, and on
+ * into the next word). Their positions are listed (`begins`, `ends`), then the tokens are written from
+ * the lists. Was one pass finding each run's start and end with vector compares at the current position
+ * (~33 cycles of latency per run), then a walk from mask bit to mask bit (one serial chain per run).
  */
-__attribute__((target("avx2,bmi,bmi2"))) static size_t add_avx2(const uint8_t *data, size_t n, uint16_t *tok, uint32_t *eq, uint32_t *starts) {
+__attribute__((target("avx2,bmi,bmi2,popcnt"))) static size_t add_avx2(const uint8_t *data, size_t n, uint16_t *tok, uint32_t *eq, uint32_t *begins, uint32_t *ends) {
   const size_t steps = n / 32 + 1; /* 32·steps > n: bit n is computed; reads up to data[n + 31] */
   for (size_t j = 0; j < steps; j++) {
     const uint8_t *p = data + 32 * j;
     eq[j] = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)p), _mm256_loadu_si256((const __m256i *)(p - 1))));
   }
-  eq[steps] = eq[steps + 1] = eq[steps + 2] = 0; /* whole 64-bit words, and one more for the starts */
-  eq[n >> 5] &= (1u << (n & 31)) - 1;  /* bits from n on: 0 */
-  /* A run starts at k when eq has bits k, k + 1 and k + 2 (none from n − 2 on, as eq has none from n). */
-  const size_t words = (steps + 1) / 2;
-  for (size_t w = 0; w < words; w++) {
+  eq[steps] = eq[steps + 1] = eq[steps + 2] = 0; /* whole 64-bit words, and one more */
+  eq[n >> 5] &= (1u << (n & 31)) - 1;            /* bits from n on: 0 */
+  eq[0] &= ~1u;                                  /* byte 0 is a literal */
+  size_t runs = 0, nends = 0;
+  uint64_t before = 0;
+  unsigned char carry = 0;
+  for (size_t w = 0, words = (steps + 1) / 2; w < words; w++) {
     const uint64_t e = mask64(eq, w), next = mask64(eq, w + 1);
-    const uint64_t s = e & (e >> 1 | next << 63) & (e >> 2 | next << 62);
-    memcpy(starts + 2 * w, &s, 8);
+    const uint64_t begin = e & (e >> 1 | next << 63) & (e >> 2 | next << 62) & ~(e << 1 | before >> 63);
+    unsigned long long sum;
+    carry = _addcarry_u64(carry, e, begin, &sum);
+    before = e;
+    bit_positions(begin, (uint32_t)(64 * w), begins, &runs);
+    bit_positions(sum & ~e, (uint32_t)(64 * w), ends, &nends);
   }
-  starts[n >> 5] |= 1u << (n & 31);
-
-  size_t k = 0, pos = 1;
-  tok[k++] = data[0];
-  for (;;) {
-    /* The next run start at or after pos (n: none), and the literals before it, 32 at a time. */
-    size_t w = pos >> 6;
-    uint64_t m = mask64(starts, w) & (~(uint64_t)0 << (pos & 63));
-    while (!m) m = mask64(starts, ++w);
-    const size_t s = 64 * w + (size_t)__builtin_ctzll(m);
-    for (size_t q = pos; q < s; q += 32) {
-      const __m256i x = _mm256_loadu_si256((const __m256i *)(data + q));
-      _mm256_storeu_si256((__m256i *)(tok + k + (q - pos)), _mm256_cvtepu8_epi16(_mm256_castsi256_si128(x)));
-      _mm256_storeu_si256((__m256i *)(tok + k + (q - pos) + 16), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(x, 1)));
-    }
-    k += s - pos;
-    if (s >= n) break;
-    /* Its end: the first byte from s + 3 on that differs from the one before (n at the latest). */
-    w = (s + MIN_MATCH) >> 6;
-    m = ~mask64(eq, w) & (~(uint64_t)0 << ((s + MIN_MATCH) & 63));
-    while (!m) m = ~mask64(eq, ++w);
-    size_t r = 64 * w + (size_t)__builtin_ctzll(m) - s;
-    if (r > MAX_MATCH) r = MAX_MATCH;
-    tok[k++] = (uint16_t)(MATCH_TOKEN + r);
-    pos = s + r;
+  size_t k = 0, lit = 0; /* the literals from lit on are not written yet */
+  for (size_t r = 0; r < runs; r++) {
+    const size_t s = begins[r], end = ends[r];
+    k += copy_literals(data, lit, s, tok + k);
+    size_t len = end - s;
+    for (; len > MAX_MATCH; len -= MAX_MATCH) tok[k++] = MATCH_TOKEN + MAX_MATCH;
+    if (len >= MIN_MATCH) tok[k++] = (uint16_t)(MATCH_TOKEN + len);
+    else for (; len > 0; len--) tok[k++] = data[s];
+    lit = end;
   }
-  return k;
+  return k + copy_literals(data, lit, n, tok + k);
 }
 #endif
 
@@ -153,7 +167,7 @@ void tb_deflate_add(tb_deflate *d, const uint8_t *data, size_t n) {
   d->raw += n;
 #if defined(__GNUC__) && defined(__x86_64__)
   if (d->avx2) {
-    d->ntokens += add_avx2(data, n, tok, d->eq, d->starts);
+    d->ntokens += add_avx2(data, n, tok, d->eq, d->begins, d->ends);
     return;
   }
 #endif
@@ -209,14 +223,14 @@ tb_deflate *tb_deflate_new(size_t block_bytes, int simd) {
   tb_deflate *d = calloc(1, sizeof *d);
   /* A token per byte at most, and 32 of slack for the literal copies. */
   if (d && !(d->tokens = malloc((block_bytes + 32) * sizeof d->tokens[0]))) free(d), d = NULL;
-  /* add_avx2's masks of a row (≤ block_bytes): a bit per byte and three words more. */
-  if (d && simd >= TB_SIMD_AVX2 && (!(d->eq = malloc((block_bytes / 32 + 4) * sizeof d->eq[0])) || !(d->starts = malloc((block_bytes / 32 + 4) * sizeof d->starts[0])))) tb_deflate_free(d), d = NULL;
+  /* add_avx2's mask of a row (≤ block_bytes: a bit per byte and three words more) and its runs' positions (≤ one per 4 bytes, and two more). */
+  if (d && simd >= TB_SIMD_AVX2 && (!(d->eq = malloc((block_bytes / 32 + 4) * sizeof d->eq[0])) || !(d->begins = malloc((block_bytes / 4 + 4) * sizeof d->begins[0])) || !(d->ends = malloc((block_bytes / 4 + 4) * sizeof d->ends[0])))) tb_deflate_free(d), d = NULL;
   if (d) d->sse2 = simd >= TB_SIMD_SSE2, d->avx2 = simd >= TB_SIMD_AVX2;
   return d;
 }
 
 void tb_deflate_free(tb_deflate *d) {
-  if (d) free(d->tokens), free(d->eq), free(d->starts);
+  if (d) free(d->tokens), free(d->eq), free(d->begins), free(d->ends);
   free(d);
 }
 

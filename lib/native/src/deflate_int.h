@@ -20,7 +20,7 @@
 
 struct tb_deflate {
   uint16_t *tokens;
-  uint32_t *eq, *starts; /* add_avx2's masks (deflate.c) */
+  uint32_t *eq, *begins, *ends; /* add_avx2's mask and run positions (deflate.c) */
   size_t ntokens, raw;
   int sse2, avx2;
 };

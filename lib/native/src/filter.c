@@ -22,8 +22,8 @@ void tb_filter_init(void) {
   best_level = TB_SIMD_SSE2;
 #if defined(__GNUC__) && defined(__x86_64__)
   __builtin_cpu_init();
-  /* The AVX2 level also uses BMI1 and BMI2 (deflate.c, deflate_block.c): every AVX2 CPU has them. */
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2")) best_level = TB_SIMD_AVX2;
+  /* The AVX2 level also uses BMI1, BMI2 and POPCNT (deflate.c, deflate_block.c): every AVX2 CPU has them. */
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt")) best_level = TB_SIMD_AVX2;
 #endif
 #endif
 }
