@@ -143,8 +143,10 @@ __attribute__((target("avx2,bmi,bmi2,popcnt"))) static size_t add_avx2(const uin
     unsigned long long sum;
     carry = _addcarry_u64(carry, e, begin, &sum);
     before = e;
+    const uint64_t end = sum & ~e;
+    if (!(begin | end)) continue;
     bit_positions(begin, (uint32_t)(64 * w), begins, &runs);
-    bit_positions(sum & ~e, (uint32_t)(64 * w), ends, &nends);
+    bit_positions(end, (uint32_t)(64 * w), ends, &nends);
   }
   size_t k = 0, lit = 0; /* the literals from lit on are not written yet */
   for (size_t r = 0; r < runs; r++) {
