@@ -115,7 +115,7 @@ describe('encodePng', () => {
       [1, 1, 4, 'flat', 'partial'],
       [1000, 1, 4, 'gradient', 'mixed'],
       [1, 700, 3, 'noise', 'opaque'],
-      // ~1.1 MB of flat pixels: runs far longer than deflate's 258, five blocks of ~256 KB.
+      // ~1.1 MB of flat pixels: runs far longer than deflate's 258, three blocks of ~512 KB.
       [700, 400, 4, 'flat', 'transparent'],
       // Noise: Huffman codes cannot beat 8 bits a byte, the blocks are stored.
       [600, 300, 4, 'noise', 'partial'],

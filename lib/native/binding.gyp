@@ -5,7 +5,7 @@
   "targets": [
     {
       "target_name": "tilebake_native",
-      "sources": ["src/binding.c", "src/resize_napi.c", "src/png_encode.c", "src/filter.c", "src/deflate.c", "src/huffman.c", "src/checksum.c", "src/resample.c", "src/reduce.c", "src/blend.c", "src/raster.c", "src/raster_shapes.c", "src/raster_napi.c"],
+      "sources": ["src/binding.c", "src/resize_napi.c", "src/png_encode.c", "src/filter.c", "src/deflate.c", "src/deflate_block.c", "src/huffman.c", "src/checksum.c", "src/resample.c", "src/reduce.c", "src/blend.c", "src/raster.c", "src/raster_shapes.c", "src/raster_napi.c"],
       "cflags": ["-O2", "-std=c11", "-Wall", "-Wextra"],
       "cflags!": ["-O3"],
       "xcode_settings": { "OTHER_CFLAGS": ["-O2", "-std=c11"] }

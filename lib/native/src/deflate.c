@@ -1,59 +1,29 @@
 /*
  * Deflate for filtered image rows, after fpng/fpnge's idea: after PNG filtering, flat areas are runs
- * of one byte value, so the only matches looked for are runs (distance 1, found 16 bytes at a time);
- * everything else is a literal. Rows are scanned as they are filtered (while in cache) into a block's
- * tokens and histogram; a block gets Huffman codes from its own histogram and is written from its
- * tokens, two at a time into a 64-bit bit buffer, or stored when that would be smaller. The distance
- * code has two symbols of one bit each (a complete code), and every match uses the first.
+ * of one byte value, so the only matches looked for are runs (distance 1, found 32 or 16 bytes at a
+ * time); everything else is a literal. Rows are scanned as they are filtered (while in cache) into a
+ * block's tokens; deflate_block.c writes a block from them.
  */
-#include "deflate.h"
+#include "deflate_int.h"
 #include "filter.h"
-#include "huffman.h"
 #include <stdlib.h>
-#include <string.h>
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "tilebake's PNG encoder writes words in little-endian byte order"
-#endif
 #ifdef __SSE2__
 #include <immintrin.h>
 #endif
 
-#define MIN_MATCH 3
-#define MAX_MATCH 258
-#define LITLEN_SYMBOLS 286
-#define END_OF_BLOCK 256
-#define CL_SYMBOLS 19
-#define MAX_STORED 65535u
-
-/* A token: a literal byte (0…255), or a match of length len as MATCH_TOKEN + len. */
-#define MATCH_TOKEN 256
-#define TOKENS (MATCH_TOKEN + MAX_MATCH + 1)
-/* Token histograms kept apart by token index (4 of them), so that repeated tokens do not wait on one counter. */
-#define HISTS 4
-
-struct tb_deflate {
-  uint16_t *tokens;
-  size_t ntokens, raw;
-  int sse2, avx2;
-};
-
-/* Length 3…258 → its symbol (257…285), extra bits and their value. */
-static uint16_t len_sym[MAX_MATCH + 1];
-static uint8_t len_extra[MAX_MATCH + 1];
-static uint8_t len_extra_val[MAX_MATCH + 1];
-static const uint8_t sym_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+uint16_t tb_len_sym[MAX_MATCH + 1];
+uint8_t tb_len_extra[MAX_MATCH + 1];
+uint8_t tb_len_extra_val[MAX_MATCH + 1];
+const uint8_t tb_sym_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
 static const uint16_t sym_base[29] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
-/* The order code-length code lengths are sent in. */
-static const uint8_t cl_order[CL_SYMBOLS] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
 
 void tb_deflate_init(void) {
   for (int s = 0; s < 29; s++) {
     int end = s < 28 ? sym_base[s + 1] : MAX_MATCH + 1;
     for (int len = sym_base[s]; len < end; len++) {
-      len_sym[len] = (uint16_t)(257 + s);
-      len_extra[len] = sym_extra[s];
-      len_extra_val[len] = (uint8_t)(len - sym_base[s]);
+      tb_len_sym[len] = (uint16_t)(257 + s);
+      tb_len_extra[len] = tb_sym_extra[s];
+      tb_len_extra_val[len] = (uint8_t)(len - sym_base[s]);
     }
   }
 }
@@ -61,16 +31,6 @@ void tb_deflate_init(void) {
 size_t tb_deflate_bound(size_t n) {
   /* Never more than stored blocks: a header and padding of ≤ 6 bytes per 64 KB piece. */
   return n + 6 * (n / MAX_STORED + 1) + 16;
-}
-
-/* Append the `n` ≤ 56 low bits of v; writes 8 bytes at the output's end each time (hence 8 of slack), no branch. */
-static inline void put(tb_bits *w, uint64_t v, unsigned n) {
-  w->buf |= v << w->bits;
-  w->bits += n;
-  memcpy(w->out, &w->buf, 8); /* little-endian machines: the byte order deflate wants */
-  w->out += w->bits >> 3;
-  w->buf >>= w->bits & 56;
-  w->bits &= 7;
 }
 
 void tb_bits_flush(tb_bits *w) {
@@ -121,48 +81,84 @@ static inline unsigned run_starts(const uint8_t *p, int sse2) {
 /*
  * Append the tokens of `n` bytes to the block: literals, except that a run of at least MIN_MATCH bytes
  * equal to the byte before is a match (≤ 258 long). Run starts are found 16 bytes at a time and the
- * literals between them copied 16 at a time (counted later, in tb_deflate_flush's tight loop). `data`
- * must be readable 34 bytes past n (never coded). Runs do not continue from the previous call's bytes. With AVX2 (add_avx2) 32 bytes a step.
+ * literals between them copied 16 at a time (counted later, in tb_deflate_flush). `data` must be
+ * readable from 1 byte before (AVX2) to 34 bytes past n (never coded). Runs do not continue from the
+ * previous call's bytes. With AVX2, add_avx2 (the same tokens).
  */
 #if defined(__GNUC__) && defined(__x86_64__)
-/* tb_deflate_add's loop 32 bytes a step (AVX2; the same tokens): run starts, literal copies and run lengths. */
-__attribute__((target("avx2"))) static size_t add_avx2(const uint8_t *data, size_t n, uint16_t *tok) {
-  size_t k = 0;
-  tok[k++] = data[0];
-  for (size_t i = 1; i < n;) {
-    const size_t left = n - i;
-    const uint8_t *p = data + i;
-    uint32_t m = 0;
-    if (left >= MIN_MATCH) {
-      const __m256i prev = _mm256_loadu_si256((const __m256i *)(p - 1));
-      const __m256i eq = _mm256_and_si256(_mm256_and_si256(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)p), prev), _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + 1)), prev)),
-                                          _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(p + 2)), prev));
-      m = (uint32_t)_mm256_movemask_epi8(eq);
-      /* only runs that fit before the end */
-      if (left - (MIN_MATCH - 1) < 32) m &= (1u << (left - (MIN_MATCH - 1))) - 1;
-    }
-    const size_t lits = m ? (size_t)__builtin_ctz(m) : (left < 32 ? left : 32);
-    const __m256i x = _mm256_loadu_si256((const __m256i *)p);
-    _mm256_storeu_si256((__m256i *)(tok + k), _mm256_cvtepu8_epi16(_mm256_castsi256_si128(x)));
-    _mm256_storeu_si256((__m256i *)(tok + k + 16), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(x, 1)));
-    k += lits, i += lits;
-    if (!m) continue;
-    const size_t max = n - i < MAX_MATCH ? n - i : MAX_MATCH;
-    const __m256i v = _mm256_set1_epi8((char)data[i - 1]);
-    size_t r = MIN_MATCH;
-    while (r < max) {
-      const uint32_t e = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(data + i + r)), v));
-      if (e != 0xffffffffu) {
-        r += (size_t)__builtin_ctz(~e);
-        break;
-      }
-      r += 32;
-    }
-    if (r > max) r = max;
-    tok[k++] = (uint16_t)(MATCH_TOKEN + r);
-    i += r;
+/* 64 bits of a mask array from bit 64·w (little-endian: two 32-bit words). */
+static inline uint64_t mask64(const uint32_t *m, size_t w) {
+  uint64_t v;
+  memcpy(&v, m + 2 * w, 8);
+  return v;
+}
+
+/* Append the positions base + k of the bits k of m to arr[*count…] (two without a branch: arr has room for two more). */
+__attribute__((target("bmi,popcnt"))) static inline void bit_positions(uint64_t m, uint32_t base, uint32_t *arr, size_t *count) {
+  uint32_t *p = arr + *count;
+  const size_t c = (size_t)__builtin_popcountll(m);
+  p[0] = base + (uint32_t)_tzcnt_u64(m), m &= m - 1;
+  p[1] = base + (uint32_t)_tzcnt_u64(m), m &= m - 1;
+  for (size_t i = 2; m; i++, m &= m - 1) p[i] = base + (uint32_t)__builtin_ctzll(m);
+  *count += c;
+}
+
+/* Copy the literals data[from…to) to tok as tokens: 32 a step, the first unconditionally (tok and data have room); returns their count. */
+__attribute__((target("avx2"))) static inline size_t copy_literals(const uint8_t *data, size_t from, size_t to, uint16_t *tok) {
+  for (size_t q = from;;) {
+    const __m256i x = _mm256_loadu_si256((const __m256i *)(data + q));
+    _mm256_storeu_si256((__m256i *)(tok + (q - from)), _mm256_cvtepu8_epi16(_mm256_castsi256_si128(x)));
+    _mm256_storeu_si256((__m256i *)(tok + (q - from) + 16), _mm256_cvtepu8_epi16(_mm256_extracti128_si256(x, 1)));
+    if ((q += 32) >= to) break;
   }
-  return k;
+  return to - from;
+}
+
+/*
+ * tb_deflate_add with AVX2 (the same tokens) from masks, so that no serial chain runs from one run to
+ * the next: bit k of `eq` is data[k] = data[k − 1] (one compare per 32 bytes; 0 for k = 0 and k ≥ n). The
+ * tokens are the stretches of set bits: one of ≥ 3 bits is a run from its first byte to its end (split
+ * at 258 as the plain scan does: a rest of 1 or 2 bytes are literals), every other byte is a literal.
+ * Per 64-bit word, bit-parallel: the stretches' first bits with two more after them (`begin`), and their
+ * ends from adding `begin` to eq (the carry runs through each such stretch to the bit after it, and on
+ * into the next word). Their positions are listed (`begins`, `ends`), then the tokens are written from
+ * the lists. Was one pass finding each run's start and end with vector compares at the current position
+ * (~33 cycles of latency per run), then a walk from mask bit to mask bit (one serial chain per run).
+ */
+__attribute__((target("avx2,bmi,bmi2,popcnt"))) static size_t add_avx2(const uint8_t *data, size_t n, uint16_t *tok, uint32_t *eq, uint32_t *begins, uint32_t *ends) {
+  const size_t steps = n / 32 + 1; /* 32·steps > n: bit n is computed; reads up to data[n + 31] */
+  for (size_t j = 0; j < steps; j++) {
+    const uint8_t *p = data + 32 * j;
+    eq[j] = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)p), _mm256_loadu_si256((const __m256i *)(p - 1))));
+  }
+  eq[steps] = eq[steps + 1] = eq[steps + 2] = 0; /* whole 64-bit words, and one more */
+  eq[n >> 5] &= (1u << (n & 31)) - 1;            /* bits from n on: 0 */
+  eq[0] &= ~1u;                                  /* byte 0 is a literal */
+  size_t runs = 0, nends = 0;
+  uint64_t before = 0;
+  unsigned char carry = 0;
+  for (size_t w = 0, words = (steps + 1) / 2; w < words; w++) {
+    const uint64_t e = mask64(eq, w), next = mask64(eq, w + 1);
+    const uint64_t begin = e & (e >> 1 | next << 63) & (e >> 2 | next << 62) & ~(e << 1 | before >> 63);
+    unsigned long long sum;
+    carry = _addcarry_u64(carry, e, begin, &sum);
+    before = e;
+    const uint64_t end = sum & ~e;
+    if (!(begin | end)) continue;
+    bit_positions(begin, (uint32_t)(64 * w), begins, &runs);
+    bit_positions(end, (uint32_t)(64 * w), ends, &nends);
+  }
+  size_t k = 0, lit = 0; /* the literals from lit on are not written yet */
+  for (size_t r = 0; r < runs; r++) {
+    const size_t s = begins[r], end = ends[r];
+    k += copy_literals(data, lit, s, tok + k);
+    size_t len = end - s;
+    for (; len > MAX_MATCH; len -= MAX_MATCH) tok[k++] = MATCH_TOKEN + MAX_MATCH;
+    if (len >= MIN_MATCH) tok[k++] = (uint16_t)(MATCH_TOKEN + len);
+    else for (; len > 0; len--) tok[k++] = data[s];
+    lit = end;
+  }
+  return k + copy_literals(data, lit, n, tok + k);
 }
 #endif
 
@@ -173,7 +169,7 @@ void tb_deflate_add(tb_deflate *d, const uint8_t *data, size_t n) {
   d->raw += n;
 #if defined(__GNUC__) && defined(__x86_64__)
   if (d->avx2) {
-    d->ntokens += add_avx2(data, n, tok);
+    d->ntokens += add_avx2(data, n, tok, d->eq, d->begins, d->ends);
     return;
   }
 #endif
@@ -229,158 +225,16 @@ tb_deflate *tb_deflate_new(size_t block_bytes, int simd) {
   tb_deflate *d = calloc(1, sizeof *d);
   /* A token per byte at most, and 32 of slack for the literal copies. */
   if (d && !(d->tokens = malloc((block_bytes + 32) * sizeof d->tokens[0]))) free(d), d = NULL;
+  /* add_avx2's mask of a row (≤ block_bytes: a bit per byte and three words more) and its runs' positions (≤ one per 4 bytes, and two more). */
+  if (d && simd >= TB_SIMD_AVX2 && (!(d->eq = malloc((block_bytes / 32 + 4) * sizeof d->eq[0])) || !(d->begins = malloc((block_bytes / 4 + 4) * sizeof d->begins[0])) || !(d->ends = malloc((block_bytes / 4 + 4) * sizeof d->ends[0])))) tb_deflate_free(d), d = NULL;
   if (d) d->sse2 = simd >= TB_SIMD_SSE2, d->avx2 = simd >= TB_SIMD_AVX2;
   return d;
 }
 
 void tb_deflate_free(tb_deflate *d) {
-  if (d) free(d->tokens);
+  if (d) free(d->tokens), free(d->eq), free(d->begins), free(d->ends);
   free(d);
 }
 
 size_t tb_deflate_pending(const tb_deflate *d) { return d->raw; }
 
-/* Code lengths of the literal/length and distance codes as code-length symbols (with extra bits). */
-typedef struct {
-  uint8_t sym[LITLEN_SYMBOLS + 2];
-  uint8_t extra[LITLEN_SYMBOLS + 2];
-  int n;
-} cl_seq;
-
-static void cl_push(cl_seq *q, int sym, int extra) {
-  q->sym[q->n] = (uint8_t)sym;
-  q->extra[q->n++] = (uint8_t)extra;
-}
-
-static void code_length_sequence(const uint8_t *lens, int total, cl_seq *q) {
-  q->n = 0;
-  for (int i = 0; i < total;) {
-    int v = lens[i], run = 1;
-    while (i + run < total && lens[i + run] == v) run++;
-    i += run;
-    if (v == 0) {
-      for (; run >= 11; run -= run < 138 ? run : 138) cl_push(q, 18, (run < 138 ? run : 138) - 11);
-      if (run >= 3) cl_push(q, 17, run - 3), run = 0;
-      for (; run > 0; run--) cl_push(q, 0, 0);
-    } else {
-      cl_push(q, v, 0);
-      for (run--; run >= 3; run -= run < 6 ? run : 6) cl_push(q, 16, (run < 6 ? run : 6) - 3);
-      for (; run > 0; run--) cl_push(q, v, 0);
-    }
-  }
-}
-
-static const uint8_t cl_extra_bits[CL_SYMBOLS] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 7};
-
-/* The block's bytes, decoded from its tokens, as stored blocks of ≤ 64 KB. */
-static int stored_blocks(tb_bits *w, const tb_deflate *d, int last) {
-  uint8_t *data = malloc(d->raw ? d->raw : 1), *p = data;
-  if (!data) return -1;
-  for (size_t t = 0; t < d->ntokens; t++) {
-    unsigned v = d->tokens[t];
-    if (v < MATCH_TOKEN) *p++ = (uint8_t)v;
-    else memset(p, p[-1], v - MATCH_TOKEN), p += v - MATCH_TOKEN;
-  }
-  size_t n = d->raw;
-  for (p = data; n > 0;) {
-    size_t piece = n < MAX_STORED ? n : MAX_STORED;
-    n -= piece;
-    put(w, (last && n == 0) ? 1 : 0, 3);
-    tb_bits_flush(w);
-    uint8_t hdr[4] = {(uint8_t)piece, (uint8_t)(piece >> 8), (uint8_t)~piece, (uint8_t)(~piece >> 8)};
-    memcpy(w->out, hdr, 4);
-    memcpy(w->out + 4, p, piece);
-    w->out += 4 + piece;
-    p += piece;
-  }
-  free(data);
-  return 0;
-}
-
-int tb_deflate_flush(tb_deflate *d, tb_bits *out, int last) {
-  uint32_t hist[HISTS][TOKENS] = {{0}}, freq[LITLEN_SYMBOLS] = {0};
-  const uint16_t *tok = d->tokens;
-  size_t t = 0;
-  for (; t + HISTS <= d->ntokens; t += HISTS) {
-    hist[0][tok[t]]++, hist[1][tok[t + 1]]++, hist[2][tok[t + 2]]++, hist[3][tok[t + 3]]++;
-  }
-  for (; t < d->ntokens; t++) hist[0][tok[t]]++;
-  for (int v = 0; v < TOKENS; v++) {
-    uint32_t c = hist[0][v] + hist[1][v] + hist[2][v] + hist[3][v];
-    freq[v < MATCH_TOKEN ? v : len_sym[v - MATCH_TOKEN]] += c;
-  }
-  freq[END_OF_BLOCK] = 1;
-
-  uint8_t lens[LITLEN_SYMBOLS], all[LITLEN_SYMBOLS + 2];
-  tb_huffman_lengths(freq, LITLEN_SYMBOLS, 15, lens);
-  int hlit = LITLEN_SYMBOLS;
-  while (hlit > 257 && lens[hlit - 1] == 0) hlit--;
-  memcpy(all, lens, (size_t)hlit);
-  all[hlit] = all[hlit + 1] = 1; /* the two distance codes */
-  cl_seq q;
-  code_length_sequence(all, hlit + 2, &q);
-  uint32_t cl_freq[CL_SYMBOLS] = {0};
-  for (int i = 0; i < q.n; i++) cl_freq[q.sym[i]]++;
-  uint8_t cl_lens[CL_SYMBOLS];
-  uint16_t cl_codes[CL_SYMBOLS];
-  tb_huffman_lengths(cl_freq, CL_SYMBOLS, 7, cl_lens);
-  tb_huffman_codes(cl_lens, CL_SYMBOLS, cl_codes);
-  int hclen = CL_SYMBOLS;
-  while (hclen > 4 && cl_lens[cl_order[hclen - 1]] == 0) hclen--;
-
-  /* Exact sizes of both choices, in bits. */
-  uint64_t bits = 3 + 5 + 5 + 4 + 3 * (uint64_t)hclen;
-  for (int i = 0; i < q.n; i++) bits += cl_lens[q.sym[i]] + cl_extra_bits[q.sym[i]];
-  for (int s = 0; s < LITLEN_SYMBOLS; s++) bits += (uint64_t)freq[s] * lens[s];
-  for (int s = 257; s < LITLEN_SYMBOLS; s++) bits += (uint64_t)freq[s] * (sym_extra[s - 257] + 1);
-  uint64_t stored_bits = 8 * ((uint64_t)d->raw + 5 * (d->raw / MAX_STORED + 1)) + 7;
-  int status = 0;
-  if (stored_bits < bits) {
-    status = stored_blocks(out, d, last);
-  } else {
-    tb_bits bw = *out, *w = &bw; /* a local copy stays in registers while writing */
-    put(w, (last ? 1 : 0) | 2 << 1, 3);
-    put(w, (uint64_t)(hlit - 257) | (uint64_t)(2 - 1) << 5 | (uint64_t)(hclen - 4) << 10, 14);
-    for (int i = 0; i < hclen; i++) put(w, cl_lens[cl_order[i]], 3);
-    for (int i = 0; i < q.n; i++) {
-      put(w, cl_codes[q.sym[i]], cl_lens[q.sym[i]]);
-      if (cl_extra_bits[q.sym[i]]) put(w, q.extra[i], cl_extra_bits[q.sym[i]]);
-    }
-    uint16_t codes[LITLEN_SYMBOLS];
-    tb_huffman_codes(lens, LITLEN_SYMBOLS, codes);
-    /* Every token as one bit string; a match is its length code, extra bits and distance code 0 (one 0 bit). */
-    uint32_t tbits[TOKENS];
-    uint8_t tlen[TOKENS];
-    for (int b = 0; b < 256; b++) tbits[b] = codes[b], tlen[b] = lens[b];
-    for (int len = MIN_MATCH; len <= MAX_MATCH; len++) {
-      int s = len_sym[len];
-      tbits[MATCH_TOKEN + len] = codes[s] | (uint32_t)len_extra_val[len] << lens[s];
-      tlen[MATCH_TOKEN + len] = (uint8_t)(lens[s] + len_extra[len] + 1);
-    }
-    /*
-     * Four tokens (≤ 21 bits each) per write when they fit in 56 bits (nearly always: literals take ~6-9),
-     * else two and two: the bit writer's serial chain runs once per four tokens.
-     */
-    const size_t ntokens = d->ntokens; /* not reloaded after each write (the writes could alias it) */
-    for (t = 0; t + 4 <= ntokens; t += 4) {
-      const unsigned a = tok[t], b = tok[t + 1], c = tok[t + 2], e = tok[t + 3];
-      const unsigned ab = tlen[a] + tlen[b], ce = tlen[c] + tlen[e];
-      const uint64_t lo = tbits[a] | (uint64_t)tbits[b] << tlen[a], hi = tbits[c] | (uint64_t)tbits[e] << tlen[c];
-      if (ab + ce <= 56) {
-        put(w, lo | hi << ab, ab + ce);
-      } else {
-        put(w, lo, ab);
-        put(w, hi, ce);
-      }
-    }
-    for (; t + 2 <= ntokens; t += 2) {
-      unsigned a = tok[t], b = tok[t + 1];
-      put(w, tbits[a] | (uint64_t)tbits[b] << tlen[a], tlen[a] + tlen[b]);
-    }
-    if (t < ntokens) put(w, tbits[tok[t]], tlen[tok[t]]);
-    put(w, codes[END_OF_BLOCK], lens[END_OF_BLOCK]);
-    *out = bw;
-  }
-  d->ntokens = d->raw = 0;
-  return status;
-}

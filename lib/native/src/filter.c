@@ -1,10 +1,11 @@
 /*
- * PNG's Sub, Up and Paeth filters of one row at once with the sum of each output's absolute values:
- * AVX2 (32 bytes at a time) when the CPU has it, chosen at run time so that the build needs no
- * -march; SSE2 (16 at a time, every x86-64); plain C for the rest and elsewhere. Paeth's predictor is
- * computed on bytes (s_paeth8: half the work of 16-bit lanes; checked against the plain one on all 2^24
- * triples). Average is not tried: on the static-map bench's images it never paid for its time
- * (docs/static-map-speed.md).
+ * PNG's Sub, Up and Paeth filters in two passes over a row: the three filters' costs (sums of absolute
+ * residuals, libpng's heuristic) over a sample of the row's 32-byte blocks, then the cheapest filter
+ * over the whole row. AVX2 (32 bytes at a time) when the CPU has it, chosen at run time so that the
+ * build needs no -march; SSE2 (16 at a time, every x86-64); plain C for the rest and elsewhere: the
+ * same bytes at each. Paeth's predictor is computed on bytes (s_paeth8: half the work of 16-bit lanes;
+ * checked against the plain one on all 2^24 triples). Average is not tried: on the static-map bench's
+ * images it never paid for its time (docs/static-map-speed.md).
  */
 #include "filter.h"
 #include <stdlib.h>
@@ -21,7 +22,8 @@ void tb_filter_init(void) {
   best_level = TB_SIMD_SSE2;
 #if defined(__GNUC__) && defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2")) best_level = TB_SIMD_AVX2;
+  /* The AVX2 level also uses BMI1, BMI2 and POPCNT (deflate.c, deflate_block.c): every AVX2 CPU has them. */
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt")) best_level = TB_SIMD_AVX2;
 #endif
 #endif
 }
@@ -33,39 +35,36 @@ static inline uint8_t paeth(uint8_t a, uint8_t b, uint8_t c) {
   return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
 }
 
-/* Bytes from `i` on, one at a time. */
-static void filter_scalar(const uint8_t *cur, const uint8_t *prev, size_t i, size_t len, int bpp, uint8_t *const out[TB_FILTERS], uint64_t costs[TB_FILTERS]) {
-  for (; i < len; i++) {
-    uint8_t x = cur[i], a = cur[i - bpp], b = prev[i], c = prev[i - bpp];
-    uint8_t r[TB_FILTERS] = {(uint8_t)(x - a), (uint8_t)(x - b), (uint8_t)(x - paeth(a, b, c))};
-    for (int f = 0; f < TB_FILTERS; f++) {
-      out[f][i] = r[f];
-      costs[f] += r[f] < 128 ? r[f] : 256 - r[f];
-    }
-  }
-}
-
 /*
- * The row loop, written once for both instruction sets: VEC is the vector type, W its width in bytes, P
- * the prefix of its helpers (zero, load, store, paeth8: the predictor of bytes, sub, cost: acc +
- * |residuals|, sum: a cost vector's total, none: all four inputs 0). Filters from `i` while W bytes fit;
- * blocks where the row and the one above are 0 (transparent areas: ~40 % of the static-map bench's
- * pixels) only store zeros (C alone on the bench's images: 4.22 → 4.05 ms per image).
+ * The sampled cost pass: each filter's cost over the row's blocks of 32 bytes j·32·TB_COST_STRIDE …
+ * +32 that lie whole in the row, W bytes a step (W = 32 or 16: the same bytes at every instruction set);
+ * returns where the first such block that does not fit starts (the caller does it byte by byte). Steps
+ * where the row and the one above are 0 (transparent areas: ~40 % of the bench's pixels) cost 0.
  */
-#define FILTER_LOOP(P, VEC, W)                                                                          \
-  VEC zero = P##zero(), cs = zero, cu = zero, cp = zero;                                                \
-  for (; i + W <= len; i += W) {                                                                        \
-    VEC x = P##load(cur + i), a = P##load(cur + i - bpp), b = P##load(prev + i), c = P##load(prev + i - bpp); \
-    if (P##none(x, a, b, c)) { /* transparent areas: every residual 0, costs unchanged */               \
-      P##store(out[0] + i, zero), P##store(out[1] + i, zero), P##store(out[2] + i, zero);               \
-      continue;                                                                                         \
+#define COST_LOOP(P, VEC, W)                                                                            \
+  VEC cs = P##zero(), cu = cs, cp = cs;                                                                 \
+  size_t i = 0;                                                                                         \
+  for (; i + 32 <= len; i += 32 * TB_COST_STRIDE) {                                                     \
+    for (size_t j = i; j < i + 32; j += W) {                                                            \
+      VEC x = P##load(cur + j), a = P##load(cur + j - bpp), b = P##load(prev + j), c = P##load(prev + j - bpp); \
+      if (P##none(x, a, b, c)) continue;                                                                \
+      cs = P##cost(cs, P##sub(x, a)), cu = P##cost(cu, P##sub(x, b)), cp = P##cost(cp, P##sub(x, P##paeth8(a, b, c))); \
     }                                                                                                   \
-    VEC pred = P##paeth8(a, b, c);                                                                      \
-    VEC sub = P##sub(x, a), up = P##sub(x, b), pae = P##sub(x, pred);                                   \
-    P##store(out[0] + i, sub), P##store(out[1] + i, up), P##store(out[2] + i, pae);                     \
-    cs = P##cost(cs, sub), cu = P##cost(cu, up), cp = P##cost(cp, pae);                                 \
   }                                                                                                     \
   costs[0] += P##sum(cs), costs[1] += P##sum(cu), costs[2] += P##sum(cp);                               \
+  return i
+
+/* Filter f of the row W bytes a step while W fit; *any |= every residual. Returns where it stopped. */
+#define APPLY_LOOP(P, VEC, W, RESIDUAL)                                                                 \
+  VEC acc = P##zero();                                                                                  \
+  size_t i = 0;                                                                                         \
+  for (; i + W <= len; i += W) {                                                                        \
+    VEC x = P##load(cur + i), a = P##load(cur + i - bpp), b = P##load(prev + i), c = P##load(prev + i - bpp); \
+    (void)a, (void)b, (void)c;                                                                          \
+    VEC r = RESIDUAL;                                                                                   \
+    P##store(out + i, r), acc = P##or(acc, r);                                                          \
+  }                                                                                                     \
+  *any |= !P##zeros(acc);                                                                               \
   return i
 
 #if defined(__SSE2__)
@@ -100,8 +99,14 @@ static inline uint64_t s_sum(v128 v) {
   return l[0] + l[1];
 }
 
-static size_t filter_sse2(const uint8_t *cur, const uint8_t *prev, size_t i, size_t len, int bpp, uint8_t *const out[TB_FILTERS], uint64_t costs[TB_FILTERS]) {
-  FILTER_LOOP(s_, v128, 16);
+static inline v128 s_or(v128 x, v128 y) { return _mm_or_si128(x, y); }
+static inline int s_zeros(v128 v) { return _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128())) == 0xffff; }
+static inline v128 s_paeth_res(v128 x, v128 a, v128 b, v128 c) { return s_none(x, a, b, c) ? x : _mm_sub_epi8(x, s_paeth8(a, b, c)); }
+static size_t costs_sse2(const uint8_t *cur, const uint8_t *prev, size_t len, int bpp, uint64_t costs[TB_FILTERS]) { COST_LOOP(s_, v128, 16); }
+static size_t apply_sse2(const uint8_t *cur, const uint8_t *prev, size_t len, int bpp, int f, uint8_t *out, int *any) {
+  if (f == 0) { APPLY_LOOP(s_, v128, 16, s_sub(x, a)); }
+  if (f == 1) { APPLY_LOOP(s_, v128, 16, s_sub(x, b)); }
+  APPLY_LOOP(s_, v128, 16, s_paeth_res(x, a, b, c));
 }
 #endif
 
@@ -126,19 +131,58 @@ AVX2 static inline int x_none(v256 x, v256 a, v256 b, v256 c) { const v256 o = _
 AVX2 static inline v256 x_cost(v256 acc, v256 v) { return _mm256_add_epi64(acc, _mm256_sad_epu8(_mm256_min_epu8(v, _mm256_sub_epi8(_mm256_setzero_si256(), v)), _mm256_setzero_si256())); }
 AVX2 static inline uint64_t x_sum(v256 v) { return s_sum(_mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1))); }
 
-AVX2 static size_t filter_avx2(const uint8_t *cur, const uint8_t *prev, size_t i, size_t len, int bpp, uint8_t *const out[TB_FILTERS], uint64_t costs[TB_FILTERS]) {
-  FILTER_LOOP(x_, v256, 32);
+AVX2 static inline v256 x_or(v256 x, v256 y) { return _mm256_or_si256(x, y); }
+AVX2 static inline int x_zeros(v256 v) { return _mm256_testz_si256(v, v); }
+AVX2 static inline v256 x_paeth_res(v256 x, v256 a, v256 b, v256 c) { return x_none(x, a, b, c) ? x : _mm256_sub_epi8(x, x_paeth8(a, b, c)); }
+AVX2 static size_t costs_avx2(const uint8_t *cur, const uint8_t *prev, size_t len, int bpp, uint64_t costs[TB_FILTERS]) { COST_LOOP(x_, v256, 32); }
+AVX2 static size_t apply_avx2(const uint8_t *cur, const uint8_t *prev, size_t len, int bpp, int f, uint8_t *out, int *any) {
+  if (f == 0) { APPLY_LOOP(x_, v256, 32, x_sub(x, a)); }
+  if (f == 1) { APPLY_LOOP(x_, v256, 32, x_sub(x, b)); }
+  APPLY_LOOP(x_, v256, 32, x_paeth_res(x, a, b, c));
 }
 #endif
 
-void tb_filter_row(const uint8_t *cur, const uint8_t *prev, size_t len, int bpp, uint8_t *const out[TB_FILTERS], uint64_t costs[TB_FILTERS], int simd) {
-  size_t i = 0;
+void tb_filter_costs(const uint8_t *cur, const uint8_t *prev, size_t len, int bpp, uint64_t costs[TB_FILTERS], int simd) {
+  size_t i = len;
+  (void)simd;
   costs[0] = costs[1] = costs[2] = 0;
 #if defined(__GNUC__) && defined(__x86_64__)
-  if (simd >= TB_SIMD_AVX2) i = filter_avx2(cur, prev, i, len, bpp, out, costs);
+  if (simd >= TB_SIMD_AVX2) i = costs_avx2(cur, prev, len, bpp, costs);
+  else
 #endif
 #if defined(__SSE2__)
-  if (simd >= TB_SIMD_SSE2) i = filter_sse2(cur, prev, i, len, bpp, out, costs);
+  if (simd >= TB_SIMD_SSE2) i = costs_sse2(cur, prev, len, bpp, costs);
+  else
 #endif
-  filter_scalar(cur, prev, i, len, bpp, out, costs);
+    i = 0;
+  /* The rest byte by byte: the sampled blocks (SIMD: the last, not whole one) from i on. */
+  for (; i < len; i += 32 * TB_COST_STRIDE) {
+    const size_t end = i + 32 < len ? i + 32 : len;
+    for (size_t k = i; k < end; k++) {
+      uint8_t x = cur[k], a = cur[k - bpp], b = prev[k], c = prev[k - bpp];
+      uint8_t r[TB_FILTERS] = {(uint8_t)(x - a), (uint8_t)(x - b), (uint8_t)(x - paeth(a, b, c))};
+      for (int f = 0; f < TB_FILTERS; f++) costs[f] += r[f] < 128 ? r[f] : 256 - r[f];
+    }
+  }
+}
+
+int tb_filter_apply(const uint8_t *cur, const uint8_t *prev, size_t len, int bpp, int f, uint8_t *out, int simd) {
+  size_t i = 0;
+  int any = 0;
+  (void)simd;
+#if defined(__GNUC__) && defined(__x86_64__)
+  if (simd >= TB_SIMD_AVX2) i = apply_avx2(cur, prev, len, bpp, f, out, &any);
+#endif
+#if defined(__SSE2__)
+  if (simd >= TB_SIMD_SSE2) {
+    const size_t done = i;
+    i = done + apply_sse2(cur + done, prev + done, len - done, bpp, f, out + done, &any);
+  }
+#endif
+  for (; i < len; i++) {
+    uint8_t x = cur[i], a = cur[i - bpp], b = prev[i], c = prev[i - bpp];
+    out[i] = (uint8_t)(f == 0 ? x - a : f == 1 ? x - b : x - paeth(a, b, c));
+    any |= out[i] != 0;
+  }
+  return any;
 }

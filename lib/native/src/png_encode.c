@@ -1,9 +1,9 @@
 /*
  * PNG encoding: each row is made (copied, or interleaved from an RGB plane and an alpha plane, colour
- * unpremultiplied where alpha is partial), filtered with Sub, Up and Paeth at once (filter.c) and the
- * filter whose output has the smallest sum of absolute values kept (libpng's heuristic: it favours
- * zeros, i.e. long runs). The kept row goes to deflate.c while in cache, which gathers ~256 KB per
- * block with its own Huffman codes. One IDAT chunk.
+ * unpremultiplied where alpha is partial) and filtered (filter.c) with the one of Sub, Up and Paeth
+ * whose output has the smallest sum of absolute values over a sample of the row (libpng's heuristic:
+ * it favours zeros, i.e. long runs). The filtered row goes to deflate.c while in cache, which gathers
+ * ~512 KB per block with its own Huffman codes. One IDAT chunk.
  */
 #include "png_encode.h"
 #include "checksum.h"
@@ -16,8 +16,12 @@
 #error "tilebake's PNG encoder writes words in little-endian byte order"
 #endif
 
-/* Bytes of filtered rows per deflate block: 32 KB to 1 MB gave the same sizes (within 0.3 %) on the bench's images. */
-#define BLOCK_TARGET (256 * 1024)
+/*
+ * Bytes of filtered rows per deflate block: 32 KB to 1 MB gave the same sizes (within 0.3 %) on the
+ * bench's images; since Huffman codes come from a sample of the tokens (deflate_block.c) a block's fixed
+ * costs count more: 256, 512, 1024 KB gave 2.83, 2.75, 2.67 ms per image and 476.4, 476.2, 476.8 KB.
+ */
+#define BLOCK_TARGET (512 * 1024)
 /* Zero bytes before each row buffer (the "left" pixel, the filter type byte) and after it (vector reads: deflate's reach 34 bytes past a row). */
 #define PAD 64
 /* Largest filtered image (bytes): one IDAT chunk holds it with room to spare. */
@@ -159,16 +163,15 @@ const char *tb_png_encode(const tb_png_input *in, tb_png_output *out) {
   const int simd = tb_simd_level(in->simd);
   const size_t len = (size_t)in->width * bpp, raw = (len + 1) * in->height;
   if (raw > MAX_RAW) return "image too large (more than 1 GB of pixels)";
-  const size_t cap = 8 + 25 + 8 + 2 + raw + 6 * (raw / 65535 + 1) + 22 * (raw / BLOCK_TARGET + 2) + 4 + 12 + 12 + 8; /* + 8: the bit writer's slack */
+  const size_t cap = 8 + 25 + 8 + 2 + raw + 6 * (raw / 65535 + 1) + 22 * (raw / BLOCK_TARGET + 2) + 4 + 12 + 12 + 8 + TB_DEFLATE_SLACK; /* + 8: the bit writer's slack */
   const size_t rowbuf = PAD + len + PAD;
-  uint8_t *png = malloc(cap), *rows = calloc(2 + TB_FILTERS, rowbuf);
+  uint8_t *png = malloc(cap), *rows = calloc(3, rowbuf);
   tb_deflate *deflate = tb_deflate_new(BLOCK_TARGET + len + 1, simd);
   if (!png || !rows || !deflate) {
     free(png), free(rows), tb_deflate_free(deflate);
     return "out of memory";
   }
-  uint8_t *prev = rows + PAD, *cur = rows + rowbuf + PAD, *filtered[TB_FILTERS];
-  for (int f = 0; f < TB_FILTERS; f++) filtered[f] = rows + (2 + f) * rowbuf + PAD;
+  uint8_t *prev = rows + PAD, *cur = rows + rowbuf + PAD, *filtered = rows + 2 * rowbuf + PAD;
 
   static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   memcpy(png, signature, 8);
@@ -185,15 +188,16 @@ const char *tb_png_encode(const tb_png_input *in, tb_png_output *out) {
   for (uint32_t y = 0; y < in->height; y++) {
     make_row(in, y, bpp, cur, simd);
     uint64_t costs[TB_FILTERS];
-    tb_filter_row(cur, prev, len, bpp, filtered, costs, simd);
+    tb_filter_costs(cur, prev, len, bpp, costs, simd);
     int best = 0;
     for (int f = 1; f < TB_FILTERS; f++) {
       if (costs[f] < costs[best]) best = f;
     }
+    const int nonzero = tb_filter_apply(cur, prev, len, bpp, best, filtered, simd);
     /* The filter type byte, then the row: what zlib's stream holds. */
-    uint8_t *row = filtered[best] - 1;
+    uint8_t *row = filtered - 1;
     row[0] = tb_filter_type[best];
-    if (costs[best] == 0) { /* every residual 0 (~14 % of the bench's rows): checksum and tokens without reading them */
+    if (!nonzero) { /* every residual 0 (~14 % of the bench's rows): checksum and tokens without reading them */
       adler = tb_adler32_zeros(tb_adler32(adler, row, 1, simd), len);
       tb_deflate_add_zeros(deflate, row[0], len + 1);
     } else {
