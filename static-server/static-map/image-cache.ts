@@ -84,7 +84,8 @@ const byContext = new WeakMap<ServerContext, StaticImages>();
 export function staticImagesOf(ctx: ServerContext): StaticImages {
   let c = byContext.get(ctx);
   if (!c) {
-    c = new BoundedCache<StaticImage>(Math.floor(cacheBudgetBytes(ctx, 'tiles') * IMAGES_SHARE), (image) => image.body.bytes.length + ENTRY_OVERHEAD_BYTES, dropped);
+    // An image costs the memory it holds: its whole (pooled) buffer.
+    c = new BoundedCache<StaticImage>(Math.floor(cacheBudgetBytes(ctx, 'tiles') * IMAGES_SHARE), (image) => image.body.bytes.buffer.byteLength + ENTRY_OVERHEAD_BYTES, dropped);
     serverMetrics().watchCache('static-images', c.entries);
     byContext.set(ctx, c);
   }

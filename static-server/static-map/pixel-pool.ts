@@ -19,18 +19,22 @@ export class PixelPool {
   /**
    * @param maxFreeBytes most bytes kept while not lent out.
    * @param granule capacities are rounded up to a multiple of this.
+   * @param maxWaste a free buffer is lent only if its capacity is at most `bytes · (1 + maxWaste)` rounded
+   *   up to the granule (for buffers that are kept a while, such as cached images; default: any size).
    */
   constructor(
     private readonly maxFreeBytes: number,
     private readonly granule = GRANULE,
+    private readonly maxWaste = Infinity,
   ) {}
 
   /** A buffer of `bytes` bytes with undefined contents (fill what is read). */
   acquire(bytes: number): Buffer {
+    const most = this.capacityFor(bytes * (1 + this.maxWaste));
     let best = -1;
     for (let i = 0; i < this.free.length; i++) {
       const c = this.free[i].length;
-      if (c >= bytes && (best < 0 || c < this.free[best].length)) best = i;
+      if (c >= bytes && c <= most && (best < 0 || c < this.free[best].length)) best = i;
     }
     let whole: Buffer;
     if (best >= 0) {
@@ -38,11 +42,16 @@ export class PixelPool {
       this.free.splice(best, 1);
       this.freeBytes -= whole.length;
     } else {
-      whole = Buffer.allocUnsafeSlow(Math.max(1, Math.ceil(bytes / this.granule)) * this.granule);
+      whole = Buffer.allocUnsafeSlow(this.capacityFor(bytes));
     }
     const view = whole.subarray(0, bytes);
     this.lent.set(view, whole);
     return view;
+  }
+
+  /** `bytes` rounded up to the granule (at least one). */
+  private capacityFor(bytes: number): number {
+    return Math.max(1, Math.ceil(bytes / this.granule)) * this.granule;
   }
 
   /** Hand back a buffer from `acquire` once nothing reads it any more (null and foreign buffers are ignored). */
@@ -70,6 +79,7 @@ export const pixelPool = new PixelPool(64 * 1024 * 1024);
 
 /**
  * The process's pool of encoded static images (static-map/image-cache.ts hands them back): 32 MB idle at
- * most, capacities in 16 KB steps (a bench image is ~470 KB, so at most ~3 % is slack).
+ * most, capacities in 16 KB steps, and a buffer lent only to an image of at least 4/5 of its capacity
+ * (a cached image holds its whole buffer: a small one must not keep a large one).
  */
-export const encodedPool = new PixelPool(32 * 1024 * 1024, 16 * 1024);
+export const encodedPool = new PixelPool(32 * 1024 * 1024, 16 * 1024, 0.25);
