@@ -1,11 +1,14 @@
 /**
- * The one place per server that decides limits and writes usage: the cluster primary, or the only
- * process with `--workers 1`. Workers ask it over IPC (IpcLimiter); their usage rows go the same way.
+ * The one place per server that decides local limits and writes usage: the cluster primary, or the
+ * only process with `--workers 1`. Workers ask it over IPC (IpcLimiter); their usage rows go the same
+ * way. With `--limits redis://…` each worker takes from Redis itself (RedisLimiter) and asks the
+ * primary only while Redis is unreachable; the primary gathers the workers' views of Redis, to say a
+ * change once per server in the log and in /health.
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { LocalLimiter, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus, type Take } from './limits.ts';
-import { RedisLimiter } from './redis-limits.ts';
+import { RedisLimiter, RedisStatus, redactedUrl } from './redis-limits.ts';
 import { UsageStore, type UsageRow } from './usage-store.ts';
 
 /** IPC messages of the limits. */
@@ -15,6 +18,8 @@ const enum Msg {
   Points = 'tilebake:limits-points',
   Usage = 'tilebake:usage',
   Status = 'tilebake:limits-status',
+  /** A worker's view of Redis: `{ up }`. */
+  Redis = 'tilebake:limits-redis',
 }
 /** How long a worker waits for the primary before deciding with its own local limits. */
 const ANSWER_TIMEOUT_MS = 2000;
@@ -56,7 +61,7 @@ export interface LimitsOwner {
 export async function startLimitsOwner(opts: OwnerOptions, log: Logger, onStatus?: (s: LimitsStatus) => void): Promise<LimitsOwner> {
   const usage = new UsageStore(opts.stateDir);
   const local = new LocalLimiter(usage);
-  const limiter: Limiter = opts.limits ? await RedisLimiter.connect(opts.limits, local, log, onStatus) : local;
+  const limiter: Limiter = opts.limits ? await RedisLimiter.alone(opts.limits, local, log, onStatus) : local;
   return {
     limiter,
     usage,
@@ -67,15 +72,22 @@ export async function startLimitsOwner(opts: OwnerOptions, log: Logger, onStatus
   };
 }
 
-/** In the cluster primary: answer workers' limit requests, store their usage, tell them the limits' status. */
+/**
+ * In the cluster primary: answer workers' limit requests (with local limits: Redis is the workers'
+ * business), store their usage, tell them the limits' status.
+ */
 export async function serveLimitsToWorkers(opts: OwnerOptions, log: Logger): Promise<LimitsOwner> {
   const tell = (w: Worker | undefined, status: LimitsStatus) => {
     if (w?.isConnected()) w.send({ type: Msg.Status, status });
   };
-  const owner = await startLimitsOwner(opts, log, (s) => {
+  const tellAll = (s: LimitsStatus) => {
     for (const w of Object.values(cluster.workers ?? {})) tell(w, s);
-  });
-  cluster.on('message', (worker, m: { type?: string; key?: LimitedKey; n?: number; rows?: UsageRow[]; batch?: number; keys?: TakeBatch['keys']; takes?: TakeBatch['takes'] }) => {
+  };
+  const owner = await startLimitsOwner({ stateDir: opts.stateDir }, log);
+  const redis = opts.limits ? new RedisStatus(log, redactedUrl(opts.limits), tellAll) : undefined;
+  const status = () => redis?.status() ?? owner.limiter.status();
+  if (redis) cluster.on('exit', (worker) => redis.set(worker.id, undefined));
+  cluster.on('message', (worker, m: { type?: string; key?: LimitedKey; n?: number; rows?: UsageRow[]; up?: boolean; batch?: number; keys?: TakeBatch['keys']; takes?: TakeBatch['takes'] }) => {
     if (m?.type === Msg.Take) {
       const { batch, keys, takes } = m as unknown as TakeBatch;
       void owner.limiter.takeMany(takes.map(([k, height]) => ({ key: keys[k], height: height === 1 }))).then((decisions) => {
@@ -87,10 +99,33 @@ export async function serveLimitsToWorkers(opts: OwnerOptions, log: Logger): Pro
     } else if (m?.type === Msg.Usage) {
       owner.usage.add(m.rows!);
     } else if (m?.type === Msg.Status) {
-      tell(worker, owner.limiter.status());
+      tell(worker, status());
+    } else if (m?.type === Msg.Redis) {
+      redis?.set(worker.id, m.up!);
     }
   });
   return owner;
+}
+
+/**
+ * A cluster worker's limiter: the primary's over IPC, or with Redis its own connection to Redis,
+ * falling back to the primary's local limits while Redis is unreachable. /health shows the server's
+ * status (the primary's, gathered from every worker) once known, this worker's view before.
+ */
+export async function startWorkerLimiter(opts: OwnerOptions): Promise<Limiter> {
+  const ipc = new IpcLimiter();
+  if (!opts.limits) return ipc;
+  return RedisLimiter.connect(
+    opts.limits,
+    ipc,
+    (up) => {
+      if (process.connected) process.send?.({ type: Msg.Redis, up });
+    },
+    (own) => {
+      const server = ipc.status();
+      return own && server.backend === 'redis' ? server : { backend: 'redis', redis: own ? 'ok' : 'unreachable' };
+    },
+  );
 }
 
 /** A take waiting for the primary's answer. */
