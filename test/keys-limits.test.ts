@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalLimiter, type Take } from '../static-server/keys/limits.ts';
+import { decideRun, LocalLimiter, type LimitDecision, type Take } from '../static-server/keys/limits.ts';
 import { RedisLimiter } from '../static-server/keys/redis-limits.ts';
 import { buildSampleVector, freePort, monacoTiles, request, startServe, type ServeProcess } from './fixtures/server/helpers.ts';
 import { startRedis, type TestRedis } from './fixtures/server/redis.ts';
@@ -105,6 +105,25 @@ describe('batched limits', () => {
     await stop(a);
     await stop(b);
   }, 120_000);
+
+  it('a worker replaying the primary\'s state per key gets the decisions the primary made (headers included)', () => {
+    let t = Date.UTC(2026, 10, 27, 12);
+    const clock = () => t;
+    const key = { name: 'k', rate: { perSecond: 2, burst: 3 }, quota: { requests: 5, heightPoints: 100, per: 'day' as const } };
+    const heights = [false, true, false, true, false, false, true];
+    const primary = new LocalLimiter(undefined, clock);
+    const oneByOne = new LocalLimiter(undefined, clock);
+    primary.points(key, 99);
+    oneByOne.points(key, 99);
+    for (let round = 0; round < 3; round++, t += 700) {
+      const made: LimitDecision[] = [];
+      const { before, now } = primary.takeRun(key, heights, (d) => made.push(d));
+      const state = { ...before };
+      const replayed = heights.map((h) => decideRun(key, state, h, now));
+      expect(replayed).toEqual(made);
+      expect(made).toEqual(heights.map((h) => oneByOne.decide(key, h)));
+    }
+  });
 
   it('a Redis script call taking a batch decides like the local limiter taking them one by one', async () => {
     const redis = await startRedis(await freePort());
