@@ -159,6 +159,18 @@ describe('limits shared through Redis', () => {
     await stop(b);
   }, 120_000);
 
+  it('--workers 1 with Redis: the only process takes from Redis in batches, exactly the quota', async () => {
+    const redis = await startRedis(await freePort());
+    redises.push(redis);
+    const keys = await keysFile('one-process.json', 6);
+    const s = await startServe(['--out', out, '--port', '0', '--host', '127.0.0.1', '--workers', '1', '--version-poll-ms', '0', '--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-one-process')]);
+    running.push(s);
+    const got = await concurrentStatuses(s.url, 15);
+    expect([count(got, 200), count(got, 429)]).toEqual([6, 9]);
+    expect((await request(`${s.url}/health`)).json().limits).toEqual({ backend: 'redis', redis: 'ok' });
+    await stop(s);
+  }, 120_000);
+
   it('Redis stopped mid-run: the workers fall back to the primary\'s local limits without a failed request, one budget per server', async () => {
     const redis = await startRedis(await freePort());
     redises.push(redis);

@@ -120,6 +120,7 @@ export class RedisStatus {
  */
 export class RedisLimiter implements Limiter {
   private up: boolean | undefined;
+  private closed = false;
   private readonly batcher = new TurnBatcher((takes) => this.takeMany(takes));
 
   private constructor(
@@ -167,7 +168,8 @@ export class RedisLimiter implements Limiter {
 
   /** Note whether Redis answers; tell `onChange` once per change. */
   private mark(up: boolean): void {
-    if (up === this.up) return;
+    // Closing closes the connection: not an outage to report.
+    if (up === this.up || this.closed) return;
     this.up = up;
     this.onChange(up);
   }
@@ -243,6 +245,7 @@ export class RedisLimiter implements Limiter {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.redis.disconnect();
     await this.fallback.close();
   }
