@@ -1,14 +1,15 @@
 // Limits of `tilebake serve` processes with cluster workers: one budget for all workers of a server,
 // quotas that survive a restart, one budget for two servers sharing Redis, and local limits while
-// Redis is unreachable (said once in the log and in /health). Concurrent requests, which workers send
-// to the primary in batches and the primary to Redis as one script call per key, get exactly the budget.
+// Redis is unreachable or stops mid-run (said once in the log and in /health). Concurrent requests,
+// which workers send in batches to the primary (local limits) or to Redis (one script call per key),
+// get exactly the budget.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalLimiter, type Take } from '../static-server/keys/limits.ts';
+import { decideRun, LocalLimiter, type LimitDecision, type Take } from '../static-server/keys/limits.ts';
 import { RedisLimiter } from '../static-server/keys/redis-limits.ts';
 import { buildSampleVector, freePort, monacoTiles, request, startServe, type ServeProcess } from './fixtures/server/helpers.ts';
 import { startRedis, type TestRedis } from './fixtures/server/redis.ts';
@@ -105,10 +106,29 @@ describe('batched limits', () => {
     await stop(b);
   }, 120_000);
 
+  it('a worker replaying the primary\'s state per key gets the decisions the primary made (headers included)', () => {
+    let t = Date.UTC(2026, 10, 27, 12);
+    const clock = () => t;
+    const key = { name: 'k', rate: { perSecond: 2, burst: 3 }, quota: { requests: 5, heightPoints: 100, per: 'day' as const } };
+    const heights = [false, true, false, true, false, false, true];
+    const primary = new LocalLimiter(undefined, clock);
+    const oneByOne = new LocalLimiter(undefined, clock);
+    primary.points(key, 99);
+    oneByOne.points(key, 99);
+    for (let round = 0; round < 3; round++, t += 700) {
+      const made: LimitDecision[] = [];
+      const { before, now } = primary.takeRun(key, heights, (d) => made.push(d));
+      const state = { ...before };
+      const replayed = heights.map((h) => decideRun(key, state, h, now));
+      expect(replayed).toEqual(made);
+      expect(made).toEqual(heights.map((h) => oneByOne.decide(key, h)));
+    }
+  });
+
   it('a Redis script call taking a batch decides like the local limiter taking them one by one', async () => {
     const redis = await startRedis(await freePort());
     redises.push(redis);
-    const limiter = await RedisLimiter.connect(redis.url, new LocalLimiter(), pino({ level: 'silent' }));
+    const limiter = await RedisLimiter.alone(redis.url, new LocalLimiter(), pino({ level: 'silent' }));
     try {
       // A bucket of 4 refilling very slowly and a quota of 6 requests; a second key with only a quota.
       const a = { name: 'a', rate: { perSecond: 0.001, burst: 4 }, quota: { requests: 6, per: 'day' as const } };
@@ -137,6 +157,49 @@ describe('limits shared through Redis', () => {
     expect(health.json()).toEqual({ status: 'ok', store: 'ok', limits: { backend: 'redis', redis: 'ok' } });
     await stop(a);
     await stop(b);
+  }, 120_000);
+
+  it('--workers 1 with Redis: the only process takes from Redis in batches, exactly the quota', async () => {
+    const redis = await startRedis(await freePort());
+    redises.push(redis);
+    const keys = await keysFile('one-process.json', 6);
+    const s = await startServe(['--out', out, '--port', '0', '--host', '127.0.0.1', '--workers', '1', '--version-poll-ms', '0', '--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-one-process')]);
+    running.push(s);
+    const got = await concurrentStatuses(s.url, 15);
+    expect([count(got, 200), count(got, 429)]).toEqual([6, 9]);
+    expect((await request(`${s.url}/health`)).json().limits).toEqual({ backend: 'redis', redis: 'ok' });
+    await stop(s);
+  }, 120_000);
+
+  it('Redis stopped mid-run: the workers fall back to the primary\'s local limits without a failed request, one budget per server', async () => {
+    const redis = await startRedis(await freePort());
+    redises.push(redis);
+    const OTHER = `other-${randomBytes(16).toString('hex')}`;
+    const keys = join(dir, 'mid-run.json');
+    await writeFile(keys, JSON.stringify({ keys: [{ name: 'client', secret: SECRET, quota: { requests: 1000, per: 'day' } }, { name: 'other', secret: OTHER, quota: { requests: 5, per: 'day' } }] }));
+    const s = await serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, 'state-mid-run')]);
+    expect((await request(`${s.url}/health`)).json().limits).toEqual({ backend: 'redis', redis: 'ok' });
+    // Requests at once on both workers, before, while and after Redis stops under them.
+    let stopped = false;
+    const load = (async () => {
+      const got: number[] = [];
+      for (let i = 0; i < 30 && !stopped; i++) got.push(...(await concurrentStatuses(s.url, 10)));
+      for (let i = 0; i < 3; i++) got.push(...(await concurrentStatuses(s.url, 10)));
+      return got;
+    })();
+    await new Promise((r) => setTimeout(r, 100));
+    await redis.stop();
+    stopped = true;
+    const during = await load;
+    expect(during.length).toBeGreaterThan(30);
+    expect(count(during, 200)).toBe(during.length);
+    await expect.poll(async () => (await request(`${s.url}/health`)).json().limits, { timeout: 5000, interval: 100 }).toEqual({ backend: 'redis', redis: 'unreachable' });
+    // A key not used before: its budget is exact for the server's two workers (decided by the primary).
+    const other = await Promise.all(Array.from({ length: 12 }, async () => (await request(`${s.url}${tile}`, { headers: { authorization: `Bearer ${OTHER}` } })).status));
+    expect([count(other, 200), count(other, 429)]).toEqual([5, 7]);
+    expect(s.output().split('Redis is unreachable').length - 1).toBe(1);
+    expect(s.output()).not.toContain(OTHER);
+    await stop(s);
   }, 120_000);
 
   it('Redis unreachable: local limits, said once in the log and in /health; back to Redis when it answers', async () => {

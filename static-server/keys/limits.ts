@@ -130,6 +130,23 @@ export function decideOn(key: LimitedKey, quotas: readonly { kind: QuotaKind; li
   return d;
 }
 
+/** A key's state as a run of takes sees it: tokens, and the count of each quota kind (0 when the key has none). */
+export type RunState = { tokens: number } & Record<QuotaKind, number>;
+
+/**
+ * Decide one request of `key` on `state` (updated), as decideOn does with the quotas of its kind. A
+ * run of takes replayed from the state before it gives the decisions its owner made (the cluster
+ * primary sends a worker this state per key instead of a decision per request).
+ */
+export function decideRun(key: LimitedKey, state: RunState, height: boolean, now: number): LimitDecision {
+  const quotas = quotasOf(key, height);
+  const s: LimitState = { tokens: state.tokens, used: quotas.map((q) => state[q.kind]) };
+  const d = decideOn(key, quotas, s, now);
+  state.tokens = s.tokens;
+  quotas.forEach((q, i) => (state[q.kind] = s.used[i]));
+  return d;
+}
+
 /** Where quota counts of earlier runs come from (the usage store). */
 export interface QuotaHistory {
   /** Requests or points of `key` on days from `sinceDay` (YYYY-MM-DD) on. */
@@ -167,15 +184,28 @@ export class LocalLimiter implements Limiter {
 
   /** Synchronous `take`. */
   decide(key: LimitedKey, height: boolean): LimitDecision {
+    let d!: LimitDecision;
+    this.takeRun(key, [height], (x) => (d = x));
+    return d;
+  }
+
+  /**
+   * Take requests of `key` one after the other (`heights`: which are /height requests); `each` hears
+   * their decisions. Returns the state before them and the time they were decided at (for decideRun).
+   */
+  takeRun(key: LimitedKey, heights: readonly boolean[], each: (d: LimitDecision) => void = () => undefined): { before: RunState; now: number } {
     const now = this.now();
     const b = key.rate ? this.bucket(key as LimitedKey & { rate: RateRule }, now) : undefined;
-    const quotas = quotasOf(key, height);
-    const slots = quotas.map((q) => this.counter(key.name, q.kind, key.quota!.per, now));
-    const state = { tokens: b?.tokens ?? 0, used: slots.map((slot) => this.counts.get(slot)!) };
-    const d = decideOn(key, quotas, state, now);
+    const q = key.quota;
+    const rs = q?.requests !== undefined ? this.counter(key.name, 'requests', q.per, now) : undefined;
+    const hs = q?.heightPoints !== undefined && heights.includes(true) ? this.counter(key.name, 'heightPoints', q.per, now) : undefined;
+    const before: RunState = { tokens: b?.tokens ?? 0, requests: rs ? this.counts.get(rs)! : 0, heightPoints: hs ? this.counts.get(hs)! : 0 };
+    const state = { ...before };
+    for (const h of heights) each(decideRun(key, state, h, now));
     if (b) b.tokens = state.tokens;
-    slots.forEach((slot, i) => this.counts.set(slot, state.used[i]));
-    return d;
+    if (rs) this.counts.set(rs, state.requests);
+    if (hs) this.counts.set(hs, state.heightPoints);
+    return { before, now };
   }
 
   take(key: LimitedKey, height: boolean): Promise<LimitDecision> {

@@ -1,11 +1,14 @@
 /**
- * The one place per server that decides limits and writes usage: the cluster primary, or the only
- * process with `--workers 1`. Workers ask it over IPC (IpcLimiter); their usage rows go the same way.
+ * The one place per server that decides local limits and writes usage: the cluster primary, or the
+ * only process with `--workers 1`. Workers ask it over IPC (IpcLimiter); their usage rows go the same
+ * way. With `--limits redis://…` each worker takes from Redis itself (RedisLimiter) and asks the
+ * primary only while Redis is unreachable; the primary gathers the workers' views of Redis, to say a
+ * change once per server in the log and in /health.
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
-import { LocalLimiter, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus, type Take } from './limits.ts';
-import { RedisLimiter } from './redis-limits.ts';
+import { decideRun, LocalLimiter, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus, type Take } from './limits.ts';
+import { RedisLimiter, RedisStatus, redactedUrl } from './redis-limits.ts';
 import { UsageStore, type UsageRow } from './usage-store.ts';
 
 /** IPC messages of the limits. */
@@ -15,6 +18,8 @@ const enum Msg {
   Points = 'tilebake:limits-points',
   Usage = 'tilebake:usage',
   Status = 'tilebake:limits-status',
+  /** A worker's view of Redis: `{ up }`. */
+  Redis = 'tilebake:limits-redis',
 }
 /** How long a worker waits for the primary before deciding with its own local limits. */
 const ANSWER_TIMEOUT_MS = 2000;
@@ -30,11 +35,15 @@ interface TakeBatch {
   keys: LimitedKey[];
   takes: [number, 0 | 1, number][];
 }
-/** The primary's answers to one batch: [id, decision] in the batch's order. */
+/**
+ * The primary's answer to one batch: per key of the batch, [time decided at, tokens, requests and
+ * /height points counted] before its takes; the worker replays the batch's decisions from them
+ * (decideRun), as the primary made them. A few numbers per key instead of a decision per request.
+ */
 interface AnswerBatch {
   type: Msg.Answer;
   batch: number;
-  answers: [number, LimitDecision][];
+  runs: [number, number, number, number][];
 }
 
 /** What the owner needs from the options. */
@@ -53,10 +62,10 @@ export interface LimitsOwner {
 }
 
 /** Open the usage store and the limiter (local, or Redis with local fallback). */
-export async function startLimitsOwner(opts: OwnerOptions, log: Logger, onStatus?: (s: LimitsStatus) => void): Promise<LimitsOwner> {
+export async function startLimitsOwner(opts: OwnerOptions, log: Logger): Promise<LimitsOwner> {
   const usage = new UsageStore(opts.stateDir);
   const local = new LocalLimiter(usage);
-  const limiter: Limiter = opts.limits ? await RedisLimiter.connect(opts.limits, local, log, onStatus) : local;
+  const limiter: Limiter = opts.limits ? await RedisLimiter.alone(opts.limits, local, log) : local;
   return {
     limiter,
     usage,
@@ -67,30 +76,66 @@ export async function startLimitsOwner(opts: OwnerOptions, log: Logger, onStatus
   };
 }
 
-/** In the cluster primary: answer workers' limit requests, store their usage, tell them the limits' status. */
+/**
+ * In the cluster primary: answer workers' limit requests (with local limits: Redis is the workers'
+ * business), store their usage, tell them the limits' status.
+ */
 export async function serveLimitsToWorkers(opts: OwnerOptions, log: Logger): Promise<LimitsOwner> {
   const tell = (w: Worker | undefined, status: LimitsStatus) => {
     if (w?.isConnected()) w.send({ type: Msg.Status, status });
   };
-  const owner = await startLimitsOwner(opts, log, (s) => {
+  const tellAll = (s: LimitsStatus) => {
     for (const w of Object.values(cluster.workers ?? {})) tell(w, s);
-  });
-  cluster.on('message', (worker, m: { type?: string; key?: LimitedKey; n?: number; rows?: UsageRow[]; batch?: number; keys?: TakeBatch['keys']; takes?: TakeBatch['takes'] }) => {
+  };
+  const usage = new UsageStore(opts.stateDir);
+  const local = new LocalLimiter(usage);
+  const owner: LimitsOwner = { limiter: local, usage, close: async () => usage.close() };
+  const redis = opts.limits ? new RedisStatus(log, redactedUrl(opts.limits), tellAll) : undefined;
+  const status = () => redis?.status() ?? owner.limiter.status();
+  if (redis) cluster.on('exit', (worker) => redis.set(worker.id, undefined));
+  cluster.on('message', (worker, m: { type?: string; key?: LimitedKey; n?: number; rows?: UsageRow[]; up?: boolean; batch?: number; keys?: TakeBatch['keys']; takes?: TakeBatch['takes'] }) => {
     if (m?.type === Msg.Take) {
       const { batch, keys, takes } = m as unknown as TakeBatch;
-      void owner.limiter.takeMany(takes.map(([k, height]) => ({ key: keys[k], height: height === 1 }))).then((decisions) => {
-        const answer: AnswerBatch = { type: Msg.Answer, batch, answers: takes.map((t, i) => [t[2], decisions[i]]) };
-        if (worker.isConnected()) worker.send(answer);
+      const heights: boolean[][] = keys.map(() => []);
+      for (const [k, height] of takes) heights[k].push(height === 1);
+      const runs = keys.map((key, k): AnswerBatch['runs'][number] => {
+        const { before, now } = local.takeRun(key, heights[k]);
+        return [now, before.tokens, before.requests, before.heightPoints];
       });
+      const answer: AnswerBatch = { type: Msg.Answer, batch, runs };
+      if (worker.isConnected()) worker.send(answer);
     } else if (m?.type === Msg.Points) {
-      owner.limiter.points(m.key!, m.n!);
+      local.points(m.key!, m.n!);
     } else if (m?.type === Msg.Usage) {
-      owner.usage.add(m.rows!);
+      usage.add(m.rows!);
     } else if (m?.type === Msg.Status) {
-      tell(worker, owner.limiter.status());
+      tell(worker, status());
+    } else if (m?.type === Msg.Redis) {
+      redis?.set(worker.id, m.up!);
     }
   });
   return owner;
+}
+
+/**
+ * A cluster worker's limiter: the primary's over IPC, or with Redis its own connection to Redis,
+ * falling back to the primary's local limits while Redis is unreachable. /health shows the server's
+ * status (the primary's, gathered from every worker) once known, this worker's view before.
+ */
+export async function startWorkerLimiter(opts: OwnerOptions): Promise<Limiter> {
+  const ipc = new IpcLimiter();
+  if (!opts.limits) return ipc;
+  return RedisLimiter.connect(
+    opts.limits,
+    ipc,
+    (up) => {
+      if (process.connected) process.send?.({ type: Msg.Redis, up });
+    },
+    (own) => {
+      const server = ipc.status();
+      return own && server.backend === 'redis' ? server : { backend: 'redis', redis: own ? 'ok' : 'unreachable' };
+    },
+  );
 }
 
 /** A take waiting for the primary's answer. */
@@ -114,19 +159,23 @@ export class IpcLimiter implements Limiter {
   private queued: number[] = [];
   private flushScheduled = false;
   /** The batch sent and not answered yet: its number, takes and timeout. */
-  private inFlight: { batch: number; ids: number[]; timer: NodeJS.Timeout } | undefined;
+  private inFlight: { batch: number; ids: number[]; takes: TakeBatch['takes']; timer: NodeJS.Timeout } | undefined;
   private last: LimitsStatus = { backend: 'local' };
-  private readonly onMessage = (m: { type?: string; status?: LimitsStatus; batch?: number; answers?: AnswerBatch['answers'] }) => {
+  private readonly onMessage = (m: { type?: string; status?: LimitsStatus; batch?: number; runs?: AnswerBatch['runs'] }) => {
     if (m?.type === Msg.Answer) {
-      for (const [id, decision] of m.answers!) {
-        this.waiting.get(id)?.resolve(decision);
+      // An answer after the timeout: its takes were decided locally.
+      const f = this.inFlight;
+      if (!f || f.batch !== m.batch) return;
+      clearTimeout(f.timer);
+      this.inFlight = undefined;
+      const states = m.runs!.map(([now, tokens, requests, heightPoints]) => ({ now, state: { tokens, requests, heightPoints } }));
+      for (const [k, height, id] of f.takes) {
+        const w = this.waiting.get(id);
+        if (!w) continue;
         this.waiting.delete(id);
+        w.resolve(decideRun(w.key, states[k].state, height === 1, states[k].now));
       }
-      if (this.inFlight && this.inFlight.batch === m.batch) {
-        clearTimeout(this.inFlight.timer);
-        this.inFlight = undefined;
-        this.flush();
-      }
+      this.flush();
     } else if (m?.type === Msg.Status) {
       this.last = m.status!;
     }
@@ -177,7 +226,7 @@ export class IpcLimiter implements Limiter {
       takes.push([k, w.height ? 1 : 0, id]);
     }
     const batch: TakeBatch = { type: Msg.Take, batch: this.nextBatch++, keys, takes };
-    this.inFlight = { batch: batch.batch, ids, timer: setTimeout(() => this.decideLocally(), ANSWER_TIMEOUT_MS) };
+    this.inFlight = { batch: batch.batch, ids, takes, timer: setTimeout(() => this.decideLocally(), ANSWER_TIMEOUT_MS) };
     process.send!(batch);
   }
 

@@ -1,11 +1,13 @@
 /**
  * Limits shared by any number of servers through Redis (`--limits redis://…`): one Lua script takes
- * from the key's token bucket and checks its quotas atomically, with Redis's clock. When Redis does
- * not answer, the server keeps serving with its local limits, says so once in the log and in
- * /health, and goes back to Redis once it answers again.
+ * from the key's token bucket and checks its quotas atomically, with Redis's clock. Each serving
+ * process (each cluster worker) has its own connection. When Redis does not answer, the server keeps
+ * serving with its local limits, says so once in the log and in /health, and goes back to Redis once
+ * it answers again.
  */
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { TurnBatcher } from './batch.ts';
 import { decideOn, periodOf, quotasOf, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus, type LimitState, type LocalLimiter, type Take } from './limits.ts';
 
 /** Prefix of every Redis key tilebake writes. */
@@ -74,21 +76,70 @@ export function redactedUrl(url: string): string {
   }
 }
 
-/** Limits in Redis, with `local` answering while Redis is unreachable. */
-export class RedisLimiter implements Limiter {
-  private up = false;
+/**
+ * Whether Redis answers, for a whole server: each source (the only process, or each cluster worker,
+ * which has its own connection) reports its view; Redis is unreachable while any source says so. A
+ * change of the whole is said once in the log and given to `onStatus` (/health of every worker).
+ */
+export class RedisStatus {
+  private readonly views = new Map<number, boolean>();
   private saidDown = false;
+
+  constructor(
+    private readonly log: Logger,
+    private readonly where: string,
+    private readonly onStatus: (s: LimitsStatus) => void = () => undefined,
+  ) {}
+
+  /** `source`'s view (undefined: the source is gone). */
+  set(source: number, up: boolean | undefined): void {
+    const before = this.status().redis;
+    if (up === undefined) this.views.delete(source);
+    else this.views.set(source, up);
+    const now = this.status().redis;
+    if (now === 'unreachable' && !this.saidDown) {
+      this.saidDown = true;
+      this.log.warn({ limits: this.where }, 'Redis is unreachable: serving with local limits until it answers');
+    } else if (now === 'ok' && this.saidDown) {
+      this.saidDown = false;
+      this.log.info({ limits: this.where }, 'Redis answers again: limits are shared again');
+    }
+    if (now !== before || up !== undefined) this.onStatus(this.status());
+  }
+
+  status(): LimitsStatus {
+    return { backend: 'redis', redis: [...this.views.values()].every(Boolean) ? 'ok' : 'unreachable' };
+  }
+}
+
+/**
+ * Limits in Redis, with `fallback` answering while Redis is unreachable: the server's local limits
+ * (the only process's own, or the cluster primary's over IPC for a worker, so the budget stays exact
+ * per server). Single takes are batched per event-loop turn (TurnBatcher): one script call per key
+ * and kind of request in a batch.
+ */
+export class RedisLimiter implements Limiter {
+  private up: boolean | undefined;
+  private closed = false;
+  private readonly batcher = new TurnBatcher((takes) => this.takeMany(takes));
 
   private constructor(
     private readonly redis: Redis,
-    private readonly local: LocalLimiter,
-    private readonly log: Logger,
-    private readonly where: string,
-    private readonly onStatus: (s: LimitsStatus) => void,
+    private readonly fallback: Limiter,
+    private readonly onChange: (up: boolean) => void,
+    private readonly statusOf: (own: boolean) => LimitsStatus,
   ) {}
 
-  /** Connect (waiting up to 2 s; afterwards it keeps trying in the background). */
-  static async connect(url: string, local: LocalLimiter, log: Logger, onStatus: (s: LimitsStatus) => void = () => undefined): Promise<RedisLimiter> {
+  /**
+   * Connect (waiting up to 2 s; afterwards it keeps trying in the background). `onChange` hears each
+   * change of whether Redis answers (the first included); `statusOf` makes /health's status from it.
+   */
+  static async connect(
+    url: string,
+    fallback: Limiter,
+    onChange: (up: boolean) => void,
+    statusOf: (own: boolean) => LimitsStatus = (own) => ({ backend: 'redis', redis: own ? 'ok' : 'unreachable' }),
+  ): Promise<RedisLimiter> {
     const redis = new Redis(url, {
       lazyConnect: true,
       enableOfflineQueue: false,
@@ -96,39 +147,40 @@ export class RedisLimiter implements Limiter {
       connectTimeout: CONNECT_TIMEOUT_MS,
       commandTimeout: COMMAND_TIMEOUT_MS,
       retryStrategy: (n) => Math.min(n * 200, MAX_RETRY_DELAY_MS),
-      // The script calls of one batch (and of both workers' batches in one tick) go out in one write.
+      // The script calls of one batch go out in one write.
       enableAutoPipelining: true,
     });
     redis.defineCommand('tilebakeTake', { lua: TAKE_SCRIPT });
-    const l = new RedisLimiter(redis, local, log, redactedUrl(url), onStatus);
+    const l = new RedisLimiter(redis, fallback, onChange, statusOf);
     redis.on('ready', () => l.mark(true));
     redis.on('error', () => l.mark(false));
+    redis.on('close', () => l.mark(false));
     redis.on('end', () => l.mark(false));
     await redis.connect().catch(() => l.mark(false));
     return l;
   }
 
-  /** Note whether Redis answers; say so once per change. */
+  /** The only process's limiter: logs and /health from its own view. */
+  static async alone(url: string, local: LocalLimiter, log: Logger, onStatus?: (s: LimitsStatus) => void): Promise<RedisLimiter> {
+    const status = new RedisStatus(log, redactedUrl(url), onStatus);
+    return RedisLimiter.connect(url, local, (up) => status.set(0, up));
+  }
+
+  /** Note whether Redis answers; tell `onChange` once per change. */
   private mark(up: boolean): void {
-    if (up === this.up && (up || this.saidDown)) return;
+    // Closing closes the connection: not an outage to report.
+    if (up === this.up || this.closed) return;
     this.up = up;
-    if (up) {
-      if (this.saidDown) this.log.info({ limits: this.where }, 'Redis answers again: limits are shared again');
-      this.saidDown = false;
-    } else {
-      this.saidDown = true;
-      this.log.warn({ limits: this.where }, 'Redis is unreachable: serving with local limits until it answers');
-    }
-    this.onStatus(this.status());
+    this.onChange(up);
   }
 
   take(key: LimitedKey, height: boolean): Promise<LimitDecision> {
-    return this.takeMany([{ key, height }]).then((d) => d[0]);
+    return this.batcher.take(key, height);
   }
 
   /** One script call per key (and kind of request) in `takes`, sent together (auto-pipelined). */
   takeMany(takes: readonly Take[]): Promise<LimitDecision[]> {
-    if (!this.up) return Promise.resolve(takes.map((t) => this.local.decide(t.key, t.height)));
+    if (!this.up) return this.fallback.takeMany(takes);
     const groups = new Map<LimitedKey, [number[], number[]]>();
     takes.forEach((t, i) => {
       let g = groups.get(t.key);
@@ -166,7 +218,7 @@ export class RedisLimiter implements Limiter {
       r = await (this.redis as unknown as { tilebakeTake: TakeCommand }).tilebakeTake(keys.length, ...keys, ...args);
     } catch {
       this.mark(false);
-      return Array.from({ length: n }, () => this.local.decide(key, height));
+      return this.fallback.takeMany(Array.from({ length: n }, () => ({ key, height })));
     }
     const state: LimitState = { tokens: Number(r[1]), used: quotas.map((_, i) => Number(r[2 + i])) };
     return Array.from({ length: n }, () => decideOn(key, quotas, state, now));
@@ -174,7 +226,7 @@ export class RedisLimiter implements Limiter {
 
   points(key: LimitedKey, n: number): void {
     if (key.quota?.heightPoints === undefined) return;
-    if (!this.up) return this.local.points(key, n);
+    if (!this.up) return this.fallback.points(key, n);
     const p = periodOf(key.quota.per, Date.now());
     const k = `${PREFIX}quota:${key.name}:heightPoints:${p.day}`;
     this.redis
@@ -184,15 +236,17 @@ export class RedisLimiter implements Limiter {
       .exec()
       .catch(() => {
         this.mark(false);
-        this.local.points(key, n);
+        this.fallback.points(key, n);
       });
   }
 
   status(): LimitsStatus {
-    return { backend: 'redis', redis: this.up ? 'ok' : 'unreachable' };
+    return this.statusOf(this.up === true);
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.redis.disconnect();
+    await this.fallback.close();
   }
 }

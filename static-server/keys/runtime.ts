@@ -1,6 +1,6 @@
 /**
  * The keys of a running server: the key ring (keys file plus `TILEBAKE_TOKENS` / `--tokens-file`),
- * reloaded on SIGHUP and when the file changes; the limiter (own, or the cluster primary's over IPC);
+ * reloaded on SIGHUP and when the file changes; the limiter (own, the cluster primary's over IPC, or Redis);
  * usage counting. `startServer` creates one and hands it to every app it builds.
  */
 import cluster from 'node:cluster';
@@ -16,7 +16,7 @@ import { keyOf, type KeyGate } from './gate.ts';
 import { KeyRing } from './key-ring.ts';
 import { keysOfTokens, loadKeysFile, type Key } from './keys-file.ts';
 import type { Limiter, LimitsStatus } from './limits.ts';
-import { IpcLimiter, sendUsageToPrimary, startLimitsOwner, type LimitsOwner, type OwnerOptions } from './owner.ts';
+import { sendUsageToPrimary, startLimitsOwner, startWorkerLimiter, type LimitsOwner, type OwnerOptions } from './owner.ts';
 import { pointsOf, UsageRecorder } from './usage.ts';
 
 /** Delay between a change event of the keys file and the reload (an editor's save is several events). */
@@ -68,7 +68,7 @@ export async function startKeys(options: ServeOptions, log: Logger, tokenHashes?
   let limiter: Limiter | undefined;
   let recorder: UsageRecorder | undefined;
   if (ownerOpts && cluster.isWorker) {
-    limiter = new IpcLimiter();
+    limiter = await startWorkerLimiter(ownerOpts);
     recorder = new UsageRecorder(sendUsageToPrimary);
   } else if (ownerOpts) {
     owner = await startLimitsOwner(ownerOpts, log);
