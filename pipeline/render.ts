@@ -68,6 +68,8 @@ export interface RenderStageStats {
   totalMetatiles: number;
   /** Views drawn by MapLibre for the rendered metatiles (fewer when metatiles share a view: render.dedup). */
   distinctViews: number;
+  /** Chromium processes the render threads started: one per thread used, plus any restart (a hung start, a crash). */
+  browserStarts: number;
   /** Per style × scale that rendered: metatiles written and the distinct views drawn for them. */
   views: { style: string; scale: number; metatiles: number; distinct: number }[];
 }
@@ -254,7 +256,7 @@ async function allDone(ps: Promise<unknown>[]): Promise<void> {
  */
 export async function runRenderStage(config: BuildConfig, outDir: string, opts: RenderStageOptions = {}): Promise<RenderStageStats> {
   const started = performance.now();
-  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0, resumedMetatiles: 0, renderedMetatiles: 0, totalMetatiles: 0, distinctViews: 0, views: [] };
+  const stats: RenderStageStats = { tiles: 0, seconds: 0, startSeconds: 0, resumedMetatiles: 0, renderedMetatiles: 0, totalMetatiles: 0, distinctViews: 0, browserStarts: 0, views: [] };
   const workDir = opts.workDir ?? join(outDir, '.work');
   const styles = Object.values(config.styles);
   if (styles.length === 0) return stats;
@@ -286,6 +288,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       const r = await renderer?.catch(() => undefined);
       const readyAt = r?.browsersReadyAt;
       if (readyAt !== undefined) stats.startSeconds = (readyAt - (performance.timeOrigin + started)) / MS_PER_S;
+      stats.browserStarts = r?.browserStarts ?? 0;
       await r?.close();
       await (await server?.catch(() => undefined))?.close();
     })());

@@ -83,6 +83,8 @@ function renderPageUrl(server: RenderHost, first: FirstStyle): string {
 export class MetatileRenderer {
   /** When each thread's browser was first up (absolute ms), by thread id. */
   private readonly readyAt = new Map<number, number>();
+  /** Browsers each thread has started so far (its last result's count), by thread id. */
+  private readonly starts = new Map<number, number>();
 
   private constructor(
     private readonly server: RenderHost,
@@ -103,6 +105,11 @@ export class MetatileRenderer {
   /** Threads (browsers) the pool may start. */
   get workers(): number {
     return this.opts.workers;
+  }
+
+  /** Browsers started by the threads that have rendered (restarts after a hang or crash included). */
+  get browserStarts(): number {
+    return [...this.starts.values()].reduce((a, b) => a + b, 0);
   }
 
   /** When the browsers of every thread that has rendered were up (absolute ms), or undefined before any result. */
@@ -166,6 +173,7 @@ export class MetatileRenderer {
       // MapLibre does not report every failed request (e.g. glyphs); the server saw them all.
       this.checkFailedRequests(label, pending[0]);
       if (result?.browserReadyAt !== undefined && !this.readyAt.has(result.thread)) this.readyAt.set(result.thread, result.browserReadyAt);
+      if (result) this.starts.set(result.thread, Math.max(result.browserStarts, this.starts.get(result.thread) ?? 0));
       times.styleSeconds += (result?.styleMs ?? 0) / MS_PER_S;
       const delivered = new Set<number>();
       for (const [i, view] of (result?.views ?? []).entries()) {

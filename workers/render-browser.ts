@@ -105,6 +105,8 @@ export class BrowserRenderer {
   private pixelRatio?: number;
   /** When the current browser's page was ready (performance.timeOrigin + performance.now()), once it is. */
   readyAt?: number;
+  /** Chromium processes started so far (a hung start's second one and a restart after a crash included). */
+  starts = 0;
 
   /**
    * `pageUrl`: the render page for the first browser (with `?style=…&ratio=…` it loads that style at
@@ -129,6 +131,7 @@ export class BrowserRenderer {
     if (this.browser || this.process) await this.kill();
     try {
       const spawn = () => spawnChromium(chromiumCommand(plainPage(this.pageUrl)), this.profiles);
+      this.starts++;
       let started = watchChromium(this.spawned ?? spawn());
       this.spawned = undefined;
       // playwright-core loads (the first time) while the browser starts.
@@ -141,6 +144,7 @@ export class BrowserRenderer {
           // Now and then Chromium hangs at start with nothing on stderr (seen twice in five full test
           // runs on a quiet machine): the hung one is killed and a second one started.
           if (!(e instanceof ChromiumStartTimeout) || attempt >= START_ATTEMPTS) throw e;
+          this.starts++;
           started = watchChromium(spawn());
         }
       }

@@ -54,6 +54,8 @@ export interface RenderResult {
   /** This worker thread, and when its browser's page was ready (absolute ms), for start-up figures. */
   thread: number;
   browserReadyAt?: number;
+  /** Browsers this thread has started so far (restarts included). */
+  browserStarts: number;
   /** Milliseconds the task spent loading its style into the page before drawing (0: already loaded). */
   styleMs: number;
 }
@@ -84,7 +86,7 @@ export function createRenderTask(data: RenderWorkerData, spawned?: SpawnedChromi
 
   return async function renderTask(task: RenderTask | CloseTask): Promise<RenderResult> {
     let styleMs = 0;
-    const result = (views: RenderedView[], failure?: string): RenderResult => ({ views, failure, thread: threadId, browserReadyAt: renderer.readyAt, styleMs });
+    const result = (views: RenderedView[], failure?: string): RenderResult => ({ views, failure, thread: threadId, browserReadyAt: renderer.readyAt, browserStarts: renderer.starts, styleMs });
     if ('close' in task) {
       // Killed, not left to exit once the thread's end closes its pipe (a graceful exit: ~1 s).
       await renderer.close();
