@@ -8,6 +8,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { decideRun, LocalLimiter, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus, type Take } from './limits.ts';
+import { TurnBatcher } from './batch.ts';
 import { RedisLimiter, RedisStatus, redactedUrl } from './redis-limits.ts';
 import { UsageStore, type UsageRow } from './usage-store.ts';
 
@@ -26,14 +27,14 @@ const ANSWER_TIMEOUT_MS = 2000;
 
 /**
  * A worker's batch of takes (IpcLimiter): its number, the keys once, then per request [key index, 1 for
- * /height, id]. One message each way for many requests instead of one per request; the primary decides
+ * /height]. One message each way for many requests instead of one per request; the primary decides
  * them in order, exactly as if they had come one by one.
  */
 interface TakeBatch {
   type: Msg.Take;
   batch: number;
   keys: LimitedKey[];
-  takes: [number, 0 | 1, number][];
+  takes: [number, 0 | 1][];
 }
 /**
  * The primary's answer to one batch: per key of the batch, [time decided at, tokens, requests and
@@ -138,44 +139,26 @@ export async function startWorkerLimiter(opts: OwnerOptions): Promise<Limiter> {
   );
 }
 
-/** A take waiting for the primary's answer. */
-interface Waiting {
-  key: LimitedKey;
-  height: boolean;
-  resolve: (d: LimitDecision) => void;
-}
-
 /**
- * In a cluster worker: limits decided by the primary in batches, one batch in flight at a time: the
- * takes of one event-loop turn go at once when none is in flight, else they wait for its answer and
- * go as the next batch (the busier the worker, the larger the batches). When the primary does not
- * answer within ANSWER_TIMEOUT_MS, the batch in flight and the waiting takes are decided locally.
+ * In a cluster worker: limits decided by the primary in batches, one batch in flight at a time
+ * (TurnBatcher: the takes of one event-loop turn go at once when none is in flight, else as the next
+ * batch; the busier the worker, the larger the batches). When the primary does not answer within
+ * ANSWER_TIMEOUT_MS, the batch in flight and the takes that waited behind it are decided locally.
  */
 export class IpcLimiter implements Limiter {
-  private nextId = 0;
   private nextBatch = 0;
-  private readonly waiting = new Map<number, Waiting>();
-  /** Takes not sent yet. */
-  private queued: number[] = [];
-  private flushScheduled = false;
-  /** The batch sent and not answered yet: its number, takes and timeout. */
-  private inFlight: { batch: number; ids: number[]; takes: TakeBatch['takes']; timer: NodeJS.Timeout } | undefined;
+  /** The batch in flight's answer handler, by batch number. */
+  private readonly answers = new Map<number, (runs: AnswerBatch['runs']) => void>();
+  /** The primary missed its deadline: the next batch (the takes that waited) is decided locally. */
+  private late = false;
+  private readonly batcher = new TurnBatcher((takes) => this.send(takes));
   private last: LimitsStatus = { backend: 'local' };
   private readonly onMessage = (m: { type?: string; status?: LimitsStatus; batch?: number; runs?: AnswerBatch['runs'] }) => {
     if (m?.type === Msg.Answer) {
-      // An answer after the timeout: its takes were decided locally.
-      const f = this.inFlight;
-      if (!f || f.batch !== m.batch) return;
-      clearTimeout(f.timer);
-      this.inFlight = undefined;
-      const states = m.runs!.map(([now, tokens, requests, heightPoints]) => ({ now, state: { tokens, requests, heightPoints } }));
-      for (const [k, height, id] of f.takes) {
-        const w = this.waiting.get(id);
-        if (!w) continue;
-        this.waiting.delete(id);
-        w.resolve(decideRun(w.key, states[k].state, height === 1, states[k].now));
-      }
-      this.flush();
+      // An answer after the timeout finds no handler: its takes were decided locally.
+      const answer = this.answers.get(m.batch!);
+      this.answers.delete(m.batch!);
+      answer?.(m.runs!);
     } else if (m?.type === Msg.Status) {
       this.last = m.status!;
     }
@@ -189,58 +172,46 @@ export class IpcLimiter implements Limiter {
   }
 
   take(key: LimitedKey, height: boolean): Promise<LimitDecision> {
-    const id = this.nextId++;
-    this.queued.push(id);
-    if (!this.inFlight && !this.flushScheduled) {
-      this.flushScheduled = true;
-      // Once this turn's requests have been read.
-      setImmediate(() => {
-        this.flushScheduled = false;
-        this.flush();
-      });
-    }
-    return new Promise((resolve) => this.waiting.set(id, { key, height, resolve }));
+    return this.batcher.take(key, height);
   }
 
   takeMany(takes: readonly Take[]): Promise<LimitDecision[]> {
     return Promise.all(takes.map((t) => this.take(t.key, t.height)));
   }
 
-  /** Send the queued takes as one batch, unless one is in flight. */
-  private flush(): void {
-    if (this.inFlight || this.queued.length === 0) return;
-    // The primary is gone (the server is stopping): decide here rather than throw.
-    if (!process.connected) return this.decideLocally();
-    const ids = this.queued;
-    this.queued = [];
+  /** One batch to the primary; its decisions replayed from the state it answers with (decideRun). */
+  private send(takes: readonly Take[]): Promise<LimitDecision[]> {
+    const locally = () => takes.map((t) => this.fallback.decide(t.key, t.height));
+    // The primary is gone (the server is stopping), or it was late for the batch before this one.
+    if (!process.connected || this.late) {
+      this.late = false;
+      return Promise.resolve(locally());
+    }
     const keys: LimitedKey[] = [];
     const index = new Map<LimitedKey, number>();
-    const takes: TakeBatch['takes'] = [];
-    for (const id of ids) {
-      const w = this.waiting.get(id)!;
-      let k = index.get(w.key);
+    const wire: TakeBatch['takes'] = takes.map((t) => {
+      let k = index.get(t.key);
       if (k === undefined) {
-        index.set(w.key, (k = keys.length));
-        keys.push({ name: w.key.name, rate: w.key.rate, quota: w.key.quota });
+        index.set(t.key, (k = keys.length));
+        keys.push({ name: t.key.name, rate: t.key.rate, quota: t.key.quota });
       }
-      takes.push([k, w.height ? 1 : 0, id]);
-    }
-    const batch: TakeBatch = { type: Msg.Take, batch: this.nextBatch++, keys, takes };
-    this.inFlight = { batch: batch.batch, ids, takes, timer: setTimeout(() => this.decideLocally(), ANSWER_TIMEOUT_MS) };
-    process.send!(batch);
-  }
-
-  /** The primary did not answer in time (or is gone): decide the batch in flight and the waiting takes here. */
-  private decideLocally(): void {
-    const ids = [...(this.inFlight?.ids ?? []), ...this.queued];
-    this.inFlight = undefined;
-    this.queued = [];
-    for (const id of ids) {
-      const w = this.waiting.get(id);
-      if (!w) continue;
-      this.waiting.delete(id);
-      w.resolve(this.fallback.decide(w.key, w.height));
-    }
+      return [k, t.height ? 1 : 0];
+    });
+    const batch = this.nextBatch++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.answers.delete(batch);
+        this.late = true;
+        resolve(locally());
+      }, ANSWER_TIMEOUT_MS);
+      this.answers.set(batch, (runs) => {
+        clearTimeout(timer);
+        // One state per key, taken from in the batch's order.
+        const states = runs.map(([now, tokens, requests, heightPoints]) => ({ now, state: { tokens, requests, heightPoints } }));
+        resolve(takes.map((t, i) => decideRun(t.key, states[wire[i][0]].state, t.height, states[wire[i][0]].now)));
+      });
+      process.send!({ type: Msg.Take, batch, keys, takes: wire } satisfies TakeBatch);
+    });
   }
 
   points(key: LimitedKey, n: number): void {

@@ -28,7 +28,7 @@ export interface StaticImage {
   dropped: boolean;
 }
 
-/** A new image of `bytes` (from `allocateImage`, or not pooled: JPEG). */
+/** A new image: `body` (bytes from `allocateImage`, or not pooled: JPEG) and the zoom of its tiles. */
 export function staticImage(body: TileBody, sourceZoom: number): StaticImage {
   return { body, sourceZoom, users: 0, dropped: false };
 }
