@@ -20,19 +20,23 @@
 #include "filter.h"
 #include "resample.h"
 
-const uint8_t *tb_bytes_of(napi_env env, napi_value v, size_t *len, const char *name) {
+void *tb_typed(napi_env env, napi_value v, napi_typedarray_type want, size_t *len) {
   napi_typedarray_type type;
   void *data = NULL;
   bool is_typed = false;
-  if (napi_is_typedarray(env, v, &is_typed) != napi_ok || !is_typed ||
-      napi_get_typedarray_info(env, v, &type, len, &data, NULL, NULL) != napi_ok || type != napi_uint8_array) {
+  if (napi_is_typedarray(env, v, &is_typed) != napi_ok || !is_typed || napi_get_typedarray_info(env, v, &type, len, &data, NULL, NULL) != napi_ok || type != want) return NULL;
+  /* An empty array may have no data pointer; the size checks that follow reject it. */
+  return data ? data : (void *)"";
+}
+
+const uint8_t *tb_bytes_of(napi_env env, napi_value v, size_t *len, const char *name) {
+  const uint8_t *data = tb_typed(env, v, napi_uint8_array, len);
+  if (!data) {
     char msg[96];
     snprintf(msg, sizeof msg, "png-fast: %s must be a Uint8Array or Buffer", name);
     napi_throw_type_error(env, NULL, msg);
-    return NULL;
   }
-  /* An empty array may have no data pointer; the size check that follows rejects it. */
-  return data ? data : (const uint8_t *)"";
+  return data;
 }
 
 static void execute(napi_env env, void *data) {
@@ -57,16 +61,11 @@ static napi_status deliver(napi_env env, napi_value allocate, const tb_png_outpu
   napi_value size, global;
   uint8_t *dst = NULL;
   size_t len = 0;
-  napi_typedarray_type type;
-  bool typed = false;
   napi_status s = napi_get_global(env, &global);
   if (s == napi_ok) s = napi_create_double(env, (double)out->size, &size);
   if (s == napi_ok) s = napi_call_function(env, global, allocate, 1, &size, result);
   if (s == napi_pending_exception) return s;
-  if (s == napi_ok && (napi_is_typedarray(env, *result, &typed) != napi_ok || !typed || napi_get_typedarray_info(env, *result, &type, &len, (void **)&dst, NULL, NULL) != napi_ok ||
-                       type != napi_uint8_array || len != out->size)) {
-    s = napi_invalid_arg;
-  }
+  if (s == napi_ok && (!(dst = tb_typed(env, *result, napi_uint8_array, &len)) || len != out->size)) s = napi_invalid_arg;
   if (s != napi_ok) {
     *error = "png-fast: allocate(size) must return a Uint8Array of exactly size bytes";
     return s;

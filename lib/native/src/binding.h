@@ -35,6 +35,9 @@ typedef struct {
   const char *error;
 } job;
 
+/* The elements of a typed array argument of type `want` (*len of them; an empty one: a non-NULL pointer), or NULL (nothing thrown) when it is not one. */
+void *tb_typed(napi_env env, napi_value v, napi_typedarray_type want, size_t *len);
+
 /* The bytes of a Uint8Array (or Buffer) argument; NULL with a TypeError thrown otherwise. */
 const uint8_t *tb_bytes_of(napi_env env, napi_value v, size_t *len, const char *name);
 

@@ -6,18 +6,10 @@
  */
 #define TB_RASTER_NAPI
 #include "raster.h"
+#include "binding.h"
 #include <node_api.h>
 #include <stdbool.h>
 #include <stdlib.h>
-
-/* The data of a typed array argument of `type` (an empty one: a non-NULL pointer); NULL otherwise. */
-static void *typed(napi_env env, napi_value v, napi_typedarray_type type, size_t *len) {
-  napi_typedarray_type t;
-  void *data = NULL;
-  bool is = false;
-  if (napi_is_typedarray(env, v, &is) != napi_ok || !is || napi_get_typedarray_info(env, v, &t, len, &data, NULL, NULL) != napi_ok || t != type) return NULL;
-  return data ? data : (void *)"";
-}
 
 static napi_value draw_overlay(napi_env env, napi_callback_info info) {
   size_t argc = 9, rlen = 0, alen = 0, len = 0;
@@ -26,9 +18,9 @@ static napi_value draw_overlay(napi_env env, napi_callback_info info) {
   uint32_t n[6]; /* width, height, left, top, ow, oh */
   const int idx[6] = {2, 3, 5, 6, 7, 8};
   bool ok = napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc == 9 && napi_typeof(env, argv[1], &atype) == napi_ok;
-  uint8_t *rgb = ok ? typed(env, argv[0], napi_uint8_array, &rlen) : NULL;
-  uint8_t *alpha = ok && atype != napi_null ? typed(env, argv[1], napi_uint8_array, &alen) : NULL;
-  const double *ops = ok ? typed(env, argv[4], napi_float64_array, &len) : NULL;
+  uint8_t *rgb = ok ? tb_typed(env, argv[0], napi_uint8_array, &rlen) : NULL;
+  uint8_t *alpha = ok && atype != napi_null ? tb_typed(env, argv[1], napi_uint8_array, &alen) : NULL;
+  const double *ops = ok ? tb_typed(env, argv[4], napi_float64_array, &len) : NULL;
   ok = ok && rgb && ops && (atype == napi_null || alpha);
   for (int i = 0; i < 6 && ok; i++) ok = napi_get_value_uint32(env, argv[idx[i]], &n[i]) == napi_ok;
   if (!ok) {

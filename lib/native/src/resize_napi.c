@@ -67,16 +67,13 @@ static bool read_source(napi_env env, napi_value v, const napi_value *grid, size
 
 /* The elements of an Int32Array (type napi_int32_array) or Int16Array argument; NULL with a TypeError thrown otherwise. */
 static const void *elements_of(napi_env env, napi_value v, napi_typedarray_type want, size_t *len, const char *name) {
-  napi_typedarray_type type;
-  void *data = NULL;
-  bool is_typed = false;
-  if (napi_is_typedarray(env, v, &is_typed) != napi_ok || !is_typed || napi_get_typedarray_info(env, v, &type, len, &data, NULL, NULL) != napi_ok || type != want) {
+  const void *data = tb_typed(env, v, want, len);
+  if (!data) {
     char msg[96];
     snprintf(msg, sizeof msg, "png-fast: %s must be an %s", name, want == napi_int32_array ? "Int32Array" : "Int16Array");
     napi_throw_type_error(env, NULL, msg);
-    return NULL;
   }
-  return data ? data : (const void *)"";
+  return data;
 }
 
 /* One axis of resizeReduce's taps: first samples, rows of the weight table per output sample, the table. */
