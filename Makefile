@@ -7,8 +7,11 @@ TILEBAKE := node bin/tilebake.js
 
 .PHONY: setup build-js build-native demo build test typecheck bench clean
 
+# Debian and npm packages, the native addon, dist/ (scripts/setup.sh), then the sample's glyph PBFs from
+# Debian's Noto fonts (scripts/glyphs.ts; a no-op while the fonts are unchanged).
 setup:
 	@bash scripts/setup.sh
+	@if [ -f pipeline/glyphs/generate.ts ]; then node --import tsx scripts/glyphs.ts; fi
 
 # The CLI and its worker threads as compiled JavaScript in dist/ (also run by setup; a no-op when current).
 build-js:

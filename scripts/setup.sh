@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 # slurm-wlm, munge: the one-node Slurm cluster of the distributed-build tests; swift-*, memcached: the
 # S3-compatible object store (Swift's s3api) of the same tests; redis-server: shared key limits;
 # gcc, g++, make, python3: node-gyp builds (better-sqlite3, gdal-async, tilebake's PNG encoder).
-APT_PACKAGES=(gcc g++ make python3 chromium fonts-dejavu-core gdal-bin libgdal-dev nginx-light wrk sqlite3 tilemaker osmium-tool osmcoastline
+APT_PACKAGES=(gcc g++ make python3 chromium fonts-dejavu-core fonts-noto-core fonts-noto-cjk gdal-bin libgdal-dev nginx-light wrk sqlite3 tilemaker osmium-tool osmcoastline
   slurm-wlm munge swift swift-proxy swift-object swift-container swift-account memcached redis-server)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -106,17 +106,17 @@ export function fieldsAt(path: readonly PropertyKey[], def: SchemaDef = (configS
   return d.type === 'object' && d.shape ? Object.keys(d.shape) : undefined;
 }
 
-/** One line per problem: `$.path: what was expected`. */
-function issueLines(issue: z.core.$ZodIssue): string[] {
+/** One line per problem: `$.path: what was expected`, with the fields `schema` allows where a field is unknown. */
+export function issueLines(issue: z.core.$ZodIssue, schema: z.ZodType = configSchema): string[] {
   if (issue.code === 'unrecognized_keys') {
-    const allowed = fieldsAt(issue.path);
+    const allowed = fieldsAt(issue.path, (schema as unknown as { _zod: { def: SchemaDef } })._zod.def);
     const hint = allowed ? ` (expected one of: ${allowed.join(', ')})` : '';
     return issue.keys.map((k) => `${jsonPath([...issue.path, k])}: unknown field${hint}`);
   }
   if (issue.code === 'invalid_union') {
     // `section | false` and the like: report the branch the value was meant for (the one that got past its root).
     const meant = issue.errors.filter((b) => !b.every((i) => i.path.length === 0));
-    if (meant.length === 1) return meant[0].flatMap((i) => issueLines({ ...i, path: [...issue.path, ...i.path] } as z.core.$ZodIssue));
+    if (meant.length === 1) return meant[0].flatMap((i) => issueLines({ ...i, path: [...issue.path, ...i.path] } as z.core.$ZodIssue, schema));
   }
   if (issue.code === 'invalid_key') {
     const why = issue.issues.map((i) => i.message).join('; ');
@@ -129,7 +129,7 @@ function issueLines(issue: z.core.$ZodIssue): string[] {
 export function parseConfig(raw: unknown, file: string): BuildConfig {
   const r = configSchema.safeParse(raw);
   if (!r.success) {
-    const lines = r.error.issues.flatMap(issueLines).map((l) => `  ${l}`);
+    const lines = r.error.issues.flatMap((i) => issueLines(i)).map((l) => `  ${l}`);
     throw new UserError(`${file}: invalid config\n${lines.join('\n')}`, { exitCode: 2 });
   }
   const c = r.data;
