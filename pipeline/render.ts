@@ -11,7 +11,7 @@ import { OverlayStore } from '../lib/overlay-store.ts';
 import { LocalStore, type Store } from '../lib/storage.ts';
 import type { RenderServer } from '../static-server/render-server.ts';
 import type { BuildConfig } from './config/index.ts';
-import { createProgress, logLine, secondsSince, stepsText, type Step } from './progress.ts';
+import { createProgress, logLine, secondsSince, stepsText, type Step } from '../lib/progress.ts';
 import { archiveFromJournal, readIdentity, type RenderIdentity } from './render/archive.ts';
 import type { RasterFormat } from '../lib/raster-encode.ts';
 import { RenderJournal } from './render/journal.ts';

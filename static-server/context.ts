@@ -9,7 +9,7 @@ import type { RenderHost } from '../workers/metatile-renderer.ts';
 /** HttpError lives in its own module so that modules context.ts refers to (render-session.ts) can throw it without an import cycle. */
 export { HttpError } from './http-error.ts';
 
-/** Options of `tilebake serve` (see pipeline/cli.ts for the flags). */
+/** Options of `tilebake serve` (see cli/commands/serve.ts for the flags). */
 export interface ServeOptions {
   /** Build folder, http(s):// base URL or s3://bucket/prefix. */
   out: string;

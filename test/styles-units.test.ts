@@ -7,7 +7,7 @@ import { BoundedCache } from '../static-server/styles/bounded-cache.ts';
 import { parseFontStack, parseGlyphRange } from '../static-server/styles/fonts.ts';
 import { combineGlyphs, decodeGlyphs, encodeGlyphs } from '../static-server/styles/glyph-pbf.ts';
 import { rasterTileJson } from '../static-server/styles/raster-tilejson.ts';
-import { rewriteNeutralUrls } from '../static-server/styles/style-json.ts';
+import { rewriteNeutralUrls } from '../lib/style-urls.ts';
 import { SAMPLE_FONTS_DIR } from './fixtures/styles/output.ts';
 
 describe('glyph PBF codec', () => {

@@ -8,7 +8,7 @@ import { metatileKey, type Metatile } from '../../lib/metatiles.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../../lib/raster-encode.ts';
 import type { MetatileRenderer } from '../../workers/metatile-renderer.ts';
 import type { BuildConfig } from '../config/index.ts';
-import { logLine, MS_PER_S, secondsSince, type Step } from '../progress.ts';
+import { logLine, MS_PER_S, secondsSince, type Step } from '../../lib/progress.ts';
 import { groupViews, type ViewGroups, type ViewKeys } from './dedup.ts';
 import type { RenderJournal } from './journal.ts';
 import { renderOrder } from './metatiles.ts';

@@ -9,7 +9,7 @@ import { checkZoom, parseTileCoord, splitTileFile } from '../coords.ts';
 import { BoundedCache } from '../styles/bounded-cache.ts';
 import { FontService } from '../styles/fonts.ts';
 import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
-import { rewriteNeutralUrls, type StyleUrls } from '../styles/style-json.ts';
+import { rewriteNeutralUrls, type StyleUrls } from '../../lib/style-urls.ts';
 import { serverMetrics } from '../metrics.ts';
 import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { OnDemandRenderer, onDemandOptions } from '../overzoom/render.ts';
