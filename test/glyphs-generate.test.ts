@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { ensureGlyphSet, GLYPH_SET_STAMP } from '../pipeline/glyphs/generate.ts';
 import { glyphRange, loadFont } from '../pipeline/glyphs/fontnik.ts';
-import { decodeGlyphs } from '../static-server/styles/glyph-pbf.ts';
+import { decodeGlyphs } from '../lib/glyphs/glyph-pbf.ts';
 import { tempDir } from './render-helpers.ts';
 
 const NOTO = '/usr/share/fonts/truetype/noto';

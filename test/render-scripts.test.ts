@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
-import { MAP_TEXT_OPTIONS } from '../static-server/maplibre/text.mjs';
+import { MAP_TEXT_OPTIONS } from '../workers/page/map-text.mjs';
 import { buildScripts, LIVE_VIEW, MIN_INK, NAMES, tileOf, type ScriptsBuild } from './fixtures/scripts.ts';
 import { openClient, runMap, type Client } from './fixtures/styles/client.ts';
 import { readTile, SAMPLE, tempDir } from './render-helpers.ts';

@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { tempPathFor, writeFileAtomic } from '../../lib/atomic.ts';
 import { cpuBudget } from '../../lib/cpus.ts';
 import { UserError } from '../../lib/errors.ts';
-import { GLYPH_RANGE_SIZE, MAX_GLYPH_CODEPOINT } from '../../static-server/styles/fonts.ts';
-import { combineGlyphs } from '../../static-server/styles/glyph-pbf.ts';
+import { GLYPH_RANGE_SIZE, MAX_GLYPH_CODEPOINT } from '../../lib/glyphs/font-stacks.ts';
+import { combineGlyphs } from '../../lib/glyphs/glyph-pbf.ts';
 import { glyphRange, loadFont } from './fontnik.ts';
 import { readGlyphSet, type FontFile, type GlyphSet } from './glyph-set.ts';
 

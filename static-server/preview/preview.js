@@ -66,7 +66,7 @@ async function start() {
     // their TileJSON), so the control shows what the map shows, once.
     attributionControl: { compact: true },
     transformRequest: (url) => (state.token && url.startsWith(`${ORIGIN}/`) ? { url, headers: { Authorization: `Bearer ${state.token}` } } : { url }),
-    // Labels drawn as the baked tiles draw them (static-server/maplibre/text.mjs).
+    // Labels drawn as the baked tiles draw them (workers/page/map-text.mjs).
     ...MAP_TEXT_OPTIONS,
   });
   state.map = map;

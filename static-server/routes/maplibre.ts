@@ -9,16 +9,16 @@ export const MAPLIBRE_PREFIX = '/maplibre/';
 
 /** maplibre-gl's `dist` folder (the version pinned in package.json). */
 const MAPLIBRE_DIST = dirname(packageRequire.resolve('maplibre-gl/dist/maplibre-gl.mjs'));
-/** tilebake's own module beside them: the text options of every map tilebake shows (static-server/maplibre/text.mjs). */
-const TEXT_OPTIONS = { name: 'tilebake-text.mjs', dir: packagePath('static-server', 'maplibre'), file: 'text.mjs' };
+/** tilebake's own module beside them: the text options the render page creates its map with (workers/page/map-text.mjs). */
+const TEXT_OPTIONS = { name: 'tilebake-text.mjs', dir: packagePath('workers', 'page'), file: 'map-text.mjs' };
 /** It changes with tilebake, not with maplibre-gl: browsers revalidate it (ETag) every time, as the preview page's files. */
 const TEXT_OPTIONS_CACHE_CONTROL = 'no-cache';
 
 /**
  * `GET /maplibre/{file}`: MapLibre GL JS from the installed `maplibre-gl` package (`maplibre-gl.mjs`,
  * the shared and worker modules it imports by relative URL, `maplibre-gl.css`, source maps), for
- * pages this server shows: the render page, a preview page; and `GET /maplibre/tilebake-text.mjs`,
- * the map options both create their maps with.
+ * pages this server shows (the preview page); and `GET /maplibre/tilebake-text.mjs`, the text
+ * options the render page creates its map with, so that the preview draws labels as the baked tiles.
  */
 export async function registerMaplibreRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
   const dist = new StaticFolder(MAPLIBRE_DIST);

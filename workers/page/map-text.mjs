@@ -1,7 +1,7 @@
 // How every map tilebake shows draws its labels: the render page (baked tiles and on-demand renders,
-// workers/page/render.js) and the preview page (static-server/preview/preview.js) create their maps
-// with these options, served at /maplibre/tilebake-text.mjs, so that a baked tile and the same view
-// in the preview draw each label alike (docs/glyphs.md).
+// render.js beside this file) and the preview page (static-server/preview/preview.js, which loads this
+// file as /maplibre/tilebake-text.mjs) create their maps with these options, so that a baked tile and
+// the same view in the preview draw each label alike (docs/glyphs.md).
 //
 // Chinese, Japanese and Korean are drawn by MapLibre from a local font (TinySDF in the browser), not
 // from glyph PBFs. For labels with a `text-font` MapLibre asks the browser for the stack's names and
