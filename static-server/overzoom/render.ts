@@ -21,7 +21,7 @@ import { UserError } from '../../lib/errors.ts';
 import type { StyleArchive, StyleEntry, RenderSettings } from '../../lib/manifest.ts';
 import { metatileContaining, metatileKey, type Metatile } from '../../lib/metatiles.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../../lib/raster-encode.ts';
-import { assertChromium } from '../../workers/chromium-process.ts';
+import { assertChromium } from '../../workers/chromium.ts';
 import { MetatileRenderer } from '../../workers/metatile-renderer.ts';
 import type { RenderHost } from '../../workers/render-host/server.ts';
 import type { Archives } from '../archives.ts';
