@@ -6,7 +6,7 @@ import { currentVersionDir } from '../lib/build-version.ts';
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { CHROMIUM_PATH } from '../workers/chromium-process.ts';
+import { CHROMIUM_PATH } from '../workers/chromium.ts';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';

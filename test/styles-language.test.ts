@@ -14,7 +14,7 @@ import { Compression, PMTilesWriter, TileType } from '../lib/pmtiles/index.ts';
 import { localizeStyle, localizeTextField, tokenStringExpression } from '../lib/style-language.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
-import { rewriteNeutralUrls } from '../static-server/styles/style-json.ts';
+import { rewriteNeutralUrls } from '../lib/style-urls.ts';
 import { request, serveOptions, type RawResponse } from './fixtures/server/helpers.ts';
 import { buildStyleOutput, encodeTile, fixtureTiles, MONACO_BBOX, ROOT, STYLE_ID, type StyleOutput } from './fixtures/styles/output.ts';
 

@@ -6,7 +6,7 @@ import { languagesOfLayers } from '../../lib/languages.ts';
 import { localizeStyle } from '../../lib/style-language.ts';
 import { writeFileAtomic } from '../../lib/atomic.ts';
 import type { TilesetEntry } from '../../lib/manifest.ts';
-import { NEUTRAL_PREFIX } from '../../static-server/styles/style-json.ts';
+import { NEUTRAL_PREFIX } from '../../lib/style-urls.ts';
 
 /** Sprite files copied beside the prepared style (base name + these suffixes). */
 export const SPRITE_FILES = ['.json', '.png', '@2x.json', '@2x.png'] as const;

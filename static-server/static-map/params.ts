@@ -14,7 +14,7 @@ import { decodePolyline, TooManyPointsError, type LatLon } from '../../lib/eleva
 import { UserError } from '../../lib/errors.ts';
 import { MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
 import { HttpError } from '../context.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 import { queryLanguage } from '../styles/language.ts';
 import { parseColour, type Colour } from './colour.ts';
 

@@ -6,8 +6,8 @@
  */
 import { isLanguageCode, LANGUAGE_CODE_HINT } from '../../lib/languages.ts';
 import type { StyleEntry } from '../../lib/manifest.ts';
-import { HttpError } from '../http-error.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpError } from '../../lib/http-error.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 
 /** The query parameter. */
 export const LANGUAGE_PARAM = 'language';
