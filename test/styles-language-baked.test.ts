@@ -36,6 +36,18 @@ let dir: string;
 let server: RunningServer;
 let client: Client;
 let manifest: Manifest;
+let config: { styles: Record<string, Record<string, unknown>> } & Record<string, unknown>;
+
+/** `tilebake build` of `c` (written to config.json) with the CLI; resolves with its log. */
+async function build(c: typeof config): Promise<string> {
+  await writeFile(join(dir, 'config.json'), JSON.stringify(c));
+  const r = await promisify(execFile)(process.execPath, [join(ROOT, 'bin/tilebake.js'), 'build', '--config', join(dir, 'config.json')], {
+    cwd: ROOT,
+    env: { ...process.env, CI: '1', TILEBAKE_QUIET: '' },
+    maxBuffer: 64 << 20,
+  });
+  return `${r.stdout}${r.stderr}`;
+}
 
 const get = (path: string) => request(`${server.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
 
@@ -63,15 +75,14 @@ async function baked(style: string, x: number, y: number): Promise<Buffer> {
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'tilebake-language-'));
   const style = { style: join(SAMPLE, 'styles/osm-bright/style.json'), tileset: 'openmaptiles', minzoom: Z, maxzoom: Z, scales: [1], formats: ['png'] };
-  const config = {
+  config = {
     out: join(dir, 'out'),
     tilesets: { openmaptiles: join(SAMPLE, 'monaco_omt.mbtiles') },
     styles: { 'osm-bright': style, [VARIANT]: { ...style, language: 'it' } },
     fonts: join(SAMPLE, 'fonts'),
     render: { metatile: METATILE, margin: MARGIN },
   };
-  await writeFile(join(dir, 'config.json'), JSON.stringify(config));
-  await promisify(execFile)(process.execPath, [join(ROOT, 'bin/tilebake.js'), 'build', '--config', join(dir, 'config.json')], { cwd: ROOT, env: { ...process.env, CI: '1' }, maxBuffer: 64 << 20 });
+  await build(config);
   manifest = await readManifestOrEmpty((await currentVersionDir(join(dir, 'out')))!.dir);
   server = await startServer(serveOptions(join(dir, 'out')), { tokenHashes: [hashToken(TOKEN)] });
   client = await openClient();
@@ -134,5 +145,13 @@ describe('a style baked in a language', () => {
     expect(asked.body.equals(own.body)).toBe(false);
     expect((await get(`/styles/osm-bright/rendered.json?language=it`)).json().tiles).toEqual([`${server.url}/styles/${VARIANT}/{z}/{x}/{y}.png`]);
     expect((await get(`/styles/osm-bright/static/${view}?language=de`)).json()).toMatchObject({ status: 400, baked: { it: VARIANT } });
+    // An ordinary style: a WMTS layer of its own.
+    expect((await get('/styles/wmts.xml')).body.toString()).toContain(`<ows:Identifier>${VARIANT}</ows:Identifier>`);
   });
+
+  it('a rebuild with another language re-renders the variant only', async () => {
+    const log = await build({ ...config, styles: { ...config.styles, [VARIANT]: { ...config.styles[VARIANT], language: 'fr' } } });
+    expect(log).toMatch(/render osm-bright @1x: re-rendered 0 of 1 metatiles \(unchanged/);
+    expect(log).toMatch(new RegExp(`render ${VARIANT} @1x: re-rendered 1 of 1 metatiles`));
+  }, 600_000);
 });
