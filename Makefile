@@ -5,7 +5,7 @@ OUT ?= build/sample
 PORT ?= 8080
 TILEBAKE := node bin/tilebake.js
 
-.PHONY: setup build-js build-native demo build test typecheck bench clean
+.PHONY: setup build-js demo build test typecheck bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -13,10 +13,6 @@ setup:
 # The CLI and its worker threads as compiled JavaScript in dist/ (also run by setup; a no-op when current).
 build-js:
 	@node scripts/build-js.mjs
-
-# The native PNG encoder in lib/native/ (also run by setup; a no-op when current; needs a C compiler).
-build-native:
-	@node scripts/build-native.mjs
 
 build: setup
 	$(TILEBAKE) build --config $(CONFIG) --out $(OUT)
