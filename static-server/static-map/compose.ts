@@ -11,6 +11,7 @@ import sharp, { type Sharp } from 'sharp';
 import { worldPixels, type Camera } from './camera.ts';
 import type { DecodedTile } from './decoded-tiles.ts';
 import type { OverlaySvg } from './overlay.ts';
+import { pixelPool } from './pixel-pool.ts';
 
 /** Baked raster tiles of one archive. */
 export interface RasterSource {
@@ -83,7 +84,11 @@ export function planRegion(cam: Camera, src: RasterSource, w: number, h: number)
   return { tz, f, exact, x0, y0, x1, y1, sxL, syT, w, h };
 }
 
-/** The tiles under the plan's rectangle (only those are read), copied into one image: transparent where the build has none. */
+/**
+ * The tiles under the plan's rectangle (only those are read), copied into one image: transparent where
+ * the build has none. Its pixels come from the pixel pool: hand them back (`pixelPool.release`) once
+ * nothing reads them.
+ */
 export async function stitchRegion(src: RasterSource, plan: RegionPlan): Promise<RawImage> {
   const { tz, x0, y0, x1, y1 } = plan;
   const T = src.tileSize;
@@ -105,7 +110,7 @@ export async function stitchRegion(src: RasterSource, plan: RegionPlan): Promise
   if (channels === 4) tiles = await Promise.all(tiles.map((t, i) => (t?.channels === 3 ? read(at[i], true) : t)));
   const width = x1 - x0, height = y1 - y0;
   // Every byte is written below: a tile's pixels, or 0 (transparent) where the build has none.
-  const data = Buffer.allocUnsafe(width * height * channels);
+  const data = pixelPool.acquire(width * height * channels);
   tiles.forEach((tile, i) => {
     const left = at[i].tx * T - x0, top = at[i].ty * T - y0;
     const c0 = Math.max(0, left), c1 = Math.min(width, left + T);
@@ -174,14 +179,22 @@ export async function composeImage(cam: Camera, src: RasterSource, overlay: Over
   if (cam.bearing % 360 === 0) {
     const plan = planRegion(cam, src, cam.width, cam.height);
     const region = await stitchRegion(src, plan);
-    return { bytes: await finish(regionView(region, plan), region.channels, overlay, format), sourceZoom: plan.tz };
+    try {
+      return { bytes: await finish(regionView(region, plan), region.channels, overlay, format), sourceZoom: plan.tz };
+    } finally {
+      pixelPool.release(region.data);
+    }
   }
   // Rotate a square covering the image's diagonal about its centre, then crop the image out of it.
   // The corners the rotation uncovers are transparent (white in a JPEG).
   const d = Math.ceil(Math.hypot(cam.width, cam.height)) + 2;
   const plan = planRegion(cam, src, d, d);
   const region = await stitchRegion(src, plan);
-  const square = await regionView(region, plan).ensureAlpha().raw().toBuffer();
+  const square = await regionView(region, plan)
+    .ensureAlpha()
+    .raw()
+    .toBuffer()
+    .finally(() => pixelPool.release(region.data));
   const rotated = sharp(square, { raw: { width: d, height: d, channels: 4 } }).rotate(-cam.bearing, { background: { r: 0, g: 0, b: 0, alpha: 0 } });
   const { data, info } = await rotated.raw().toBuffer({ resolveWithObject: true });
   const left = Math.floor((info.width - cam.width) / 2);
