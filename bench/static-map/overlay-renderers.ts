@@ -7,7 +7,7 @@
  * Each composes the same base (the view's pixels, made once) with its overlay and encodes the PNG,
  * whole rounds alternated; "none" is the base encoded without an overlay. Printed: CPU ms per image
  * (process CPU, libvips' and libuv's threads included) and the worst and mean difference of each
- * renderer's images from librsvg's. resvg and Skia hand over premultiplied RGBA, which sharp takes as such.
+ * renderer's images from librsvg's (premultiplied colour and alpha, in 1/255). resvg and Skia hand over premultiplied RGBA, which sharp takes as such.
  *
  * resvg and Skia are not dependencies of tilebake; to measure them install them without saving:
  *   npm install --no-save @resvg/resvg-js @napi-rs/canvas
@@ -97,10 +97,10 @@ for (const label of [false, true]) {
     for (const [name, r] of variants.slice(2)) {
       const got = await pixels(await image(j, r));
       const d = (diff[name] ??= { worst: 0, sum: 0, n: 0 });
-      // Colour where either image has some alpha, and alpha (a transparent pixel's colour is undefined).
+      // Premultiplied colour and alpha (a nearly transparent pixel's straight colour means little).
       for (let i = 0; i < got.length; i++) {
-        if (i % 4 !== 3 && got[i | 3] === 0 && want[i | 3] === 0) continue;
-        const e = Math.abs(got[i] - want[i]);
+        const alpha = i % 4 === 3;
+        const e = Math.abs((alpha ? got[i] : Math.round((got[i] * got[i | 3]) / 255)) - (alpha ? want[i] : Math.round((want[i] * want[i | 3]) / 255)));
         d.worst = Math.max(d.worst, e);
         d.sum += e;
         d.n++;
