@@ -4,8 +4,8 @@
  * 503 and Retry-After instead of piling up behind the others, so tiles and other routes keep being
  * served under a flood.
  */
-import { HttpError } from './http-error.ts';
-import { HttpStatus } from './http-status.ts';
+import { HttpError } from '../lib/http-error.ts';
+import { HttpStatus } from '../lib/http-status.ts';
 
 export interface BoundedQueueOptions {
   /** Jobs running at once. */

@@ -2,7 +2,7 @@
 // share: slots, order, and the 503 with Retry-After beyond the queue (their own tests check it over HTTP).
 import { describe, expect, it } from 'vitest';
 import { BoundedQueue } from '../static-server/bounded-queue.ts';
-import { HttpError } from '../static-server/http-error.ts';
+import { HttpError } from '../lib/http-error.ts';
 
 describe('BoundedQueue', () => {
   it('runs `concurrency` jobs, queues `queue` more in order, refuses the next at once with 503 and Retry-After', async () => {

@@ -8,7 +8,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../static-server/serve.ts';
-import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../workers/chromium-process.ts';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../workers/chromium.ts';
 import { serveFullOutputWithTerrain, type FullOutput } from './fixtures/server/full-output.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');

@@ -29,28 +29,42 @@ const LABEL_FONT = '/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf';
 
 type Renderer = (o: OverlaySvg) => Promise<OverlayOptions>;
 
+/** The parts of the optional packages used here (they are not dependencies, so not type-checked). */
+interface Resvg {
+  renderAsync(svg: Buffer, opts: { font: { loadSystemFonts: boolean; fontFiles: string[] } }): Promise<{ pixels: Buffer; width: number; height: number }>;
+}
+interface Skia {
+  createCanvas(w: number, h: number): { getContext(kind: '2d'): { drawImage(img: unknown, x: number, y: number): void }; data(): Buffer };
+  Image: new () => { src: Buffer };
+}
+/** An optional package, or undefined when it is not installed. */
+async function optional<T>(name: string): Promise<T | undefined> {
+  try {
+    return (await import(name)) as T;
+  } catch {
+    console.log(`${name} is not installed: left out`);
+    return undefined;
+  }
+}
+
 async function renderers(): Promise<Record<string, Renderer>> {
   const out: Record<string, Renderer> = { librsvg: async (o) => ({ input: o.svg, left: o.left, top: o.top }) };
-  try {
-    const { renderAsync } = await import('@resvg/resvg-js');
+  const resvg = await optional<Resvg>('@resvg/resvg-js');
+  if (resvg) {
     out.resvg = async (o) => {
-      const r = await renderAsync(o.svg, { font: { loadSystemFonts: false, fontFiles: o.svg.includes('<text') ? [LABEL_FONT] : [] } });
+      const r = await resvg.renderAsync(o.svg, { font: { loadSystemFonts: false, fontFiles: o.svg.includes('<text') ? [LABEL_FONT] : [] } });
       return { input: r.pixels, raw: { width: r.width, height: r.height, channels: 4, premultiplied: true }, left: o.left, top: o.top };
     };
-  } catch {
-    console.log('@resvg/resvg-js is not installed: left out');
   }
-  try {
-    const { createCanvas, Image } = await import('@napi-rs/canvas');
+  const skia = await optional<Skia>('@napi-rs/canvas');
+  if (skia) {
     out.skia = async (o) => {
-      const canvas = createCanvas(o.width, o.height);
-      const img = new Image();
+      const canvas = skia.createCanvas(o.width, o.height);
+      const img = new skia.Image();
       img.src = o.svg;
       canvas.getContext('2d').drawImage(img, 0, 0);
       return { input: canvas.data(), raw: { width: o.width, height: o.height, channels: 4, premultiplied: true }, left: o.left, top: o.top };
     };
-  } catch {
-    console.log('@napi-rs/canvas is not installed: left out');
   }
   return out;
 }

@@ -10,7 +10,7 @@ import sharp from 'sharp';
 import type { ByteLru } from '../../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from '../context.ts';
 import { serverMetrics } from '../metrics.ts';
-import { BoundedCache } from '../styles/bounded-cache.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 
 /** One decoded tile: `size`×`size` pixels, `channels` bytes each (RGB, or RGBA with straight alpha). */
 export interface DecodedTile {

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { cacheBudgetBytes, type ServerContext } from '../context.ts';
 import { serverMetrics } from '../metrics.ts';
 import type { TileBody } from '../tile-response.ts';
-import { BoundedCache } from '../styles/bounded-cache.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import type { StaticMapRequest } from './params.ts';
 
 /** An encoded image and the zoom of the tiles it was made from. */
