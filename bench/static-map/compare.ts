@@ -68,7 +68,7 @@ async function variant(dir: string): Promise<Variant> {
       const src = styleRasterSource(archives, decoded, entry, archive);
       const overlay = overlaySvg(cam, req.paths, req.markers);
       if (compose.composeImage) return (await compose.composeImage(cam, src, overlay, req.format)).bytes;
-      // Checkouts before aa3559d's successor (the native encoder): composeBase + encodeImage.
+      // Checkouts up to aa3559d (the native code): composeBase + encodeImage.
       return compose.encodeImage(await compose.composeBase(cam, src), overlay, req.format);
     },
   };
