@@ -5,7 +5,7 @@ OUT ?= build/sample
 PORT ?= 8080
 TILEBAKE := node bin/tilebake.js
 
-.PHONY: setup setup-test build-js build-native demo build test typecheck bench clean
+.PHONY: setup setup-test build-js demo build test typecheck bench clean
 
 # What tilebake needs to build and serve (Debian packages, npm packages, dist/), then the sample's glyph
 # PBFs from Debian's Noto fonts (scripts/glyphs.ts; a no-op while the fonts are unchanged).
@@ -20,10 +20,6 @@ setup-test: setup
 # The CLI and its worker threads as compiled JavaScript in dist/ (also run by setup; a no-op when current).
 build-js:
 	@node scripts/build-js.mjs
-
-# The native PNG encoder in lib/native/ (also run by setup; a no-op when current; needs a C compiler).
-build-native:
-	@node scripts/build-native.mjs
 
 build: setup
 	$(TILEBAKE) build --config $(CONFIG) --out $(OUT)

@@ -30,10 +30,6 @@ if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt
 fi
 node -e "if (require('gdal-async').bundled) { console.error('setup: gdal-async was built with its bundled GDAL; remove node_modules and rerun'); process.exit(1) }"
 
-# The native addon (lib/native.ts: PNG encoder, resamplers, overlays; a no-op when current). Not when the sources are not there
-# yet (the container image copies them after set-up and builds it then).
-if [ -d lib/native ]; then node scripts/build-native.mjs; fi
-
 # The CLI and its worker threads compiled to dist/, so that they start without tsx (a no-op when dist/
 # is current). Not when the sources are not there yet (the container image copies them after set-up).
 if [ -f cli/index.ts ]; then node scripts/build-js.mjs; fi
