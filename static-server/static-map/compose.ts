@@ -12,6 +12,7 @@
  */
 import sharp, { type Sharp } from 'sharp';
 import { encodePng } from '../../lib/png-fast.ts';
+import type { RasterFormat } from '../../lib/raster-encode.ts';
 import { resizeLanczos3, resizeLinear } from '../../lib/resample-fast.ts';
 import type { KernelAxis } from '../../lib/resample-kernel.ts';
 import { worldPixels, type Camera } from './camera.ts';
@@ -293,6 +294,8 @@ export async function composeBase(cam: Camera, src: RasterSource): Promise<RawIm
 
 /** JPEG quality of static images. */
 const JPEG_QUALITY = 90;
+/** WebP quality of static images and upscaled tiles (lossy, like their JPEG). */
+const WEBP_QUALITY = 90;
 
 /** Flatten premultiplied RGB onto white in place (JPEG has no alpha): colour + (255 − alpha). */
 function flattenOnWhite(rgb: Buffer, alpha: Buffer): void {
@@ -318,13 +321,19 @@ function flattenPixel(rgb: Buffer, alpha: Buffer, k: number): void {
  * Encode the base with the overlay drawn on top (the base's buffers are changed, then released to the
  * pixel pool). PNG by lib/png-fast.ts straight from the premultiplied planes (it divides colour by alpha
  * while filtering): a third of sharp's CPU at zlib level 3 (docs/static-map-speed.md), into
- * `allocate(size)` when given (a pooled buffer). JPEG by sharp, flattened onto white here.
+ * `allocate(size)` when given (a pooled buffer). JPEG by sharp, flattened onto white here; WebP by sharp.
  */
-export async function encodeImage(base: RawImage, overlay: OverlaySvg | undefined, format: 'png' | 'jpg', allocate?: (bytes: number) => Buffer): Promise<Buffer> {
+export async function encodeImage(base: RawImage, overlay: OverlaySvg | undefined, format: RasterFormat, allocate?: (bytes: number) => Buffer): Promise<Buffer> {
   if (overlay) await drawOverlay(base, overlay);
   let encoded: Buffer;
   if (format === 'png') {
     encoded = await encodePng(base.rgb, base.width, base.height, 3, { alpha: base.alpha, premultiplied: true, allocate });
+  } else if (format === 'webp') {
+    // WebP keeps alpha: the planes joined by sharp, then read as premultiplied RGBA (sharp divides).
+    const raw = { width: base.width, height: base.height };
+    const rgba = base.alpha && (await sharp(base.rgb, { raw: { ...raw, channels: 3 } }).joinChannel(base.alpha, { raw: { ...raw, channels: 1 } }).raw().toBuffer());
+    const img = rgba ? sharp(rgba, { raw: { ...raw, channels: 4, premultiplied: true } }) : sharp(base.rgb, { raw: { ...raw, channels: 3 } });
+    encoded = await img.webp({ quality: WEBP_QUALITY }).toBuffer();
   } else {
     if (base.alpha) flattenOnWhite(base.rgb, base.alpha);
     encoded = await sharp(base.rgb, { raw: { width: base.width, height: base.height, channels: 3 } }).jpeg({ quality: JPEG_QUALITY }).toBuffer();
