@@ -12,7 +12,7 @@ import type { BBox } from '../lib/tile-math.ts';
 import { changedTiles } from './osm/changed-tiles.ts';
 import { readOsmHeader } from './osm/pbf-header.ts';
 import { findTool, killLeftovers, OSMIUM, TILEMAKER } from './osm/tools.ts';
-import { logLine, stepsText } from './progress.ts';
+import { logLine, stepsText } from '../lib/progress.ts';
 import { inTileBox, openOsm, tileBox } from './sources/osm.ts';
 import { openPmtiles } from './sources/pmtiles.ts';
 import type { SourceTile, TileSource } from './sources/common.ts';

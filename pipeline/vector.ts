@@ -3,7 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { readManifestOrEmpty, setOsmState, updateManifest, type TilesetEntry } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
 import { packSource, type PackOptions, type PackResult } from './pack.ts';
-import { logLine } from './progress.ts';
+import { logLine } from '../lib/progress.ts';
 import { openTileSource } from './sources/index.ts';
 import { osmDataState } from './osm/pbf-header.ts';
 import { PROFILE_CONFIG, PROFILE_PROCESS } from './osm/tilemaker.ts';

@@ -51,4 +51,4 @@ if [ -d lib/native ]; then node scripts/build-native.mjs; fi
 
 # The CLI and its worker threads compiled to dist/, so that they start without tsx (a no-op when dist/
 # is current). Not when the sources are not there yet (the container image copies them after set-up).
-if [ -f pipeline/cli.ts ]; then node scripts/build-js.mjs; fi
+if [ -f cli/index.ts ]; then node scripts/build-js.mjs; fi

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { HttpStatus } from './http-status.ts';
+import { HttpStatus } from '../lib/http-status.ts';
 
 /** Stored tile bytes with their strong ETag, computed once when the tile enters the cache. */
 export interface TileBody {

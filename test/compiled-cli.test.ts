@@ -26,7 +26,7 @@ import { readTile, SAMPLE, tempDir } from './render-helpers.ts';
 const REPO = resolve(import.meta.dirname, '..');
 const GUARD = join(REPO, 'test/fixtures/no-ts-loader.mjs');
 /** What the temp checkout links to this one. */
-const LINKED = ['data', 'lib', 'node_modules', 'package.json', 'pipeline', 'static-server', 'workers'];
+const LINKED = ['cli', 'data', 'export', 'lib', 'node_modules', 'package.json', 'pipeline', 'static-server', 'workers'];
 const exec = promisify(execFile);
 
 let pkg: string;

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportBuild } from '../pipeline/export/index.ts';
+import { exportBuild } from '../export/index.ts';
 import { exportBehindNginx, launchChromium, publishAsVersion, type ExportedNginx } from './fixtures/export/nginx.ts';
 import { buildFullOutput, type FullOutput } from './fixtures/server/full-output.ts';
 import { BUILD_ROOT_FILES, freePort, ROOT, runNginx, type Nginx } from './fixtures/server/helpers.ts';

@@ -8,8 +8,8 @@ import { parseConfig } from '../pipeline/config/index.ts';
 import { enumerateMetatiles, metatileView } from '../lib/metatiles.ts';
 import { prepareStyle } from '../pipeline/render/style.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
-import { startRenderServer, type RenderServer } from '../static-server/render-server.ts';
-import { RENDER_PAGE_PATH, uploadUrl } from '../static-server/routes/render-page.ts';
+import { startRenderHost, type RenderHost } from '../workers/render-host/server.ts';
+import { RENDER_PAGE_PATH, uploadUrl } from '../lib/upload-receipt.ts';
 import { createProfiles, removeProfiles } from '../workers/chromium-process.ts';
 import { BrowserRenderer, RENDER_PAGE_DIR, type PageView } from '../workers/render-browser.ts';
 
@@ -18,7 +18,7 @@ const FONTS = join(ROOT, 'data/sample/fonts');
 
 describe.sequential('render page (one long-lived page, many renders)', () => {
   let out: string;
-  let server: RenderServer;
+  let server: RenderHost;
   let profiles: string;
   let renderer: BrowserRenderer;
   let styleUrl: string;
@@ -48,7 +48,7 @@ describe.sequential('render page (one long-lived page, many renders)', () => {
         'osm-bright': { style: 'styles/osm-bright/style.json', sprite: 'styles/osm-bright/sprite', minzoom: 14, maxzoom: 14, bounds: tileset.bounds, center: tileset.center, archives: {} },
       },
     };
-    server = await startRenderServer({ store: new LocalStore(out), manifest, pageDir: RENDER_PAGE_DIR, cacheMb: 64 });
+    server = await startRenderHost({ store: new LocalStore(out), manifest, pageDir: RENDER_PAGE_DIR, cacheMb: 64 });
     styleUrl = `${server.url}/styles/osm-bright/style.json`;
     profiles = await createProfiles();
     renderer = new BrowserRenderer(`${server.url}${RENDER_PAGE_PATH}`, profiles);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../static-server/auth.ts';
 import type { ServeOptions } from '../static-server/context.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
-import { decodeGlyphs, type Glyph } from '../static-server/styles/glyph-pbf.ts';
+import { decodeGlyphs, type Glyph } from '../lib/glyphs/glyph-pbf.ts';
 import { request, startNginx, type Nginx, type RawResponse, DEFAULT_CACHE_CONTROL, serveOptions } from './fixtures/server/helpers.ts';
 import {
   buildStyleOutput,

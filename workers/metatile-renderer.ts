@@ -1,6 +1,6 @@
 /**
  * Metatiles to pixels with a Piscina pool of browsers: the build bakes with it (pipeline/render.ts),
- * `serve` renders above the baked zooms with it (static-server/overzoom/render.ts).
+ * `serve` renders above the baked zooms with it (static-server/overzoom/render.ts), both with a render host (render-host/server.ts).
  */
 import type { Piscina } from 'piscina';
 import { UserError } from '../lib/errors.ts';
@@ -10,6 +10,7 @@ import { CHANNELS, fromDrawingBuffer, type RawImage } from '../lib/raster-encode
 import { RENDER_PAGE_PATH, uploadUrl } from '../lib/upload-receipt.ts';
 import { chromiumCommand, createProfiles, removeProfiles } from './chromium-process.ts';
 import { createPool } from './pool.ts';
+import type { RenderHost } from './render-host/server.ts';
 import type { CloseTask, RenderResult, RenderTask, RenderWorkerData } from './render-task.ts';
 
 /** The render pool's worker module: plain JavaScript that starts the thread's browser first, then loads the task module. */
@@ -30,25 +31,6 @@ export interface MetatileRendererOptions {
   retries: number;
   /** Where retries are reported (default: nowhere). */
   log?: (line: string) => void;
-}
-
-/** An image the page uploaded into a slot. */
-interface SlotImage {
-  body: Buffer;
-  width: number;
-  height: number;
-}
-
-/**
- * The render server the browsers load the page, styles and tiles from, as the renderer uses it
- * (static-server/render-server.ts): its URL, the upload slots of the pixels, and the page's failed requests.
- */
-export interface RenderHost {
-  url: string;
-  session: {
-    uploads: { expect(maxBytes: number, onArrive?: (image: SlotImage) => void): string; take(id: string): SlotImage | undefined };
-    takeFailures(): { url: string; status: number; error: string }[];
-  };
 }
 
 /** Where a batch's time went in its browser: loading the style into the page, and drawing each metatile delivered. */

@@ -4,7 +4,7 @@ import type { UploadReceipt } from '../lib/upload-receipt.ts';
 import { ChromiumStartTimeout, chromiumCommand, killChromium, watchChromium, type ChromiumProcess, type SpawnedChromium } from './chromium-process.ts';
 import { spawnChromium } from './chromium-spawn.mjs';
 
-/** The render page's folder (render.html and its modules), served by the render server. */
+/** The render page's folder (render.html and its modules), served by the render host. */
 export const RENDER_PAGE_DIR = packagePath('workers', 'page/');
 
 /**
@@ -27,7 +27,7 @@ export interface PageView {
   zoom: number;
 }
 
-/** Where the page sends the pixels of a render: an upload URL of the render server. */
+/** Where the page sends the pixels of a render: an upload URL of the render host. */
 export interface PageUpload {
   upload: string;
   /** Device pixels cut from every side of the canvas before the upload (the metatile's margin). */

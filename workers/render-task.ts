@@ -24,7 +24,7 @@ export interface RenderWorkerData {
 
 /** Input of one render task. */
 export interface RenderTask {
-  /** Prepared style URL on the render server. */
+  /** Prepared style URL on the render host. */
   styleUrl: string;
   pixelRatio: number;
   /** The views, rendered in order, each with where the page uploads its pixels. */

@@ -22,8 +22,8 @@ import { LocalStore } from '../../lib/storage.ts';
 import { parseConfig } from '../../pipeline/config/index.ts';
 import { prepareStyle } from '../../pipeline/render/style.ts';
 import { runVectorStage } from '../../pipeline/vector.ts';
-import { startRenderServer } from '../../static-server/render-server.ts';
-import { RENDER_PAGE_PATH, uploadUrl } from '../../static-server/routes/render-page.ts';
+import { startRenderHost } from '../../workers/render-host/server.ts';
+import { RENDER_PAGE_PATH, uploadUrl } from '../../lib/upload-receipt.ts';
 import { createProfiles, removeProfiles } from '../../workers/chromium-process.ts';
 import { BrowserRenderer, RENDER_PAGE_DIR } from '../../workers/render-browser.ts';
 import { chromiumKind, cpuSeconds } from './process-kind.ts';
@@ -74,7 +74,7 @@ try {
     await prepareStyle(id, config.styles[id].style, out, { tilesets: built.tilesets, defaultTileset: 'openmaptiles', fonts, scales: SCALES });
     styles[id] = { style: `styles/${id}/style.json`, sprite: `styles/${id}/sprite`, minzoom: MINZOOM, maxzoom: MAXZOOM, bounds: tileset.bounds, center: tileset.center, archives: {} };
   }
-  const server = await startRenderServer({ store: new LocalStore(out), manifest: { ...built, fonts: 'fonts', styles }, pageDir: RENDER_PAGE_DIR, cacheMb: 64 });
+  const server = await startRenderHost({ store: new LocalStore(out), manifest: { ...built, fonts: 'fonts', styles }, pageDir: RENDER_PAGE_DIR, cacheMb: 64 });
   const profiles = await createProfiles();
   const views = [...enumerateMetatiles(tileset.bounds, MINZOOM, MAXZOOM, 4)].map((m) => metatileView(m, 64));
   /** Per phase name, per kind, the CPU s of each round. */

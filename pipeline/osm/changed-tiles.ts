@@ -28,7 +28,7 @@ import { openMbtiles } from '../sources/mbtiles.ts';
 import { comparableTile } from './canonical.ts';
 import { runTilemaker } from './tilemaker.ts';
 import { runTool, ToolError } from './tools.ts';
-import { logLine, secondsSince, stepsText, timeStep, type Step } from '../progress.ts';
+import { logLine, secondsSince, stepsText, timeStep, type Step } from '../../lib/progress.ts';
 
 /** What `changedTiles` compares. */
 export interface ChangedTilesJob {

@@ -6,7 +6,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { packagePath } from '../../lib/package-root.ts';
 import type { BBox } from '../../lib/tile-math.ts';
-import { createProgress, logLine, type Progress } from '../progress.ts';
+import { createProgress, logLine, type Progress } from '../../lib/progress.ts';
 import { countryRanks, type ShapeLayer } from './natural-earth.ts';
 import { runTool, ToolError } from './tools.ts';
 

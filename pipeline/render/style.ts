@@ -4,7 +4,7 @@ import { validateStyleMin } from '@maplibre/maplibre-gl-style-spec';
 import { UserError } from '../../lib/errors.ts';
 import { writeFileAtomic } from '../../lib/atomic.ts';
 import type { TilesetEntry } from '../../lib/manifest.ts';
-import { NEUTRAL_PREFIX } from '../../static-server/styles/style-json.ts';
+import { NEUTRAL_PREFIX } from '../../lib/style-urls.ts';
 
 /** Sprite files copied beside the prepared style (base name + these suffixes). */
 export const SPRITE_FILES = ['.json', '.png', '@2x.json', '@2x.png'] as const;

@@ -19,7 +19,7 @@ import { layersForZooms, runShapeLayers } from '../osm/shape-runs.ts';
 import { buildSea } from '../osm/sea.ts';
 import { runTilemaker } from '../osm/tilemaker.ts';
 import { findTool, killLeftovers, OSMIUM, runTool, TILEMAKER, ToolError } from '../osm/tools.ts';
-import { logLine } from '../progress.ts';
+import { logLine } from '../../lib/progress.ts';
 import { defaultCenter, type SourcePhase, type SourceTile, type TileSource } from './common.ts';
 import { openMbtiles } from './mbtiles.ts';
 

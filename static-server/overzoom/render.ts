@@ -3,8 +3,8 @@
  * render page and renderer (workers/metatile-renderer.ts, one Chromium per server process, started on
  * the first render and stopped with the version's app), one metatile of the build's grid at a time
  * (lib/metatiles.ts) and encoded with the build's settings (lib/raster-encode.ts): a tile is the
- * bytes `build` bakes at that zoom. The page reads the version's files from a render server on
- * 127.0.0.1 (static-server/render-server.ts).
+ * bytes `build` bakes at that zoom. The page reads the version's files from a render host on
+ * 127.0.0.1 (workers/render-host/server.ts).
  *
  * Every tile of a render goes to the on-disk cache (render-cache.ts, shared by the processes of
  * `--workers N`) and to the memory tile cache. Requests for one metatile share one render; renders
@@ -22,10 +22,11 @@ import type { StyleArchive, StyleEntry, RenderSettings } from '../../lib/manifes
 import { metatileContaining, metatileKey, type Metatile } from '../../lib/metatiles.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../../lib/raster-encode.ts';
 import { assertChromium } from '../../workers/chromium-process.ts';
-import { MetatileRenderer, type RenderHost } from '../../workers/metatile-renderer.ts';
+import { MetatileRenderer } from '../../workers/metatile-renderer.ts';
+import type { RenderHost } from '../../workers/render-host/server.ts';
 import type { Archives } from '../archives.ts';
 import { HttpError, type ServerContext } from '../context.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 import { serverMetrics } from '../metrics.ts';
 import { tileBody, type TileBody } from '../tile-response.ts';
 import { RENDER_DEFAULTS } from './policy.ts';
@@ -74,9 +75,9 @@ export function onDemandOptions(ctx: ServerContext): OnDemandOptions {
   };
 }
 
-/** The browsers and their render server, once started. */
+/** The browsers and their render host, once started. */
 interface Started {
-  server: RenderHost & { close(): Promise<void> };
+  server: RenderHost;
   renderer: MetatileRenderer;
   margin: number;
 }
@@ -122,7 +123,7 @@ export class OnDemandRenderer {
     private readonly ctx: ServerContext,
     private readonly archives: Archives,
     private readonly opts: OnDemandOptions,
-    private readonly startHost: () => Promise<RenderHost & { close(): Promise<void> }>,
+    private readonly startHost: () => Promise<RenderHost>,
   ) {
     this.cache = new RenderCache(opts.cacheDir, opts.cacheBytes, opts.processes);
     this.version = createHash('sha256').update(`${ctx.manifest.generatedAt}\n${JSON.stringify(ctx.manifest.styles)}`).digest('hex').slice(0, 16);
@@ -219,7 +220,7 @@ export class OnDemandRenderer {
     return tiles;
   }
 
-  /** Start the render server and the browsers (once; again after a failed start). */
+  /** Start the render host and the browsers (once; again after a failed start). */
   private start(id: string, settings: RenderSettings, scale: number): Promise<Started> {
     this.started ??= (async () => {
       if (this.closed) throw new Error('server is shutting down');
@@ -258,7 +259,7 @@ export class OnDemandRenderer {
     return `${this.version}/${encodeURIComponent(id)}/${scale}x.${format}/${z}/${x}/${y}`;
   }
 
-  /** Stop the browsers and the render server (renders in flight fail). */
+  /** Stop the browsers and the render host (renders in flight fail). */
   async close(): Promise<void> {
     this.closed = true;
     this.unwatch();

@@ -7,7 +7,7 @@ import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
 import { pngDigest } from '../../lib/png-fast.ts';
 import { archivesOf } from '../archives.ts';
 import { HttpError, type RouteModule, type ServerContext } from '../context.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { styleRasterSource } from '../overzoom/upscale.ts';
 import { cameraFor } from '../static-map/camera.ts';

@@ -5,18 +5,18 @@ import type { StyleEntry } from '../../lib/manifest.ts';
 import { StoreBadAnswerError, StoreCorruptError } from '../../lib/store-read.ts';
 import { archivesOf } from '../archives.ts';
 import { HttpError, cacheBudgetBytes, type RouteModule, type ServerContext } from '../context.ts';
-import { checkZoom, parseTileCoord, splitTileFile } from '../coords.ts';
-import { BoundedCache } from '../styles/bounded-cache.ts';
-import { FontService } from '../styles/fonts.ts';
+import { checkZoom, parseTileCoord, splitTileFile } from '../../lib/tile-coords.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
+import { FontService } from '../../lib/glyphs/font-stacks.ts';
 import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
-import { rewriteNeutralUrls, type StyleUrls } from '../styles/style-json.ts';
+import { rewriteNeutralUrls, type StyleUrls } from '../../lib/style-urls.ts';
 import { serverMetrics } from '../metrics.ts';
 import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { OnDemandRenderer, onDemandOptions } from '../overzoom/render.ts';
 import { Upscaler } from '../overzoom/upscale.ts';
 import { decodedTilesOf } from '../static-map/decoded-tiles.ts';
 import { appendVary, sendTile, TILE_CONTENT_TYPES, tileBody, type TileBody } from '../tile-response.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 
 /** Bytes in a megabyte. */
 const MB = 1024 * 1024;
@@ -60,7 +60,7 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
   const styles = new Map(Object.entries(ctx.manifest.styles));
   const cacheBytes = Math.max(MIN_STYLE_FILES_CACHE_BYTES, cacheBudgetBytes(ctx, 'styleFiles'));
   const files = new BoundedCache<TileBody | null>(cacheBytes / 2, (v) => ENTRY_OVERHEAD_BYTES + (v ? v.bytes.byteLength : 0));
-  const fonts = ctx.manifest.fonts ? new FontService(ctx.store, ctx.manifest.fonts, cacheBytes / 2) : undefined;
+  const fonts = ctx.manifest.fonts ? new FontService(ctx.store, ctx.manifest.fonts, cacheBytes / 2, (bytes) => tileBody(bytes)) : undefined;
   const parsedStyles = new Memo<string, StyleUrls>();
   serverMetrics().watchCache('style-files', files.entries);
   if (fonts) {

@@ -8,7 +8,7 @@ import sharp from 'sharp';
 import type { ByteLru } from '../../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from '../context.ts';
 import { serverMetrics } from '../metrics.ts';
-import { BoundedCache } from '../styles/bounded-cache.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 
 /** One decoded tile: RGB premultiplied by alpha, and the alpha plane unless every pixel is opaque. */
 export interface DecodedTile {

@@ -14,7 +14,7 @@ import type { ServerResponse } from 'node:http';
 import { cacheBudgetBytes, type ServerContext } from '../context.ts';
 import { serverMetrics } from '../metrics.ts';
 import type { TileBody } from '../tile-response.ts';
-import { BoundedCache } from '../styles/bounded-cache.ts';
+import { BoundedCache } from '../../lib/bounded-cache.ts';
 import type { StaticMapRequest } from './params.ts';
 import { encodedPool } from './pixel-pool.ts';
 

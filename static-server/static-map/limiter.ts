@@ -4,7 +4,7 @@
  * of piling up behind the others, so tiles and other routes keep being served under a flood.
  */
 import { HttpError } from '../context.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 
 /** Seconds a client is asked to wait after a 503. */
 const RETRY_AFTER_S = 1;

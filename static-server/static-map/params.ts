@@ -14,7 +14,7 @@ import { UserError } from '../../lib/errors.ts';
 import type { RasterFormat } from '../../lib/raster-encode.ts';
 import { MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
 import { HttpError } from '../context.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 import { parseColour, type Colour } from './colour.ts';
 
 /** Limits of static images (TILEBAKE_STATIC_* environment variables override some). */

@@ -1,8 +1,8 @@
-import type { UploadReceipt } from '../lib/upload-receipt.ts';
-import { HttpError } from './http-error.ts';
-import { HttpStatus } from './http-status.ts';
+import type { UploadReceipt } from '../../lib/upload-receipt.ts';
+import { HttpError } from '../../lib/http-error.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 
-export type { UploadReceipt } from '../lib/upload-receipt.ts';
+export type { UploadReceipt } from '../../lib/upload-receipt.ts';
 
 /** The pixels a render page uploaded, with the size it reported. */
 export interface UploadedImage {
@@ -70,7 +70,7 @@ export class PixelUploads {
 }
 
 /**
- * What the `render` role of the app needs beyond a ServerContext: the render page's folder, the
+ * What the render host keeps for the build: the render page's folder, the
  * pixel upload slots, and the record of the page's failed requests (MapLibre does not report every
  * failed request, e.g. glyphs; the server sees them all).
  */

@@ -4,10 +4,10 @@
  * sea, empty land) are recognised by their offset and handed on by content hash alone.
  */
 import { tileIdToZxy } from 'pmtiles';
-import type { StyleEntry, TilesetEntry } from '../../lib/manifest.ts';
-import { Compression, openArchive, type ArchiveReader } from '../../lib/pmtiles/index.ts';
-import type { Store } from '../../lib/storage.ts';
-import { tileBody } from '../../static-server/tile-response.ts';
+import type { StyleEntry, TilesetEntry } from '../lib/manifest.ts';
+import { Compression, openArchive, type ArchiveReader } from '../lib/pmtiles/index.ts';
+import type { Store } from '../lib/storage.ts';
+import { tileBody } from '../static-server/tile-response.ts';
 import type { ExportPart } from './plan.ts';
 
 /** One archive to export and the URL path of its tiles. */

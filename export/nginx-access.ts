@@ -6,10 +6,10 @@
  * request's origin, and per-key rate limits with `limit_req` answered `429` with the JSON error body.
  * nginx keeps no counts across requests beyond its rate buckets: quotas and usage need `tilebake serve`.
  */
-import { UserError } from '../../lib/errors.ts';
-import { AUTH_REALM, type ConfiguredToken } from '../../static-server/auth.ts';
-import { parseKeys, readKeysJson, type RateRule } from '../../static-server/keys/keys-file.ts';
-import type { OriginPattern } from '../../static-server/keys/origins.ts';
+import { UserError } from '../lib/errors.ts';
+import { AUTH_REALM, type ConfiguredToken } from '../static-server/auth.ts';
+import { parseKeys, readKeysJson, type RateRule } from '../static-server/keys/keys-file.ts';
+import type { OriginPattern } from '../static-server/keys/origins.ts';
 
 /** A key as nginx can use it: origin keys, and secret keys whose secret is known in clear. */
 export interface NginxKey {

@@ -1,5 +1,5 @@
-import { LoadingCache } from '../../lib/coalesce.ts';
-import { ByteLru } from '../../lib/lru.ts';
+import { LoadingCache } from './coalesce.ts';
+import { ByteLru } from './lru.ts';
 
 /**
  * A cache of its own bounded by total size (bytes as reported by `sizeOf`), with concurrent loads of

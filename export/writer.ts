@@ -8,9 +8,9 @@
  */
 import { copyFile, link, mkdir, readdir, rename, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { writeFileAtomic } from '../../lib/atomic.ts';
-import { Memo } from '../../lib/coalesce.ts';
-import { versionedFilePath, versionOfPath } from '../../lib/versioned-url.ts';
+import { writeFileAtomic } from '../lib/atomic.ts';
+import { Memo } from '../lib/coalesce.ts';
+import { versionedFilePath, versionOfPath } from '../lib/versioned-url.ts';
 import { COMMITTING_FILE, formatListing, LISTING_FILE, type Listed } from './listing.ts';
 
 /** Staging folder inside the export (removed at the end; a killed export's is removed by the next). */

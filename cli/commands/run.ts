@@ -3,7 +3,7 @@
  * 75 (transient: retry) or 78 (permanent: do not retry), which engines act on.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { S3_ENDPOINT_OPTION } from './s3-endpoint.ts';
+import { S3_ENDPOINT_OPTION } from '../options.ts';
 
 const plan: CommandModule = {
   command: 'plan',
@@ -16,10 +16,10 @@ const plan: CommandModule = {
       .option('scratch', { type: 'string', describe: 'Local folder for the work files (default: the system\'s temp folder)' })
       .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
-    const { withRunExitCodes } = await import('../run/exit.ts');
+    const { withRunExitCodes } = await import('../../pipeline/run/exit.ts');
     await withRunExitCodes(async () => {
-      const { loadConfig } = await import('../config/index.ts');
-      const { plan: run } = await import('../run/plan.ts');
+      const { loadConfig } = await import('../../pipeline/config/index.ts');
+      const { plan: run } = await import('../../pipeline/run/plan.ts');
       await run(await loadConfig(a.config as string), { run: a.run as string, shards: a.shards as number, scratch: a.scratch as string | undefined, s3Endpoint: a['s3-endpoint'] as string | undefined });
     });
   },
@@ -36,9 +36,9 @@ const shard: CommandModule = {
       .option('workers', { type: 'number', describe: 'Render pool size (default: one browser per two CPUs the task was given: SLURM_CPUS_PER_TASK, the cgroup CPU quota or the CPU affinity, the fewest)' })
       .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
-    const { withRunExitCodes } = await import('../run/exit.ts');
+    const { withRunExitCodes } = await import('../../pipeline/run/exit.ts');
     await withRunExitCodes(async () => {
-      const { shard: run } = await import('../run/shard.ts');
+      const { shard: run } = await import('../../pipeline/run/shard.ts');
       await run({ run: a.run as string, index: a.index as number | undefined, scratch: a.scratch as string | undefined, workers: a.workers as number | undefined, s3Endpoint: a['s3-endpoint'] as string | undefined });
     });
   },
@@ -55,14 +55,14 @@ const publish: CommandModule = {
       .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in OUT (the current one, versions a running server holds and, on object storage, the previous one are always kept)' })
       .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
-    const { withRunExitCodes } = await import('../run/exit.ts');
+    const { withRunExitCodes } = await import('../../pipeline/run/exit.ts');
     await withRunExitCodes(async () => {
-      const { publish: run } = await import('../run/publish.ts');
+      const { publish: run } = await import('../../pipeline/run/publish.ts');
       const { checkKeep } = await import('../../lib/build-version.ts');
       await run({ run: a.run as string, out: a.out as string, archive: a.archive as string | undefined, keep: checkKeep(a.keep as number), s3Endpoint: a['s3-endpoint'] as string | undefined });
     });
   },
 };
 
-/** Registered in pipeline/cli.ts. */
+/** Registered in cli/index.ts. */
 export const runCommands: CommandModule[] = [plan, shard, publish];

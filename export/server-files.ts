@@ -4,12 +4,12 @@
  * have one implementation, and the exported bytes are the bytes the server sends.
  */
 import type { FastifyInstance } from 'fastify';
-import { UserError } from '../../lib/errors.ts';
-import { buildApp } from '../../static-server/app.ts';
-import { archivesOf } from '../../static-server/archives.ts';
-import { contextOver } from '../../static-server/context-over.ts';
-import { useVersionedUrls } from '../../static-server/versioned.ts';
-import { GLYPH_RANGE_SIZE, MAX_GLYPH_CODEPOINT } from '../../static-server/styles/fonts.ts';
+import { UserError } from '../lib/errors.ts';
+import { buildApp } from '../static-server/app.ts';
+import { archivesOf } from '../static-server/archives.ts';
+import { contextOver } from '../static-server/context-over.ts';
+import { useVersionedUrls } from '../static-server/versioned.ts';
+import { GLYPH_RANGE_SIZE, MAX_GLYPH_CODEPOINT } from '../lib/glyphs/font-stacks.ts';
 import type { BuildToExport } from './build-source.ts';
 import type { ExportPart } from './plan.ts';
 

@@ -1,7 +1,7 @@
 /** `tilebake export` as the CLI runs it: the export, its summary, and the nginx configuration when asked. */
-import { UserError } from '../../lib/errors.ts';
-import { loadTokens, TOKENS_ENV } from '../../static-server/auth.ts';
-import { progressQuiet } from '../progress.ts';
+import { UserError } from '../lib/errors.ts';
+import { loadTokens, TOKENS_ENV } from '../static-server/auth.ts';
+import { progressQuiet } from '../lib/progress.ts';
 import { openBuildToExport } from './build-source.ts';
 import { exportBuild, exportSummary, type ExportOptions } from './index.ts';
 import { loadNginxKeys, type NginxKey } from './nginx-access.ts';

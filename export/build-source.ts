@@ -1,6 +1,6 @@
-import { resolveCurrentVersion, versionStore } from '../../lib/build-version.ts';
-import { loadManifest, type Manifest } from '../../lib/manifest.ts';
-import { openStore, type Store } from '../../lib/storage.ts';
+import { resolveCurrentVersion, versionStore } from '../lib/build-version.ts';
+import { loadManifest, type Manifest } from '../lib/manifest.ts';
+import { openStore, type Store } from '../lib/storage.ts';
 
 /** The build an export reads: its store (folder or object-storage URL), manifest and version id. */
 export interface BuildToExport {

@@ -7,10 +7,10 @@
  */
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { DEFAULT_KEEP_VERSIONS } from '../../lib/build-version.ts';
-import { UserError } from '../../lib/errors.ts';
-import { versionOfPath } from '../../lib/versioned-url.ts';
-import { progressQuiet } from '../progress.ts';
+import { DEFAULT_KEEP_VERSIONS } from '../lib/build-version.ts';
+import { UserError } from '../lib/errors.ts';
+import { versionOfPath } from '../lib/versioned-url.ts';
+import { progressQuiet } from '../lib/progress.ts';
 import { openBuildToExport } from './build-source.ts';
 import { LISTING_FILE, readPreviousExport } from './listing.ts';
 import { EXPORT_PARTS, partOf, type ExportPart } from './plan.ts';

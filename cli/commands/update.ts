@@ -20,9 +20,9 @@ export const updateCommand: CommandModule<object, UpdateArgs> = {
   handler: async (a) => {
     const { checkKeep } = await import('../../lib/build-version.ts');
     checkKeep(a.keep);
-    const { loadConfig } = await import('../config/index.ts');
-    const { update } = await import('./index.ts');
-    const { logLine } = await import('../progress.ts');
+    const { loadConfig } = await import('../../pipeline/config/index.ts');
+    const { update } = await import('../../pipeline/update/index.ts');
+    const { logLine } = await import('../../lib/progress.ts');
     const r = await update(await loadConfig(a.config), { out: a.out, keep: a.keep, workers: a.workers });
     if (!r.published) logLine('update: nothing new on the replication server; the current version stays');
   },

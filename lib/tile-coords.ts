@@ -1,4 +1,5 @@
-import { HttpError } from './context.ts';
+/** Tile coordinates and tile file names in request paths, checked with HTTP errors (400, 404). */
+import { HttpError } from './http-error.ts';
 import { HttpStatus } from './http-status.ts';
 
 /** A validated Slippy Map tile coordinate. */

@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { UserError } from '../../lib/errors.ts';
+import { UserError } from '../lib/errors.ts';
 import { contentHash } from './tiles.ts';
 
 /** File name of the listing in the export folder. */

@@ -1,3 +1,8 @@
+/** The JSON error body of every HTTP error tilebake answers: `{"error": message, "status": status, ...extra}`. */
+export function errorBody(status: number, message: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { error: message, status, ...extra };
+}
+
 /**
  * Thrown by route handlers; the app's error handler turns it into
  * `{"error": message, "status": status, ...extra}` with `headers`.

@@ -9,14 +9,14 @@
  */
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { UserError } from '../../lib/errors.ts';
-import type { Manifest } from '../../lib/manifest.ts';
-import { tempPathFor, writeFileAtomic } from '../../lib/atomic.ts';
-import { VERSIONED_PREFIX_PCRE } from '../../lib/versioned-url.ts';
-import type { ConfiguredToken } from '../../static-server/auth.ts';
-import { cachePolicy } from '../../static-server/context.ts';
-import { TILE_CONTENT_TYPES } from '../../static-server/tile-response.ts';
-import { HEALTH_PATH } from '../../static-server/app.ts';
+import { UserError } from '../lib/errors.ts';
+import type { Manifest } from '../lib/manifest.ts';
+import { tempPathFor, writeFileAtomic } from '../lib/atomic.ts';
+import { VERSIONED_PREFIX_PCRE } from '../lib/versioned-url.ts';
+import type { ConfiguredToken } from '../static-server/auth.ts';
+import { cachePolicy } from '../static-server/context.ts';
+import { TILE_CONTENT_TYPES } from '../static-server/tile-response.ts';
+import { HEALTH_PATH } from '../static-server/app.ts';
 import { accessConf, tokensFileText, type NginxKey } from './nginx-access.ts';
 
 /** What the configuration is for. */

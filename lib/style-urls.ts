@@ -1,4 +1,4 @@
-/** The neutral URL prefix the build writes into prepared styles (see StyleEntry.style). */
+/** The neutral URL scheme of prepared styles: the build writes `tilebake://…` URLs (see StyleEntry.style), a server rewrites them onto its base URL. */
 export const NEUTRAL_PREFIX = 'tilebake://';
 
 /** A style JSON as far as URL rewriting cares (MapLibre style spec v8). */
