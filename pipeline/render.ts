@@ -272,7 +272,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   let server: Promise<RenderHost> | undefined;
   const startServer = () =>
     (server ??= (async () => {
-      const [{ assertChromium }, { startRenderHost }, { RENDER_PAGE_DIR }] = await Promise.all([import('../workers/chromium-process.ts'), import('../workers/render-host/server.ts'), import('../workers/render-browser.ts')]);
+      const [{ assertChromium }, { startRenderHost }, { RENDER_PAGE_DIR }] = await Promise.all([import('../workers/chromium.ts'), import('../workers/render-host/server.ts'), import('../workers/render-browser.ts')]);
       await assertChromium();
       return startRenderHost({ store, manifest: served, pageDir: RENDER_PAGE_DIR });
     })());

@@ -10,7 +10,6 @@ import { prepareStyle } from '../pipeline/render/style.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
 import { startRenderHost, type RenderHost } from '../workers/render-host/server.ts';
 import { RENDER_PAGE_PATH, uploadUrl } from '../lib/upload-receipt.ts';
-import { createProfiles, removeProfiles } from '../workers/chromium-process.ts';
 import { BrowserRenderer, RENDER_PAGE_DIR, type PageView } from '../workers/render-browser.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -19,7 +18,6 @@ const FONTS = join(ROOT, 'data/sample/fonts');
 describe.sequential('render page (one long-lived page, many renders)', () => {
   let out: string;
   let server: RenderHost;
-  let profiles: string;
   let renderer: BrowserRenderer;
   let styleUrl: string;
   let view: ReturnType<typeof metatileView>;
@@ -50,8 +48,7 @@ describe.sequential('render page (one long-lived page, many renders)', () => {
     };
     server = await startRenderHost({ store: new LocalStore(out), manifest, pageDir: RENDER_PAGE_DIR, cacheMb: 64 });
     styleUrl = `${server.url}/styles/osm-bright/style.json`;
-    profiles = await createProfiles();
-    renderer = new BrowserRenderer(`${server.url}${RENDER_PAGE_PATH}`, profiles);
+    renderer = new BrowserRenderer(`${server.url}${RENDER_PAGE_PATH}`);
     const [first] = enumerateMetatiles(tileset.bounds, 14, 14, 2);
     view = metatileView(first, 64);
   });
@@ -59,7 +56,6 @@ describe.sequential('render page (one long-lived page, many renders)', () => {
   afterAll(async () => {
     await renderer?.close();
     await server?.close();
-    if (profiles) await removeProfiles(profiles);
     if (out) await rm(out, { recursive: true, force: true });
   });
 

@@ -116,7 +116,7 @@ describe('the render page and maplibre-gl', () => {
   });
 
   it('answers 404 for files outside the page and maplibre-gl folders', async () => {
-    for (const path of ['/page/..%2Fchromium-process.ts', '/page/.hidden', '/maplibre/..%2Fpackage.json', '/maplibre/nope.mjs']) {
+    for (const path of ['/page/..%2Fchromium.ts', '/page/.hidden', '/maplibre/..%2Fpackage.json', '/maplibre/nope.mjs']) {
       const r = await get(path);
       expect(r.status, path).toBe(404);
       expect(((await r.json()) as { status: number }).status).toBe(404);
