@@ -6,6 +6,8 @@ echo "== bench/serve-vector: tilebake vs tileserver-gl-light vs nginx (wrk)"
 node --import tsx bench/serve-vector/run.ts
 echo "== bench/render: MapLibre pre-render, metatile vs tile-by-tile"
 node --import tsx bench/render/run.ts
+echo "== bench/raster-formats: bytes and encoding CPU per tile of PNG, JPEG and WebP over Liechtenstein"
+node --import tsx bench/raster-formats/run.ts
 echo "== bench/height: elevation lookups in process and over HTTP (wrk)"
 bash bench/height/run.sh
 echo "== bench/soak: 5 minutes of mixed vector, raster and /height load; RSS and descriptors every 10 s"

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic.ts';
 import { UserError } from './errors.ts';
-import type { JpegSettings, PngSettings } from './raster-encode.ts';
+import type { JpegSettings, PngSettings, RasterFormat, WebpSettings } from './raster-encode.ts';
 import type { Store } from './storage.ts';
 
 /**
@@ -65,7 +65,7 @@ export interface OsmDataState {
 
 export interface StyleArchive {
   archive: string;
-  format: 'png' | 'jpg';
+  format: RasterFormat;
   scale: 1 | 2;
   tiles: number;
   bytes: number;
@@ -82,7 +82,7 @@ export interface StyleEntry {
   maxzoom: number;
   bounds: [number, number, number, number];
   center: [number, number, number];
-  /** Key `${scale}x.${format}`, e.g. `1x.png`, `2x.jpg`. */
+  /** Key `${scale}x.${format}`, e.g. `1x.png`, `2x.jpg`, `1x.webp`. */
   archives: Record<string, StyleArchive>;
   /** Deepest raster zoom served, above `maxzoom` by upscaling baked tiles (default 20; static-server/overzoom). */
   maxzoom_served?: number;
@@ -104,6 +104,8 @@ export interface RenderSettings {
   margin: number;
   png: PngSettings;
   jpeg: JpegSettings;
+  /** Absent in manifests written before WebP tiles (they have no WebP archive to render). */
+  webp: WebpSettings;
 }
 
 export interface ElevationEntry {

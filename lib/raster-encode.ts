@@ -1,14 +1,14 @@
 /**
  * Rendered metatiles to tiles: the WebGL drawing buffer the render page uploads, sliced into the
- * metatile's tiles and encoded as PNG and JPEG. The build bakes with it and `serve` renders on demand
+ * metatile's tiles and encoded as PNG, JPEG and WebP (sharp). The build bakes with it and `serve` renders on demand
  * with it, so both give the same bytes for the same pixels and settings.
  */
 import { endianness } from 'node:os';
-import sharp from 'sharp';
+import sharp, { type Sharp } from 'sharp';
 import { canvasSize, tileRect, type Metatile, type TileId } from './metatiles.ts';
 
 /** Raster formats a style is rendered to. */
-export type RasterFormat = 'png' | 'jpg';
+export type RasterFormat = 'png' | 'jpg' | 'webp';
 
 /** RGBA channels of a rendered canvas. */
 export const CHANNELS = 4;
@@ -63,6 +63,12 @@ export interface JpegSettings {
   quality: number;
 }
 
+/** WebP encoder settings (the build config's `render.webp`). */
+export interface WebpSettings {
+  quality: number;
+  lossless: boolean;
+}
+
 /** One encoded tile. */
 export interface EncodedTile extends TileId {
   data: Uint8Array;
@@ -74,6 +80,7 @@ export interface SliceOptions {
   formats: RasterFormat[];
   png: PngSettings;
   jpeg: JpegSettings;
+  webp: WebpSettings;
   /** The style draws an opaque background everywhere: any transparent tile pixel means a partial render. */
   opaqueBackground: boolean;
 }
@@ -145,6 +152,22 @@ function alphaStats(raw: Uint8Array, width: number, r: { left: number; top: numb
 }
 
 /**
+ * The encoder of format `f` on an image of `channels` channels. PNG and WebP keep alpha (WebP lossless
+ * with `exact`: colour under transparent pixels kept, so it decodes to the PNG's pixels); JPEG flattens
+ * it onto white.
+ */
+function encoder(f: RasterFormat, img: Sharp, channels: number, opts: SliceOptions): Sharp {
+  switch (f) {
+    case 'png':
+      return img.png({ compressionLevel: opts.png.compressionLevel, palette: opts.png.palette, adaptiveFiltering: false });
+    case 'jpg':
+      return (channels === CHANNELS ? img.flatten({ background: JPEG_BACKGROUND }) : img).jpeg({ quality: opts.jpeg.quality, mozjpeg: false });
+    case 'webp':
+      return img.webp({ quality: opts.webp.quality, lossless: opts.webp.lossless, exact: opts.webp.lossless });
+  }
+}
+
+/**
  * Cut the tiles of metatile `m` out of its image (the metatile's tiles, margin already cropped) and
  * encode each in every format, all from the same pixels. Throws when the image is blank or partial.
  */
@@ -153,7 +176,7 @@ export async function sliceMetatile(image: RawImage, m: Metatile, opts: SliceOpt
   if (image.width !== want.width || image.height !== want.height) {
     throw new Error(`metatile ${m.z}/${m.x0}/${m.y0}: image is ${image.width}×${image.height}, expected ${want.width}×${want.height}`);
   }
-  const out: Record<RasterFormat, EncodedTile[]> = { png: [], jpg: [] };
+  const out: Record<RasterFormat, EncodedTile[]> = { png: [], jpg: [], webp: [] };
   await Promise.all(
     m.tiles.map(async (t) => {
       const rect = tileRect(m, t, 0, opts.pixelRatio);
@@ -169,13 +192,7 @@ export async function sliceMetatile(image: RawImage, m: Metatile, opts: SliceOpt
         }
       }
       const raw = { raw: { width: rect.width, height: rect.height, channels } };
-      for (const f of opts.formats) {
-        const img =
-          f === 'png'
-            ? sharp(pixels, raw).png({ compressionLevel: opts.png.compressionLevel, palette: opts.png.palette, adaptiveFiltering: false })
-            : (channels === CHANNELS ? sharp(pixels, raw).flatten({ background: JPEG_BACKGROUND }) : sharp(pixels, raw)).jpeg({ quality: opts.jpeg.quality, mozjpeg: false });
-        out[f].push({ ...t, data: await img.toBuffer() });
-      }
+      for (const f of opts.formats) out[f].push({ ...t, data: await encoder(f, sharp(pixels, raw), channels, opts).toBuffer() });
     }),
   );
   // Keep a deterministic order (row-major as enumerated).

@@ -3,7 +3,7 @@
  * is rewritten before routing (fastify `rewriteUrl`), so an alias gets exactly the same handler,
  * auth, headers, bytes and errors as the route it stands for.
  *
- * - `/tiles/{style}/{z}/{x}/{y}[@2x].{png|jpg}` → `/styles/{style}/{z}/{x}/{y}[@2x].{png|jpg}`
+ * - `/tiles/{style}/{z}/{x}/{y}[@2x].{png|jpg|webp}` → `/styles/{style}/{z}/{x}/{y}[@2x].{png|jpg|webp}`
  * - `/styles/{style}.json` → `/styles/{style}/style.json` (the style; the raster TileJSON is `/styles/{style}/rendered.json`)
  * - `/elevation/v1` → `/height` (POST, and GET with `?json=`)
  */

@@ -51,7 +51,7 @@ describe('parseConfig', () => {
     const msg = userErrorOf(() =>
       parseConfig({ ...base, styles: { x: { style: 's.json', formats: ['gif'], minzoom: 'a' } }, render: { metatile: 0 }, extra: true }, file),
     );
-    expect(msg).toMatch(/\$\.styles\.x\.formats\[0\]: expected "png" or "jpg"/);
+    expect(msg).toMatch(/\$\.styles\.x\.formats\[0\]: expected "png", "jpg" or "webp"/);
     expect(msg).toMatch(/\$\.styles\.x\.minzoom: .*expected number/);
     expect(msg).toMatch(/\$\.render\.metatile: .*>=1/);
     expect(msg).toMatch(/\$\.extra: unknown field \(expected one of: .*tilesets.*\)/);
@@ -68,6 +68,19 @@ describe('parseConfig', () => {
     expect(ok.tilesets.omt.replication).toBe('https://download.geofabrik.de/europe/liechtenstein-updates/');
     expect(parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', replication: 'file:///srv/updates' } } }, file).tilesets.omt.replication).toBe('file:///srv/updates');
     expect(userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', replication: 'ftp://x/' } } }, file))).toMatch(/\$\.tilesets\.omt\.replication: expected an https:\/\/, http:\/\/ or file:\/\/ URL/);
+  });
+
+  it('takes WebP tiles with their encoder settings, and names bad ones', () => {
+    const c = parseConfig({ ...base, styles: { x: { style: 's.json', formats: ['webp', 'png'] } } }, file);
+    expect(c.styles.x.formats).toEqual(['webp', 'png']);
+    expect(c.render.webp).toEqual({ quality: 90, lossless: false });
+    expect(parseConfig({ ...base, render: { webp: { lossless: true, quality: 40 } } }, file).render.webp).toEqual({ quality: 40, lossless: true });
+    const msg = userErrorOf(() => parseConfig({ ...base, render: { webp: { quality: 0, lossless: 'yes', effort: 6 } } }, file));
+    expect(msg).toMatch(/\$\.render\.webp\.quality: .*>=1/);
+    expect(msg).toMatch(/\$\.render\.webp\.lossless: .*expected boolean/);
+    expect(msg).toContain('$.render.webp.effort: unknown field (expected one of: quality, lossless)');
+    expect(userErrorOf(() => parseConfig({ ...base, render: { webp: { quality: 100.5 } } }, file))).toMatch(/\$\.render\.webp\.quality: .*(integer|int)/);
+    expect(userErrorOf(() => parseConfig({ ...base, render: { webp: { quality: 101 } } }, file))).toMatch(/\$\.render\.webp\.quality: .*<=100/);
   });
 
   it("takes a tileset's languages and a style's language; a malformed, repeated or script code names its JSON path", () => {
@@ -110,7 +123,7 @@ describe('parseConfig', () => {
     const c = await loadConfig('data/sample/config.json');
     expect(Object.keys(c.tilesets)).toEqual(['openmaptiles']);
     expect(c.tilesets.openmaptiles.source).toBe(MONACO);
-    expect(Object.keys(c.styles).sort()).toEqual(['osm-bright', 'positron', 'topo']);
+    expect(Object.keys(c.styles).sort()).toEqual(['dark-matter', 'osm-bright', 'positron', 'topo']);
     // Terrain's maxzoom comes from the DEM; contours take the default intervals.
     expect(c.elevation?.terrain).toMatchObject({ id: 'terrain', minzoom: 0 });
     expect(c.elevation?.terrain && c.elevation.terrain.maxzoom).toBeUndefined();

@@ -1,10 +1,12 @@
 // Raster tiles above the baked zooms in `render` mode (static-server/overzoom/render.ts): a tile
-// rendered on demand is byte for byte the tile a build baked one zoom deeper; the disk cache holds its
+// rendered on demand is byte for byte the tile a build baked one zoom deeper (PNG, JPEG and lossless
+// WebP, which decodes to the PNG's pixels); the disk cache holds its
 // cap (least recently used first); 200 concurrent requests for uncached tiles never exceed the queue or
 // the deadline; `serve --workers 2` shares the cache and survives its browsers being killed.
 import { randomBytes } from 'node:crypto';
 import { readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { enumerateMetatiles, metatileContaining, metatileKey } from '../lib/metatiles.ts';
@@ -27,9 +29,10 @@ const BBOX: BBox = [7.4165, 43.73, 7.4275, 43.738];
 const BAKED = 15;
 const DEEP = BAKED + 1;
 const SERVED = BAKED + 4;
-/** Not the defaults: the server must take the grid and margin the build baked with from the manifest. */
-const RENDER = { metatile: 2, margin: 32, workers: 1 };
-const ARCHIVES = ['1x.png', '1x.jpg', '2x.png', '2x.jpg'] as const;
+/** Not the defaults: the server must take the grid, margin and encoders the build baked with from the manifest. */
+const RENDER = { metatile: 2, margin: 32, workers: 1, webp: { quality: 60, lossless: true } };
+const ARCHIVES = ['1x.png', '1x.jpg', '1x.webp', '2x.png', '2x.jpg', '2x.webp'] as const;
+const CONTENT_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' };
 const LONG = 300_000;
 
 let shallow: Awaited<ReturnType<typeof bakeAt>>;
@@ -45,7 +48,7 @@ async function bakeAt(z: number): Promise<{ root: string; version: string; id: s
   const root = await buildSampleVector();
   dirs.push(root);
   const v = (await currentVersionDir(root))!;
-  const style = { bbox: BBOX, minzoom: z, maxzoom: z, scales: [1, 2], formats: ['png', 'jpg'], overzoom: 'render', maxzoom_served: SERVED };
+  const style = { bbox: BBOX, minzoom: z, maxzoom: z, scales: [1, 2], formats: ['png', 'jpg', 'webp'], overzoom: 'render', maxzoom_served: SERVED };
   const { config } = await writeConfig(v.dir, 'config.json', sampleConfig(v.dir, style, RENDER));
   await runRenderStage(config, v.dir, { workers: 1 });
   return { root, version: v.dir, id: v.id! };
@@ -103,10 +106,18 @@ describe('render mode', () => {
       for (const t of deepTiles) {
         const r = await get(tilePath(key, t.z, t.x, t.y));
         expect(r.status, `${key} ${t.z}/${t.x}/${t.y}`).toBe(200);
-        expect(r.headers['content-type']).toBe(key.endsWith('png') ? 'image/png' : 'image/jpeg');
+        expect(r.headers['content-type']).toBe(CONTENT_TYPES[key.split('.')[1]]);
         expect(r.headers['x-tilebake-source-zoom']).toBeUndefined();
         const baked = Buffer.from(await readTile(join(style, `${key}.pmtiles`), t.z, t.x, t.y));
         expect(r.body.equals(baked), `${key} ${t.z}/${t.x}/${t.y} differs from the deeper build's`).toBe(true);
+      }
+    }
+    // Lossless WebP (this build's render.webp) is the PNG's pixels exactly.
+    for (const t of deepTiles) {
+      for (const scale of ['1x', '2x']) {
+        const [png, webp] = await Promise.all(['png', 'webp'].map((f) => readTile(join(style, `${scale}.${f}.pmtiles`), t.z, t.x, t.y)));
+        const [a, b] = await Promise.all([png, webp].map((bytes) => sharp(bytes).ensureAlpha().raw().toBuffer()));
+        expect(b.equals(a), `${scale} ${t.z}/${t.x}/${t.y}: WebP pixels differ from the PNG's`).toBe(true);
       }
     }
     // Again: from the caches, the same bytes and ETag.

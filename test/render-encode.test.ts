@@ -1,7 +1,8 @@
 /**
  * Slicing and encoding a rendered metatile (lib/raster-encode.ts): the WebGL drawing buffer is
  * turned the right way up (RGB when opaque, else un-premultiplied RGBA), tiles are cut at the right
- * place, and a blank or partial image is refused instead of written.
+ * place, PNG, JPEG and WebP come from the same pixels, and a blank or partial image is refused
+ * instead of written.
  */
 import sharp from 'sharp';
 import { describe, expect, test } from 'vitest';
@@ -10,9 +11,10 @@ import { canvasSize, type Metatile } from '../lib/metatiles.ts';
 
 const OPTS: SliceOptions = {
   pixelRatio: 1,
-  formats: ['png', 'jpg'],
+  formats: ['png', 'jpg', 'webp'],
   png: { compressionLevel: 6, palette: false },
   jpeg: { quality: 85 },
+  webp: { quality: 90, lossless: false },
   opaqueBackground: true,
 };
 /** A 2×1 metatile at z1: tiles 1/0/0 and 1/1/0. */
@@ -99,6 +101,28 @@ describe('sliceMetatile', () => {
       expect(jpg.info).toMatchObject({ width: 256, height: 256 });
       for (let c = 0; c < 3; c++) expect(Math.abs(jpg.data[(128 * 256 + 128) * 3 + c] - colour[c])).toBeLessThan(8);
     }
+  });
+
+  test('WebP decodes to the PNG\'s pixels: exactly when lossless (alpha included), within a few levels when lossy', async () => {
+    // Opaque left tile (a gradient with a sharp-edged bar, as road and label edges are), translucent right tile.
+    const data = image(width, height, (x, y) => {
+      const bar = y >= 100 && y < 108 ? 80 : 0;
+      return x < 256 ? [(x + bar) % 256, y, 128 + bar, 255] : [40, 200 - (y % 64), 90, x % 4 === 0 ? 0 : 140];
+    });
+    const decoded = async (bytes: Uint8Array) => sharp(bytes).ensureAlpha().raw().toBuffer();
+    const buffer = () => fromDrawingBuffer(asDrawingBuffer(data, width, height), width, height);
+    const lossless = await sliceMetatile(buffer(), META, { ...OPTS, opaqueBackground: false, webp: { quality: 50, lossless: true } });
+    for (let i = 0; i < 2; i++) {
+      expect((await sharp(lossless.webp[i].data).metadata()).format).toBe('webp');
+      expect((await decoded(lossless.webp[i].data)).equals(await decoded(lossless.png[i].data)), `tile ${i}`).toBe(true);
+    }
+    const lossy = await sliceMetatile(buffer(), META, { ...OPTS, opaqueBackground: false });
+    const [png, webp] = [await decoded(lossy.png[0].data), await decoded(lossy.webp[0].data)];
+    let sum = 0;
+    for (let i = 0; i < png.length; i++) sum += Math.abs(png[i] - webp[i]);
+    expect(sum / png.length).toBeLessThan(2);
+    expect(sum).toBeGreaterThan(0);
+    expect(lossy.webp[0].data.length).toBeLessThan(lossy.png[0].data.length);
   });
 
   test('refuses a blank tile and a partial one (transparent pixels under an opaque background)', async () => {

@@ -96,7 +96,7 @@ describe('raster TileJSON', () => {
     bounds: [0, 0, 1, 1],
     center: [0.5, 0.5, 3],
     archives: Object.fromEntries(
-      keys.map((k) => [k, { archive: `${k}.pmtiles`, format: k.endsWith('png') ? 'png' : 'jpg', scale: k.startsWith('2') ? 2 : 1, tiles: 1, bytes: 1 }]),
+      keys.map((k) => [k, { archive: `${k}.pmtiles`, format: k.split('.')[1], scale: k.startsWith('2') ? 2 : 1, tiles: 1, bytes: 1 }]),
     ) as StyleEntry['archives'],
   });
 
@@ -108,6 +108,11 @@ describe('raster TileJSON', () => {
     const both = rasterTileJson('s', entry(['1x.jpg', '1x.png']), 'http://h');
     expect([both.tiles, both.tiles_2x, both.built]).toEqual([['http://h/styles/s/{z}/{x}/{y}.png'], undefined, ['1x.jpg', '1x.png']]);
     expect(String(both.description)).toContain('@2x');
+    // WebP alone is the main URL; beside PNG or JPEG it is listed in `built`.
+    const webpOnly = rasterTileJson('s', entry(['1x.webp', '2x.webp']), 'http://h');
+    expect([webpOnly.tiles, webpOnly.tiles_2x, webpOnly.format]).toEqual([['http://h/styles/s/{z}/{x}/{y}.webp'], ['http://h/styles/s/{z}/{x}/{y}@2x.webp'], 'webp']);
+    const jpgWebp = rasterTileJson('s', entry(['1x.webp', '1x.jpg']), 'http://h');
+    expect([jpgWebp.tiles, jpgWebp.built]).toEqual([['http://h/styles/s/{z}/{x}/{y}.jpg'], ['1x.jpg', '1x.webp']]);
   });
 });
 

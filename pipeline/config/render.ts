@@ -34,7 +34,7 @@ export const styleSchema = z.strictObject({
   /** Area to render; default: the tileset's bounds. */
   bbox: bboxSchema.optional(),
   scales: z.array(z.union([z.literal(1), z.literal(2)], { error: 'expected 1 or 2' })).min(1).default([1, 2]),
-  formats: z.array(z.enum(['png', 'jpg'], { error: 'expected "png" or "jpg"' })).min(1).default(['png', 'jpg']),
+  formats: z.array(z.enum(['png', 'jpg', 'webp'], { error: 'expected "png", "jpg" or "webp"' })).min(1).default(['png', 'jpg']),
   /**
    * Bake the labels in this language: every label that shows a name reads `name:xx` first, then the
    * style's own choice (lib/style-language.ts; the tileset must carry `name:xx`). Otherwise an ordinary style.
@@ -53,6 +53,11 @@ export const renderSchema = z
     workers: z.number().int().min(1).max(64).optional(),
     png: z.strictObject({ compressionLevel: z.number().int().min(0).max(9).default(6), palette: z.boolean().default(false) }).prefault({}),
     jpeg: z.strictObject({ quality: z.number().int().min(1).max(100).default(85) }).prefault({}),
+    /**
+     * WebP tiles (`"formats": [..., "webp"]`): lossy at `quality`, or `lossless` (the PNG's pixels exactly;
+     * `quality` then trades encoding time for size).
+     */
+    webp: z.strictObject({ quality: z.number().int().min(1).max(100).default(90), lossless: z.boolean().default(false) }).prefault({}),
     /**
      * Metatiles per render task (fewer when there are not enough for every worker). A task's
      * metatiles are journalled when it returns: a killed build renders again at most the tasks in flight.

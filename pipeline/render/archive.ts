@@ -23,7 +23,7 @@ export interface RenderIdentity {
 }
 
 /** PMTiles tile type of a raster format. */
-export const TILE_TYPES: Record<RasterFormat, TileType> = { png: TileType.Png, jpg: TileType.Jpeg };
+export const TILE_TYPES: Record<RasterFormat, TileType> = { png: TileType.Png, jpg: TileType.Jpeg, webp: TileType.Webp };
 
 const MAPLIBRE_VERSION = (packageRequire('maplibre-gl/package.json') as { version: string }).version;
 /**

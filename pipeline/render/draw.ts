@@ -86,7 +86,7 @@ export async function renderScale(
   /** The pool's browsers start with its first batches (lazy threads). */
   const browsersReady = renderer.browsersReadyAt;
   const onImage = async (m: Metatile, image: RawImage, delivered: Promise<boolean>) => {
-    const encoded = sliceMetatile(image, m, { pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, opaqueBackground: opaque }).then(
+    const encoded = sliceMetatile(image, m, { pixelRatio: scale, formats, png: r.png, jpeg: r.jpeg, webp: r.webp, opaqueBackground: opaque }).then(
       (t) => ({ ok: true as const, t }),
       (e: unknown) => ({ ok: false as const, e }),
     );

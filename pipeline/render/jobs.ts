@@ -77,7 +77,7 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     archives: {},
     ...(s.maxzoom_served !== undefined ? { maxzoom_served: s.maxzoom_served } : {}),
     // Rendered on demand above maxzoom with the settings baked with, so the tiles match a deeper build.
-    ...(s.overzoom === 'render' ? { overzoom: 'render' as const, render: { metatile: config.render.metatile, margin: config.render.margin, png: config.render.png, jpeg: config.render.jpeg } } : {}),
+    ...(s.overzoom === 'render' ? { overzoom: 'render' as const, render: { metatile: config.render.metatile, margin: config.render.margin, png: config.render.png, jpeg: config.render.jpeg, webp: config.render.webp } } : {}),
     // Language variants of one style share its file (static maps and rendered.json choose among them by ?language).
     styleFile: relative(dirname(config.file), s.style).split(sep).join('/'),
     ...(s.language ? { language: s.language } : {}),
@@ -93,7 +93,7 @@ export async function archiveFingerprints(config: BuildConfig, outDir: string, f
   const { s, prep, entry } = job;
   const r = config.render;
   // The attribution is in the archive's metadata: a new credit writes the archive again.
-  const settings = { bbox: entry.bounds, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: format === 'png' ? r.png : r.jpeg, attribution: entry.attribution };
+  const settings = { bbox: entry.bounds, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: { png: r.png, jpg: r.jpeg, webp: r.webp }[format], attribution: entry.attribution };
   const styleDir = join(outDir, 'styles', s.id);
   return renderFingerprints({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? fontsDir : undefined, tilesetArchives: job.tilesetArchives, settings });
 }

@@ -78,7 +78,7 @@ export function newDoneFile(fields: Omit<DoneFile, 'format'>): DoneFile {
 
 /** `<style>/<s>x.<f>` → style id, scale, format. */
 export function parseArchiveKey(key: string): { style: string; scale: number; format: RasterFormat } {
-  const m = /^(.+)\/([12])x\.(png|jpg)$/.exec(key);
+  const m = /^(.+)\/([12])x\.(png|jpg|webp)$/.exec(key);
   if (!m) throw permanent(`run.json: field "archives": bad archive key "${key}"`);
   return { style: m[1], scale: Number(m[2]), format: m[3] as RasterFormat };
 }

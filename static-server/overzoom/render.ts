@@ -203,7 +203,7 @@ export class OnDemandRenderer {
     if (!image) throw new HttpError(HttpStatus.BadGateway, `rendering metatile ${metatileKey(meta)} of style "${id}" gave no image`);
     const formats = Object.values(entry.archives).filter((a) => a.scale === scale).map((a) => a.format as RasterFormat);
     const opaqueBackground = await this.opaque(id, entry);
-    const sliced = await sliceMetatile(image, meta, { pixelRatio: scale, formats, png: settings.png, jpeg: settings.jpeg, opaqueBackground }).catch((e: unknown) => {
+    const sliced = await sliceMetatile(image, meta, { pixelRatio: scale, formats, png: settings.png, jpeg: settings.jpeg, webp: settings.webp, opaqueBackground }).catch((e: unknown) => {
       throw new HttpError(HttpStatus.BadGateway, `rendering metatile ${metatileKey(meta)} of style "${id}" failed: ${(e as Error).message}`);
     });
     const tiles: RenderedTiles = new Map();

@@ -1,5 +1,5 @@
 /**
- * Static map images: `GET /styles/{style}/static/{view}/{width}x{height}[@2x].{png|jpg}` composed
+ * Static map images: `GET /styles/{style}/static/{view}/{width}x{height}[@2x].{png|jpg|webp}` composed
  * from the style's baked raster tiles (static-server/static-map/), up to the style's served maxzoom.
  */
 import type { FastifyInstance } from 'fastify';

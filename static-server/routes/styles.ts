@@ -47,7 +47,7 @@ interface TileParams {
 }
 
 /**
- * `/styles/{style}/{z}/{x}/{y}[@2x].{png|jpg}` (rendered raster tiles; above the baked maxzoom upscaled
+ * `/styles/{style}/{z}/{x}/{y}[@2x].{png|jpg|webp}` (rendered raster tiles; above the baked maxzoom upscaled
  * or rendered on demand: static-server/overzoom/), `/styles/{style}/rendered.json` (raster TileJSON),
  * `/styles/{style}/style.json` (prepared style with absolute URLs on this server; `/styles/{style}.json` is its alias;
  * `?language=xx`: labels in that language first, styles/language.ts), `rendered.json?language=xx` (a baked variant's),
@@ -116,7 +116,7 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     if (!parts) {
       // Still a coordinate problem when the y part is not an integer (e.g. `1.5.png`): 400.
       parseTileCoord(zText, xText, file.replace(/(@2x)?\.[^.]*$/, ''));
-      throw new HttpError(HttpStatus.NotFound, `tile file "${file}": expected {y}.{png|jpg} or {y}@2x.{png|jpg}; built: ${built.join(', ')}`, {
+      throw new HttpError(HttpStatus.NotFound, `tile file "${file}": expected {y}.{png|jpg|webp} or {y}@2x.{png|jpg|webp}; built: ${built.join(', ')}`, {
         built,
       });
     }

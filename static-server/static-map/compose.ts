@@ -3,11 +3,12 @@
  * the view are copied into one region (rows of decoded pixels, as they are), and one sharp pipeline
  * resamples it when the view's zoom falls between the baked zooms (or above the deepest: upscaled),
  * crops the view, rotates it for a bearing, draws the overlay (static-map/overlay.ts's SVG, drawn by
- * librsvg inside sharp) and encodes PNG or JPEG. A view on the tile grid at a baked zoom is the
+ * librsvg inside sharp) and encodes PNG, JPEG or WebP. A view on the tile grid at a baked zoom is the
  * tiles' pixels exactly. Where the build has no tile the image is transparent (white in a JPEG).
  * docs/static-map-speed.md has the design and its figures.
  */
 import sharp, { type Sharp } from 'sharp';
+import type { RasterFormat } from '../../lib/raster-encode.ts';
 import { worldPixels, type Camera } from './camera.ts';
 import type { DecodedTile } from './decoded-tiles.ts';
 import type { OverlaySvg } from './overlay.ts';
@@ -143,6 +144,8 @@ export function regionView(region: RawImage, plan: RegionPlan): Sharp {
 
 /** JPEG quality of static images. */
 const JPEG_QUALITY = 90;
+/** WebP quality of static images and upscaled tiles (lossy, like their JPEG; alpha kept). */
+const WEBP_QUALITY = 90;
 /** zlib level of static PNGs (docs/static-map-speed.md: level against CPU and bytes). */
 export const PNG_LEVEL = 3;
 /** JPEG has no alpha: transparent parts are flattened onto white. */
@@ -153,18 +156,18 @@ const JPEG_BACKGROUND = '#ffffff';
  * encoded. sharp flattens a JPEG's transparency before the overlay, which is the same as after it
  * ("over" white composes with "over" the image).
  */
-function finish(s: Sharp, channels: 3 | 4, overlay: OverlaySvg | undefined, format: 'png' | 'jpg'): Promise<Buffer> {
+function finish(s: Sharp, channels: 3 | 4, overlay: OverlaySvg | undefined, format: RasterFormat): Promise<Buffer> {
   if (format === 'jpg' && channels === 4) s = s.flatten({ background: JPEG_BACKGROUND });
   if (overlay) {
     s = s.composite([{ input: overlay.svg, left: overlay.left, top: overlay.top }]);
     // Compositing adds an alpha band; an opaque image keeps none.
     if (channels === 3 || format === 'jpg') s = s.removeAlpha();
   }
-  return (format === 'png' ? s.png({ compressionLevel: PNG_LEVEL }) : s.jpeg({ quality: JPEG_QUALITY })).toBuffer();
+  return (format === 'png' ? s.png({ compressionLevel: PNG_LEVEL }) : format === 'webp' ? s.webp({ quality: WEBP_QUALITY }) : s.jpeg({ quality: JPEG_QUALITY })).toBuffer();
 }
 
 /** Encode raw pixels with the overlay drawn on top. */
-export function encodeImage(image: RawImage, overlay: OverlaySvg | undefined, format: 'png' | 'jpg'): Promise<Buffer> {
+export function encodeImage(image: RawImage, overlay: OverlaySvg | undefined, format: RasterFormat): Promise<Buffer> {
   return finish(sharp(image.data, { raw: { width: image.width, height: image.height, channels: image.channels } }), image.channels, overlay, format);
 }
 
@@ -175,7 +178,7 @@ export interface ComposedImage {
 }
 
 /** The image of a camera over the source's tiles, with the overlay (image pixels) drawn on top, encoded. */
-export async function composeImage(cam: Camera, src: RasterSource, overlay: OverlaySvg | undefined, format: 'png' | 'jpg'): Promise<ComposedImage> {
+export async function composeImage(cam: Camera, src: RasterSource, overlay: OverlaySvg | undefined, format: RasterFormat): Promise<ComposedImage> {
   if (cam.bearing % 360 === 0) {
     const plan = planRegion(cam, src, cam.width, cam.height);
     const region = await stitchRegion(src, plan);

@@ -1,5 +1,5 @@
 /**
- * The parameters of `GET /styles/{style}/static/{view}/{width}x{height}[@2x].{png|jpg}`, parsed and
+ * The parameters of `GET /styles/{style}/static/{view}/{width}x{height}[@2x].{png|jpg|webp}`, parsed and
  * checked (every bad value is a 400 naming it):
  * - view: `{lon},{lat},{zoom}` with an optional bearing as `@{bearing}` or `,{bearing}` — but four
  *   plain numbers are the bounding box `{minlon},{minlat},{maxlon},{maxlat}` (tileserver-gl's shape;
@@ -12,6 +12,7 @@
  */
 import { decodePolyline, TooManyPointsError, type LatLon } from '../../lib/elevation/geo.ts';
 import { UserError } from '../../lib/errors.ts';
+import type { RasterFormat } from '../../lib/raster-encode.ts';
 import { MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
 import { HttpError } from '../context.ts';
 import { HttpStatus } from '../../lib/http-status.ts';
@@ -82,7 +83,7 @@ export interface StaticMapRequest {
   width: number;
   height: number;
   scale: 1 | 2;
-  format: 'png' | 'jpg';
+  format: RasterFormat;
   paths: PathOverlay[];
   markers: MarkerOverlay[];
   /** Share of width/height kept free around a box or `auto`'s overlays (0 … 0.45). */
@@ -91,7 +92,7 @@ export interface StaticMapRequest {
   language?: string;
 }
 
-const SIZE = /^(\d{1,5})x(\d{1,5})(@2x)?\.(png|jpg|jpeg)$/;
+const SIZE = /^(\d{1,5})x(\d{1,5})(@2x)?\.(png|jpg|jpeg|webp)$/;
 const NUMBER = /^-?\d+(\.\d+)?$/;
 const DEFAULT_STROKE: Colour = { hex: '#0050c8', opacity: 0.85 };
 const DEFAULT_MARKER: Colour = { hex: '#d7263d', opacity: 1 };
@@ -146,16 +147,16 @@ export function parseView(text: string): StaticView {
   return { kind: 'center', lon, lat, zoom, bearing };
 }
 
-/** The size path segment `{w}x{h}[@2x].{png|jpg}`. */
+/** The size path segment `{w}x{h}[@2x].{png|jpg|webp}`. */
 export function parseSize(text: string, limits: StaticMapLimits): Pick<StaticMapRequest, 'width' | 'height' | 'scale' | 'format'> {
   const m = SIZE.exec(text);
-  if (!m) bad(`size "${text}": expected {width}x{height}[@2x].{png|jpg}`);
+  if (!m) bad(`size "${text}": expected {width}x{height}[@2x].{png|jpg|webp}`);
   const width = Number(m[1]);
   const height = Number(m[2]);
   for (const [name, v] of [['width', width], ['height', height]] as const) {
     if (v < 1 || v > limits.maxSize) bad(`${name} ${v} is outside 1 … ${limits.maxSize}`);
   }
-  return { width, height, scale: m[3] ? 2 : 1, format: m[4] === 'png' ? 'png' : 'jpg' };
+  return { width, height, scale: m[3] ? 2 : 1, format: m[4] === 'jpeg' ? 'jpg' : (m[4] as RasterFormat) };
 }
 
 function colour(text: string, what: string): Colour {

@@ -4,10 +4,10 @@ import { servedMaxzoom } from '../overzoom/policy.ts';
 
 /** Pixel size of a 1x raster tile. */
 export const TILE_SIZE_1X = 256;
-/** Order in which formats are preferred for the main `tiles` URL. */
-const FORMAT_PREFERENCE: readonly StyleArchive['format'][] = ['png', 'jpg'];
+/** Order in which formats are preferred for the main `tiles` URL (and listed in WMTS). */
+export const FORMAT_PREFERENCE: readonly StyleArchive['format'][] = ['png', 'jpg', 'webp'];
 
-/** The archive keys of a style (`1x.png`, `2x.jpg` ...), sorted: scale, then format. */
+/** The archive keys of a style (`1x.png`, `2x.jpg`, `1x.webp` ...), sorted: scale, then format. */
 export function builtKeys(entry: StyleEntry): string[] {
   return Object.keys(entry.archives).sort();
 }

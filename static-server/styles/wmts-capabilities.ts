@@ -7,7 +7,7 @@
 import type { StyleEntry } from '../../lib/manifest.ts';
 import { tileRangeForBBox } from '../../lib/tile-math.ts';
 import { TILE_CONTENT_TYPES } from '../tile-response.ts';
-import { TILE_SIZE_1X } from './raster-tilejson.ts';
+import { FORMAT_PREFERENCE, TILE_SIZE_1X } from './raster-tilejson.ts';
 
 /** Scale denominator of zoom 0 of GoogleMapsCompatible (256 px tiles, 0.28 mm pixels). */
 const Z0_SCALE_DENOMINATOR = 559082264.0287178;
@@ -60,7 +60,7 @@ function layer(style: WmtsStyle, scale: 1 | 2, baseUrl: string): string | undefi
   const formats = Object.values(entry.archives)
     .filter((a) => a.scale === scale)
     .map((a) => a.format)
-    .sort((a, b) => (a === 'png' ? -1 : b === 'png' ? 1 : 0));
+    .sort((a, b) => FORMAT_PREFERENCE.indexOf(a) - FORMAT_PREFERENCE.indexOf(b));
   if (formats.length === 0) return undefined;
   const layerId = scale === 2 ? `${id}@2x` : id;
   const [w, s, e, n] = entry.bounds;
