@@ -6,6 +6,16 @@ import type { BBox } from '../../lib/tile-math.ts';
 import { elevationSchema } from './elevation.ts';
 import { bboxSchema, renderSchema, styleSchema } from './render.ts';
 
+/** The tile encodings a vector tileset is served in: MVT always, MLT beside it when listed (pipeline/mlt.ts). */
+export const ENCODINGS = ['mvt', 'mlt'] as const;
+export type Encoding = (typeof ENCODINGS)[number];
+
+const encodingsSchema = z
+  .array(z.enum(ENCODINGS))
+  .min(1)
+  .refine((e) => e.includes('mvt'), 'expected "mvt" among the encodings (MLT tiles are encoded from the MVT archive, which every tileset has)')
+  .refine((e) => new Set(e).size === e.length, 'expected each encoding once');
+
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
 
 /** A vector tileset: MBTiles, PMTiles, a z/x/y folder, or an OpenStreetMap extract turned into tiles. */
@@ -20,8 +30,10 @@ export const tilesetSchema = z.union([
     bbox: bboxSchema.optional(),
     /** Replication server of an .osm.pbf source for `tilebake update` (default: the extract header's osmosis_replication_base_url). */
     replication: z.string().regex(/^(https?|file):\/\/./i, 'expected an https://, http:// or file:// URL of a replication folder (the one holding state.txt)').optional(),
+    /** Tile encodings served: `["mvt"]` (default) or `["mvt", "mlt"]`. */
+    encodings: encodingsSchema.optional(),
   }),
-], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "replication"?}' });
+], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "replication"?, "encodings"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -50,6 +62,8 @@ export interface TilesetConfig {
   bbox?: BBox;
   /** Replication folder URL of an .osm.pbf source (`tilebake update`). */
   replication?: string;
+  /** Tile encodings built and served (always with `mvt`). */
+  encodings: Encoding[];
 }
 
 /** A validated config with every path made absolute. */
@@ -137,7 +151,7 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
   const abs = (p: string) => resolve(base, p);
   const tilesets: Record<string, TilesetConfig> = {};
   for (const [id, t] of Object.entries(c.tilesets)) {
-    tilesets[id] = typeof t === 'string' ? { id, source: abs(t) } : { id, ...t, source: abs(t.source) };
+    tilesets[id] = typeof t === 'string' ? { id, source: abs(t), encodings: ['mvt'] } : { id, ...t, source: abs(t.source), encodings: t.encodings ?? ['mvt'] };
   }
   const styles: BuildConfig['styles'] = {};
   for (const [id, s] of Object.entries(c.styles)) {

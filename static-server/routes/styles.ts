@@ -5,11 +5,12 @@ import type { StyleEntry } from '../../lib/manifest.ts';
 import { StoreBadAnswerError, StoreCorruptError } from '../../lib/store-read.ts';
 import { archivesOf } from '../archives.ts';
 import { HttpError, cacheBudgetBytes, type RouteModule, type ServerContext } from '../context.ts';
-import { checkZoom, parseTileCoord, splitTileFile } from '../../lib/tile-coords.ts';
+import { checkZoom, parseEncodingParam, parseTileCoord, splitTileFile } from '../../lib/tile-coords.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { FontService } from '../../lib/glyphs/font-stacks.ts';
 import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
-import { rewriteNeutralUrls, type StyleUrls } from '../../lib/style-urls.ts';
+import { rewriteNeutralUrls, sourceTileset, withMltSources, type StyleUrls } from '../../lib/style-urls.ts';
+import { tilesetEncodings } from '../../lib/manifest.ts';
 import { serverMetrics } from '../metrics.ts';
 import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { OnDemandRenderer, onDemandOptions } from '../overzoom/render.ts';
@@ -94,11 +95,20 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
       }
     });
 
-  /** The style JSON with URLs on `base`, serialised once per style and base URL. */
-  const styleDocument = (id: string, entry: StyleEntry, base: string): Promise<TileBody> =>
-    files.getOrLoad(`style:${id}\n${base}`, async () => {
-      const style = rewriteNeutralUrls(await parsedStyle(id, entry), base);
-      return tileBody(Buffer.from(JSON.stringify(style)));
+  /** The style JSON with URLs on `base` (vector sources as MLT with `mlt`), serialised once per style, base URL and encoding. */
+  const styleDocument = (id: string, entry: StyleEntry, base: string, mlt: boolean): Promise<TileBody> =>
+    files.getOrLoad(`style:${id}\n${base}${mlt ? '\nmlt' : ''}`, async () => {
+      let style = await parsedStyle(id, entry);
+      if (mlt) {
+        const r = withMltSources(style, (t) => ctx.manifest.tilesets[t]?.mlt !== undefined);
+        if (r.switched.length === 0) {
+          const drawn = Object.values(style.sources ?? {}).flatMap((s) => sourceTileset(s) ?? []);
+          const encodings = Object.fromEntries(drawn.filter((t) => ctx.manifest.tilesets[t]).map((t) => [t, tilesetEncodings(ctx.manifest.tilesets[t])]));
+          throw new HttpError(HttpStatus.NotFound, `style "${id}" draws no tileset with MLT tiles (${Object.entries(encodings).map(([t, e]) => `${t}: ${e.join(', ')}`).join('; ') || 'no tilesets'})`, { encodings });
+        }
+        style = r.style;
+      }
+      return tileBody(Buffer.from(JSON.stringify(rewriteNeutralUrls(style, base))));
     }) as Promise<TileBody>;
 
   const sendSmall = (req: FastifyRequest, reply: FastifyReply, body: TileBody, contentType: string, cc: string, vary?: string) =>
@@ -134,11 +144,12 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     return sendSmall(req, reply, tile, TILE_CONTENT_TYPES[archive.format] ?? 'application/octet-stream', cacheControl);
   });
 
-  app.get<{ Params: { style: string; file: string } }>('/styles/:style/:file', async (req, reply) => {
+  app.get<{ Params: { style: string; file: string }; Querystring: { encoding?: unknown } }>('/styles/:style/:file', async (req, reply) => {
     const { style: id, file } = req.params;
     const entry = styleOr404(id);
     if (file === STYLE_FILE) {
-      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req)), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
+      const mlt = parseEncodingParam(req.query.encoding) === 'mlt';
+      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req), mlt), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
     }
     if (file === RASTER_TILEJSON_FILE) {
       reply.header('cache-control', ctx.cache.metadata);
