@@ -201,7 +201,7 @@ export async function encodeMltArchive(mvtPath: string, output: string, opts: Ml
     const r = await w.finish();
     progress.done();
     Object.assign(result, { tiles: r.addressedTiles, bytes: r.bytes, seconds: (performance.now() - started) / MS_PER_S });
-    logLine(`${output}: ${r.addressedTiles} MLT tiles (${result.encoded} encoded, ${result.reused} copied from the previous build), ${r.bytes} bytes`);
+    logLine(`${output}: ${r.addressedTiles} MLT tiles (${result.encoded} encoded, ${result.reused} copied from the previous build), ${r.bytes} bytes in ${result.seconds.toFixed(1)} s (encoder CPU ${result.encodeCpuSeconds.toFixed(1)} s)`);
     return result;
   } catch (e) {
     await writer?.abort();
