@@ -26,7 +26,7 @@ import { build as esbuild } from 'esbuild';
 import { chromium } from 'playwright-core';
 import { currentVersionDir } from '../../lib/build-version.ts';
 import type { Manifest } from '../../lib/manifest.ts';
-import { openArchiveFile } from '../../lib/pmtiles/index.ts';
+import { openArchiveFile, tileIdToZxy } from '../../lib/pmtiles/index.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../workers/chromium.ts';
 import { parseWrk, shuffle, stop } from '../wrk.ts';
 
@@ -183,7 +183,7 @@ async function requestRates(dir: string, version: string, seconds: number): Prom
   const m = JSON.parse(readFileSync(join(version, 'manifest.json'), 'utf8')) as Manifest;
   const a = await openArchiveFile(join(version, m.tilesets[TILESET].archive));
   const paths: string[] = [];
-  for await (const e of a.entries()) for (let k = 0; k < Math.min(e.runLength, 4); k++) paths.push(`${e.z}/${e.x}/${e.y + k}`);
+  for await (const e of a.entries()) for (let k = 0; k < Math.min(e.runLength, 4); k++) paths.push(tileIdToZxy(e.tileId + k).join('/'));
   await a.close();
   const lists: Record<string, string> = {};
   for (const ext of ['pbf', 'mlt']) {
