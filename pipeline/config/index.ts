@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { UserError } from '../../lib/errors.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { elevationSchema } from './elevation.ts';
-import { bboxSchema, renderSchema, styleSchema } from './render.ts';
+import { bboxSchema, languageSchema, renderSchema, styleSchema } from './render.ts';
 
 /** The tile encodings a vector tileset is served in: MVT always, MLT beside it when listed (pipeline/mlt.ts). */
 export const ENCODINGS = ['mvt', 'mlt'] as const;
@@ -30,10 +30,16 @@ export const tilesetSchema = z.union([
     bbox: bboxSchema.optional(),
     /** Replication server of an .osm.pbf source for `tilebake update` (default: the extract header's osmosis_replication_base_url). */
     replication: z.string().regex(/^(https?|file):\/\/./i, 'expected an https://, http:// or file:// URL of a replication folder (the one holding state.txt)').optional(),
+    /** The `name:xx` an .osm.pbf source's tiles carry (default: OpenMapTiles' list, lib/languages.ts DEFAULT_LANGUAGES). */
+    languages: z.array(languageSchema, { error: 'expected a list of language codes, e.g. ["en", "de", "zh-Hant"]' }).superRefine((codes, ctx) => {
+      codes.forEach((c, i) => {
+        if (codes.indexOf(c) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `"${c}" is listed twice` });
+      });
+    }).optional(),
     /** Tile encodings served: `["mvt"]` (default) or `["mvt", "mlt"]`. */
     encodings: encodingsSchema.optional(),
   }),
-], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "replication"?, "encodings"?}' });
+], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "replication"?, "languages"?, "encodings"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -62,6 +68,8 @@ export interface TilesetConfig {
   bbox?: BBox;
   /** Replication folder URL of an .osm.pbf source (`tilebake update`). */
   replication?: string;
+  /** The `name:xx` languages an .osm.pbf source's tiles carry, as configured (absent: DEFAULT_LANGUAGES). */
+  languages?: string[];
   /** Tile encodings built and served (always with `mvt`). */
   encodings: Encoding[];
 }

@@ -17,6 +17,7 @@ import { allocateImage, lendImage, staticImage, staticImageKey, staticImagesOf }
 import { WorkLimiter } from '../static-map/limiter.ts';
 import { overlaySvg } from '../static-map/overlay.ts';
 import { parseStaticMapRequest, staticMapLimitsFromEnv, type StaticMapLimits } from '../static-map/params.ts';
+import { bakedVariant } from '../styles/language.ts';
 import { sendTile, TILE_CONTENT_TYPES, tileBody } from '../tile-response.ts';
 
 /** The archive an image at `scale` is made from: that scale (PNG before JPEG), else the other scale. */
@@ -32,10 +33,11 @@ export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
     const images = staticImagesOf(ctx);
     const limiter = new WorkLimiter(limits.concurrency, limits.queue, 'static images');
     app.get<{ Params: { style: string; view: string; size: string } }>('/styles/:style/static/:view/:size', async (req, reply) => {
-      const { style: id, view, size } = req.params;
-      const entry = ctx.manifest.styles[id];
-      if (!entry) throw new HttpError(HttpStatus.NotFound, `unknown style "${id}"`, { styles: Object.keys(ctx.manifest.styles) });
+      const { style: asked, view, size } = req.params;
+      if (!ctx.manifest.styles[asked]) throw new HttpError(HttpStatus.NotFound, `unknown style "${asked}"`, { styles: Object.keys(ctx.manifest.styles) });
       const request = parseStaticMapRequest(view, size, req.query as Record<string, unknown>, limits);
+      // `?language=`: composed from the style's variant baked in it.
+      const { id, entry } = request.language === undefined ? { id: asked, entry: ctx.manifest.styles[asked] } : bakedVariant(ctx.manifest.styles, asked, request.language);
       const archive = archiveFor(entry, request.scale);
       if (!archive) throw new HttpError(HttpStatus.NotFound, `style "${id}" has no raster tiles to compose images from`);
       const cam = cameraFor(request, entry.maxzoom);

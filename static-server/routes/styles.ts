@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Memo } from '../../lib/coalesce.ts';
+import { localizeStyle } from '../../lib/style-language.ts';
 import type { StyleEntry } from '../../lib/manifest.ts';
 import { StoreBadAnswerError, StoreCorruptError } from '../../lib/store-read.ts';
 import { archivesOf } from '../archives.ts';
@@ -9,8 +10,9 @@ import { checkZoom, parseEncodingParam, parseTileCoord, splitTileFile } from '..
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { FontService } from '../../lib/glyphs/font-stacks.ts';
 import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
+import { bakedVariant, checkCarried, queryLanguage } from '../styles/language.ts';
 import { rewriteNeutralUrls, sourceTileset, withMltSources, type StyleUrls } from '../../lib/style-urls.ts';
-import { tilesetEncodings } from '../../lib/manifest.ts';
+import { tilesetEncodings, type Manifest } from '../../lib/manifest.ts';
 import { serverMetrics } from '../metrics.ts';
 import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { OnDemandRenderer, onDemandOptions } from '../overzoom/render.ts';
@@ -38,6 +40,15 @@ const STYLE_FILE = 'style.json';
 /** The raster TileJSON's file name in `/styles/{style}/rendered.json`. */
 export const RASTER_TILEJSON_FILE = 'rendered.json';
 
+/** A prepared style whose vector sources of tilesets with MLT load MLT; 404 when it draws none (naming the encodings of those it draws). */
+function mltStyle(id: string, style: StyleUrls, manifest: Manifest): StyleUrls {
+  const r = withMltSources(style, (t) => manifest.tilesets[t]?.mlt !== undefined);
+  if (r.switched.length > 0) return r.style;
+  const drawn = Object.values(style.sources ?? {}).flatMap((s) => sourceTileset(s) ?? []);
+  const encodings = Object.fromEntries(drawn.filter((t) => manifest.tilesets[t]).map((t) => [t, tilesetEncodings(manifest.tilesets[t])]));
+  throw new HttpError(HttpStatus.NotFound, `style "${id}" draws no tileset with MLT tiles (${Object.entries(encodings).map(([t, e]) => `${t}: ${e.join(', ')}`).join('; ') || 'no tilesets'})`, { encodings });
+}
+
 interface TileParams {
   style: string;
   z: string;
@@ -48,7 +59,8 @@ interface TileParams {
 /**
  * `/styles/{style}/{z}/{x}/{y}[@2x].{png|jpg}` (rendered raster tiles; above the baked maxzoom upscaled
  * or rendered on demand: static-server/overzoom/), `/styles/{style}/rendered.json` (raster TileJSON),
- * `/styles/{style}/style.json` (prepared style with absolute URLs on this server; `/styles/{style}.json` is its alias),
+ * `/styles/{style}/style.json` (prepared style with absolute URLs on this server; `/styles/{style}.json` is its alias;
+ * `?language=xx`: labels in that language first, styles/language.ts), `rendered.json?language=xx` (a baked variant's),
  * `/styles/{style}/sprite[@2x].{json,png}` and `/fonts/{fontstack}/{start}-{end}.pbf` (combined font stacks).
  */
 export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx: ServerContext) => {
@@ -95,20 +107,13 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
       }
     });
 
-  /** The style JSON with URLs on `base` (vector sources as MLT with `mlt`), serialised once per style, base URL and encoding. */
-  const styleDocument = (id: string, entry: StyleEntry, base: string, mlt: boolean): Promise<TileBody> =>
-    files.getOrLoad(`style:${id}\n${base}${mlt ? '\nmlt' : ''}`, async () => {
-      let style = await parsedStyle(id, entry);
-      if (mlt) {
-        const r = withMltSources(style, (t) => ctx.manifest.tilesets[t]?.mlt !== undefined);
-        if (r.switched.length === 0) {
-          const drawn = Object.values(style.sources ?? {}).flatMap((s) => sourceTileset(s) ?? []);
-          const encodings = Object.fromEntries(drawn.filter((t) => ctx.manifest.tilesets[t]).map((t) => [t, tilesetEncodings(ctx.manifest.tilesets[t])]));
-          throw new HttpError(HttpStatus.NotFound, `style "${id}" draws no tileset with MLT tiles (${Object.entries(encodings).map(([t, e]) => `${t}: ${e.join(', ')}`).join('; ') || 'no tilesets'})`, { encodings });
-        }
-        style = r.style;
-      }
-      return tileBody(Buffer.from(JSON.stringify(rewriteNeutralUrls(style, base))));
+  /** The style JSON with URLs on `base` (labels in `language` first when given; vector sources as MLT with `mlt`), serialised once per style, base URL, language and encoding. */
+  const styleDocument = (id: string, entry: StyleEntry, base: string, language?: string, mlt = false): Promise<TileBody> =>
+    files.getOrLoad(`style:${id}\n${base}\n${language ?? ''}${mlt ? '\nmlt' : ''}`, async () => {
+      const parsed = await parsedStyle(id, entry);
+      const localized = language === undefined ? parsed : localizeStyle(parsed, language);
+      const style = rewriteNeutralUrls(mlt ? mltStyle(id, localized, ctx.manifest) : localized, base);
+      return tileBody(Buffer.from(JSON.stringify(style)));
     }) as Promise<TileBody>;
 
   const sendSmall = (req: FastifyRequest, reply: FastifyReply, body: TileBody, contentType: string, cc: string, vary?: string) =>
@@ -148,13 +153,18 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     const { style: id, file } = req.params;
     const entry = styleOr404(id);
     if (file === STYLE_FILE) {
+      const language = queryLanguage(req.query);
+      if (language !== undefined) checkCarried(id, entry, language);
       const mlt = parseEncodingParam(req.query.encoding) === 'mlt';
-      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req), mlt), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
+      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req), language, mlt), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
     }
     if (file === RASTER_TILEJSON_FILE) {
+      // `?language=`: the raster tiles of the style's variant baked in that language.
+      const language = queryLanguage(req.query);
+      const shown = language === undefined ? { id, entry } : bakedVariant(ctx.manifest.styles, id, language);
       reply.header('cache-control', ctx.cache.metadata);
       if (ctx.cache.metadataVary) appendVary(reply, ctx.cache.metadataVary);
-      return rasterTileJson(id, entry, ctx.baseUrl(req));
+      return rasterTileJson(shown.id, shown.entry, ctx.baseUrl(req));
     }
     const m = SPRITE_FILE.exec(file);
     if (!m) {
