@@ -11,10 +11,26 @@
  *   is; an integer column beyond 32 bits as doubles (exact up to 2^53, and decoded as numbers, not
  *   BigInts, which MapLibre's expressions would not compare with numbers).
  */
+import { register } from 'node:module';
 import { VectorTile, type VectorTileFeature } from '@mapbox/vector-tile';
-import { encodeTile, type FeatureGeometry, type FeatureInput, type Layer, type Position, type PropertyType } from '@maplibre/mlt';
+import type { FeatureGeometry, FeatureInput, Layer, Position, PropertyType } from '@maplibre/mlt';
 import { PbfReader } from 'pbf';
 import { packageRequire } from './package-root.ts';
+
+/**
+ * `@maplibre/mlt` ships ES modules whose relative imports leave out `.js` (fine for bundlers such as
+ * maplibre-gl's and for tsx, not for Node's own resolver, so the compiled CLI could not load it): this
+ * resolve hook adds `.js` to a relative import of that package's files that Node cannot find, and
+ * touches nothing else. It is registered in each thread that loads this module, before the package.
+ */
+const RESOLVE_HOOK = `export async function resolve(specifier, context, next) {
+  try { return await next(specifier, context); } catch (e) {
+    if (e?.code === 'ERR_MODULE_NOT_FOUND' && /^\\.\\.?\\//.test(specifier) && context.parentURL?.includes('/node_modules/@maplibre/mlt/')) return next(specifier + '.js', context);
+    throw e;
+  }
+}`;
+register(`data:text/javascript,${encodeURIComponent(RESOLVE_HOOK)}`);
+const { encodeTile } = await import('@maplibre/mlt');
 
 /** The encoder's package version: part of what an MLT tile is made with (a new encoder encodes again). */
 const MLT_VERSION = (packageRequire('@maplibre/mlt/package.json') as { version: string }).version;
