@@ -15,13 +15,15 @@ import { register } from 'node:module';
 import { VectorTile, type VectorTileFeature } from '@mapbox/vector-tile';
 import type { FeatureGeometry, FeatureInput, Layer, Position, PropertyType } from '@maplibre/mlt';
 import { PbfReader } from 'pbf';
-import { packageRequire } from './package-root.ts';
+import { COMPILED, packageRequire } from './package-root.ts';
 
 /**
  * `@maplibre/mlt` ships ES modules whose relative imports leave out `.js` (fine for bundlers such as
  * maplibre-gl's and for tsx, not for Node's own resolver, so the compiled CLI could not load it): this
  * resolve hook adds `.js` to a relative import of that package's files that Node cannot find, and
- * touches nothing else. It is registered in each thread that loads this module, before the package.
+ * touches nothing else. It is registered in each thread that loads this module, before the package,
+ * when tilebake runs compiled (dist/); the sources run through tsx, whose resolver needs no help (and a
+ * second hook chain registered in a worker thread would lose tsx's).
  */
 const RESOLVE_HOOK = `export async function resolve(specifier, context, next) {
   try { return await next(specifier, context); } catch (e) {
@@ -29,7 +31,7 @@ const RESOLVE_HOOK = `export async function resolve(specifier, context, next) {
     throw e;
   }
 }`;
-register(`data:text/javascript,${encodeURIComponent(RESOLVE_HOOK)}`);
+if (COMPILED) register(`data:text/javascript,${encodeURIComponent(RESOLVE_HOOK)}`);
 const { encodeTile } = await import('@maplibre/mlt');
 
 /** The encoder's package version: part of what an MLT tile is made with (a new encoder encodes again). */
