@@ -148,7 +148,7 @@ export async function encodeMltArchive(mvtPath: string, output: string, opts: Ml
         }
         return;
       }
-      pool ??= createPool(moduleUrl('workers/mlt-encode.ts'), threads);
+      pool ??= createPool(moduleUrl('workers/mlt-worker.mjs'), threads, { workerData: { task: moduleUrl('workers/mlt-encode.ts') } });
       const run = (pool.run(b.task) as Promise<MltTaskResult>).then(settle, fail);
       inFlight.add(run);
       void run.finally(() => inFlight.delete(run));

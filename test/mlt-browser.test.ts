@@ -83,4 +83,22 @@ describe('MapLibre GL JS draws MLT as it draws MVT', () => {
       }, 2 * IDLE_TIMEOUT_MS + 30_000);
     }
   }
+
+  it('the preview page switches a style between MVT and MLT', async () => {
+    const seen = () => responses.map((r) => new URL(r.url).pathname);
+    try {
+      responses.length = 0;
+      await client.page.goto(`${server.url}/#style=positron&mode=vector&encoding=mlt`);
+      await expect.poll(() => seen().some((p) => p.endsWith('.mlt')), { timeout: IDLE_TIMEOUT_MS }).toBe(true);
+      expect(seen().some((p) => p.endsWith('.pbf') && p.startsWith('/data/'))).toBe(false);
+      expect(await client.page.locator('#encoding-box').isVisible()).toBe(true);
+      responses.length = 0;
+      await client.page.selectOption('#encoding', 'mvt');
+      await expect.poll(() => seen().some((p) => p.startsWith('/data/') && p.endsWith('.pbf')), { timeout: IDLE_TIMEOUT_MS }).toBe(true);
+      expect(client.page.url()).not.toContain('encoding=mlt');
+    } finally {
+      await client.page.goto(client.pageUrl);
+      client.consoleErrors.length = 0;
+    }
+  }, 2 * IDLE_TIMEOUT_MS);
 });
