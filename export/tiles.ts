@@ -1,6 +1,6 @@
 /**
  * Tiles of a build's PMTiles archives as export files, the stored bytes unchanged (gzip vector tiles
- * stay gzip). Tile data is read in large sequential chunks; an archive's deduplicated entries (the
+ * stay gzip; a tileset's MLT tiles beside its MVT ones as `{y}.mlt`). Tile data is read in large sequential chunks; an archive's deduplicated entries (the
  * sea, empty land) are recognised by their offset and handed on by content hash alone.
  */
 import { tileIdToZxy } from 'pmtiles';
@@ -34,7 +34,10 @@ const CHUNK_BYTES = 4 * 1024 * 1024;
 export function tileArchives(tilesets: Record<string, TilesetEntry>, styles: Record<string, StyleEntry>, parts: ReadonlySet<ExportPart>): TileArchive[] {
   const out: TileArchive[] = [];
   if (parts.has('tilesets')) {
-    for (const [id, t] of Object.entries(tilesets)) out.push({ archive: t.archive, prefix: `data/${id}`, suffix: `.${t.format}`, part: 'tilesets' });
+    for (const [id, t] of Object.entries(tilesets)) {
+      out.push({ archive: t.archive, prefix: `data/${id}`, suffix: `.${t.format}`, part: 'tilesets' });
+      if (t.mlt) out.push({ archive: t.mlt.archive, prefix: `data/${id}`, suffix: '.mlt', part: 'tilesets' });
+    }
   }
   if (parts.has('styles')) {
     for (const [id, s] of Object.entries(styles)) {

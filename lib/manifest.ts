@@ -51,6 +51,21 @@ export interface TilesetEntry {
   /** Number of addressed tiles and archive size, for humans. */
   tiles: number;
   bytes: number;
+  /** Vector only: the same tiles as MapLibre Tiles (`"encodings": ["mvt", "mlt"]`), served as `.mlt`. */
+  mlt?: MltArchive;
+}
+
+/** A tileset's MLT archive (pipeline/mlt.ts). */
+export interface MltArchive {
+  /** PMTiles archive (tile type MLT), relative to the output folder. */
+  archive: string;
+  tiles: number;
+  bytes: number;
+}
+
+/** The tile encodings a tileset is served in: `mvt` (and `mlt` when built) for vector tilesets, its format for terrain. */
+export function tilesetEncodings(entry: TilesetEntry): string[] {
+  return entry.kind === 'vector' ? ['mvt', ...(entry.mlt ? ['mlt'] : [])] : [entry.format];
 }
 
 /** The OpenStreetMap state a tileset shows (from the extract's header, then from `tilebake update`). */

@@ -42,3 +42,32 @@ export function rewriteNeutralUrls<T extends StyleUrls>(style: T, baseUrl: strin
   if ('glyphs' in style) out.glyphs = absolute(style.glyphs, base);
   return out as T;
 }
+
+/** A prepared style's source URL of a built tileset: `tilebake://data/<id>.json`. */
+const TILESET_SOURCE = new RegExp(`^${NEUTRAL_PREFIX}data/([A-Za-z0-9_-]+)\\.json$`);
+
+/** The tileset a prepared style's source loads (`tilebake://data/<id>.json`), undefined for other sources. */
+export function sourceTileset(src: { url?: unknown }): string | undefined {
+  return typeof src.url === 'string' ? TILESET_SOURCE.exec(src.url)?.[1] : undefined;
+}
+
+/**
+ * A copy of a prepared style (neutral URLs) whose vector sources of tilesets `hasMlt` accepts load
+ * MapLibre Tiles: their TileJSON URL gets `?encoding=mlt` and the source says `"encoding": "mlt"`.
+ * Returns the style and the ids of the tilesets switched (none: the style draws no tileset with MLT).
+ */
+export function withMltSources<T extends StyleUrls>(style: T, hasMlt: (tileset: string) => boolean): { style: T; switched: string[] } {
+  const switched: string[] = [];
+  if (!style.sources) return { style, switched };
+  const sources: NonNullable<StyleUrls['sources']> = {};
+  for (const [id, src] of Object.entries(style.sources)) {
+    const tileset = src.type === 'vector' ? sourceTileset(src) : undefined;
+    if (tileset !== undefined && hasMlt(tileset)) {
+      sources[id] = { ...src, url: `${src.url as string}?encoding=mlt`, encoding: 'mlt' };
+      switched.push(tileset);
+    } else {
+      sources[id] = src;
+    }
+  }
+  return { style: { ...style, sources }, switched: [...new Set(switched)] };
+}

@@ -59,3 +59,9 @@ export function splitTileFile(file: string): { y: string; scale: 1 | 2; ext: str
   if (!m) return undefined;
   return { y: m[1], scale: m[2] ? 2 : 1, ext: m[3] };
 }
+
+/** The `encoding` query parameter of TileJSON and style.json requests: `mvt`, `mlt` or absent; 400 otherwise. */
+export function parseEncodingParam(value: unknown): 'mvt' | 'mlt' | undefined {
+  if (value === undefined || value === 'mvt' || value === 'mlt') return value;
+  throw new HttpError(HttpStatus.BadRequest, `encoding: expected mvt or mlt (got ${JSON.stringify(value)})`);
+}

@@ -1,7 +1,8 @@
 import { rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
-import { readManifestOrEmpty, setOsmState, updateManifest, type TilesetEntry } from '../lib/manifest.ts';
+import { readManifestOrEmpty, setOsmState, updateManifest, type MltArchive, type TilesetEntry } from '../lib/manifest.ts';
+import { MLT_ENCODER } from '../lib/mlt.ts';
 import type { BuildConfig } from './config/index.ts';
 import { packSource, type PackOptions, type PackResult } from './pack.ts';
 import { logLine } from '../lib/progress.ts';
@@ -10,6 +11,7 @@ import { osmDataState } from './osm/pbf-header.ts';
 import { PROFILE_CONFIG, PROFILE_PROCESS } from './osm/tilemaker.ts';
 import { hashInputs, linkFile, readDeps, recordDeps } from './reuse.ts';
 import { patchOsmArchive, type OsmPatch } from './vector-patch.ts';
+import { encodeMltArchive, mltEncoderOf } from './mlt.ts';
 
 export { archiveMetadata, packSource, type PackOptions, type PackResult } from './pack.ts';
 
@@ -91,6 +93,25 @@ async function fingerprintOf(recipe: string, source: string): Promise<string> {
   return `${recipe}:${await hashInputs([source], source)}`;
 }
 
+/**
+ * The MLT archive of tileset `t` beside its new MVT archive, when its encodings list `mlt`: linked from
+ * the previous version when the MVT archive is that version's (`unchanged`) and the encoder is the same,
+ * else encoded, copying the MLT bytes of every tile whose MVT bytes did not change (pipeline/mlt.ts).
+ */
+async function mltArchiveFor(t: BuildConfig['tilesets'][string], outDir: string, prev: { dir: string; entry: TilesetEntry } | undefined, unchanged: boolean): Promise<MltArchive | undefined> {
+  if (!t.encodings.includes('mlt')) return undefined;
+  const archive = `data/${t.id}.mlt.pmtiles`;
+  const prevMlt = prev?.entry.mlt && join(prev.dir, prev.entry.mlt.archive);
+  if (unchanged && prevMlt && (await mltEncoderOf(prevMlt)) === MLT_ENCODER) {
+    await linkFile(prevMlt, join(outDir, archive));
+    logLine(`vector ${t.id}: MLT archive reused from the previous build`);
+    return { ...prev!.entry.mlt!, archive };
+  }
+  const previous = prevMlt ? { mvt: join(prev!.dir, prev!.entry.archive), mlt: prevMlt } : undefined;
+  const r = await encodeMltArchive(join(outDir, 'data', `${t.id}.pmtiles`), join(outDir, archive), { label: `vector ${t.id}`, previous });
+  return { archive, tiles: r.tiles, bytes: r.bytes };
+}
+
 /** Options of the vector stage in a build. */
 export interface VectorStageOptions {
   /** The previous version's folder: tilesets whose source and options did not change are linked from it. */
@@ -123,11 +144,13 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
       result.tiles += tiles;
       result.bytes += bytes;
     };
+    const prev = opts.previous && prevEntry ? { dir: opts.previous, entry: prevEntry } : undefined;
     /** Link the previous archive: the tiles are the same (the OSM state is the source's). */
     const reuse = async (osm: Awaited<ReturnType<typeof osmDataState>>) => {
       await linkFile(join(opts.previous!, prevEntry!.archive), join(outDir, prevEntry!.archive));
+      const mlt = await mltArchiveFor(t, outDir, prev, true);
       await updateManifest(outDir, (m) => {
-        m.tilesets[t.id] = prevEntry!;
+        m.tilesets[t.id] = { ...prevEntry!, mlt };
         setOsmState(m, t.id, osm);
       });
       await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint });
@@ -159,8 +182,9 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
     r ??= await packVectorTiles(t.source, output, { ...packOpts, bbox: t.bbox, bboxField: `${config.file}: $.tilesets.${t.id}.bbox`, workDir });
     const osm = await osmDataState(t.source, t.replication);
     const packed = r;
+    const mlt = await mltArchiveFor(t, outDir, prev, false);
     await updateManifest(outDir, (m) => {
-      m.tilesets[t.id] = tilesetEntry(t.id, packed);
+      m.tilesets[t.id] = { ...tilesetEntry(t.id, packed), mlt };
       setOsmState(m, t.id, osm);
     });
     await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint });

@@ -16,6 +16,7 @@ import { distState, MANIFEST, ROOT } from '../bin/dist.js';
 const ENTRY_POINTS = {
   'cli/index': 'cli/index.ts',
   'workers/elevation-tiles': 'workers/elevation-tiles.ts',
+  'workers/mlt-encode': 'workers/mlt-encode.ts',
   'workers/render-task': 'workers/render-task.ts',
 };
 

@@ -21,6 +21,7 @@ const MEANING: Record<string, string> = {
   'tilesets.<id>.attribution': 'credit in the TileJSON and on the styles drawing it',
   'tilesets.<id>.description': 'description in the TileJSON',
   'tilesets.<id>.bbox': '`[west, south, east, north]` an `.osm.pbf` source is clipped to before tiles are built (default: the whole extract)',
+  'tilesets.<id>.encodings': 'tile encodings served: `["mvt"]`, or `["mvt", "mlt"]` for MapLibre Tiles beside MVT (`/data/<id>/{z}/{x}/{y}.mlt`; [design note](mlt.md))',
   'tilesets.<id>.replication': 'replication server (`https://…` or `file://…`) `tilebake update` reads diffs from (default: the extract header\'s `osmosis_replication_base_url`)',
   'tilesets.<id>.languages': 'the `name:xx` an `.osm.pbf` source\'s tiles carry, e.g. `["en", "de", "zh-Hant"]` (default: OpenMapTiles\' 80 languages; `name:latin` and `name:nonlatin` are always written; [languages](languages.md))',
   styles: 'styles to pre-render, by id',

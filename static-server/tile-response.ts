@@ -32,10 +32,11 @@ const IDENTITY_ETAG_SUFFIX = '-identity';
 const GZIP_MAGIC_0 = 0x1f;
 const GZIP_MAGIC_1 = 0x8b;
 
-/** Content types by tile extension. */
+/** Content types by tile extension (`mlt`: the media type the MLT specification names, which MapLibre sends as `Accept`). */
 export const TILE_CONTENT_TYPES: Readonly<Record<string, string>> = Object.freeze({
   pbf: 'application/x-protobuf',
   mvt: 'application/vnd.mapbox-vector-tile',
+  mlt: 'application/vnd.maplibre-tile',
   png: 'image/png',
   jpg: 'image/jpeg',
   jpeg: 'image/jpeg',
@@ -65,14 +66,9 @@ function isGzip(bytes: Buffer): boolean {
   return bytes.length > 1 && bytes[0] === GZIP_MAGIC_0 && bytes[1] === GZIP_MAGIC_1;
 }
 
-/**
- * Whether an Accept-Encoding header allows gzip: `gzip` or `*` listed without `q=0`
- * (an explicit `gzip;q=0` wins over `*`).
- */
-export function acceptsGzip(header: string | undefined): boolean {
-  if (!header) return false;
-  if (header === 'gzip' || (header.indexOf(';') < 0 && /(^|[\s,])gzip($|[\s,])/i.test(header))) return true;
-  let star = false;
+/** The quality (`q`, default 1) an Accept or Accept-Encoding header gives each listed name, lower-cased. */
+function acceptQualities(header: string): Map<string, number> {
+  const out = new Map<string, number>();
   for (const part of header.split(',')) {
     const [name, ...params] = part.trim().toLowerCase().split(';');
     let q = 1;
@@ -80,10 +76,31 @@ export function acceptsGzip(header: string | undefined): boolean {
       const m = /^\s*q\s*=\s*([0-9.]+)\s*$/.exec(p);
       if (m) q = Number(m[1]);
     }
-    if (name.trim() === 'gzip') return q > 0;
-    if (name.trim() === '*') star = q > 0;
+    if (!out.has(name.trim())) out.set(name.trim(), q);
   }
-  return star;
+  return out;
+}
+
+/**
+ * Whether an Accept-Encoding header allows gzip: `gzip` or `*` listed without `q=0`
+ * (an explicit `gzip;q=0` wins over `*`).
+ */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (!header) return false;
+  if (header === 'gzip' || (header.indexOf(';') < 0 && /(^|[\s,])gzip($|[\s,])/i.test(header))) return true;
+  const q = acceptQualities(header);
+  return (q.get('gzip') ?? q.get('*') ?? 0) > 0;
+}
+
+/**
+ * Whether an Accept header asks for MLT rather than MVT: it lists the MLT media type with q > 0 and
+ * no MVT type (`application/x-protobuf`, `application/vnd.mapbox-vector-tile`) with a higher q.
+ */
+export function prefersMlt(header: string | undefined): boolean {
+  if (!header || header.indexOf(TILE_CONTENT_TYPES.mlt) < 0) return false;
+  const q = acceptQualities(header);
+  const mlt = q.get(TILE_CONTENT_TYPES.mlt) ?? 0;
+  return mlt > 0 && mlt >= Math.max(q.get(TILE_CONTENT_TYPES.pbf) ?? 0, q.get(TILE_CONTENT_TYPES.mvt) ?? 0);
 }
 
 /** Whether an If-None-Match header matches `etag` (weak comparison, `*` matches anything). */

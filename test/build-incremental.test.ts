@@ -60,10 +60,10 @@ describe.sequential('an incremental rebuild', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('re-renders only metatiles over changed tiles, copies the rest, and equals a fresh --full build', async () => {
+  it('re-renders only metatiles over changed tiles, copies the rest (MLT: re-encodes only changed tiles), and equals a fresh --full build', async () => {
     const source = join(dir, 'src.mbtiles');
     await copyFile(join(SAMPLE, 'monaco_omt.mbtiles'), source);
-    const raw = { ...sampleConfig(join(dir, 'out'), { minzoom: 12, maxzoom: 14, scales: [1], formats: ['png'] }, { metatile: 1, margin: 64, timeoutMs: 120_000 }), tilesets: { openmaptiles: source } };
+    const raw = { ...sampleConfig(join(dir, 'out'), { minzoom: 12, maxzoom: 14, scales: [1], formats: ['png'] }, { metatile: 1, margin: 64, timeoutMs: 120_000 }), tilesets: { openmaptiles: { source, encodings: ['mvt', 'mlt'] } } };
     const { config } = await writeConfig(dir, 'config.json', raw);
     const out = join(dir, 'out');
     lines = [];
@@ -81,6 +81,11 @@ describe.sequential('an incremental rebuild', () => {
     const [rendered, total] = [Number(m![1]), Number(m![2])];
     expect(rendered).toBeGreaterThan(0);
     expect(rendered).toBeLessThan(total);
+    // The MLT archive: at most the 2 changed tiles encoded, every other tile's MLT bytes copied.
+    const mlt = /(\d+) MLT tiles \((\d+) encoded, (\d+) copied from the previous build\)/.exec(lines.join(''));
+    expect(mlt, lines.join('')).not.toBeNull();
+    expect(Number(mlt![2])).toBeLessThanOrEqual(2);
+    expect(Number(mlt![3])).toBeGreaterThan(Number(mlt![1]) / 2);
     const v2 = (await currentVersionDir(out))!;
     expect(v2.id).not.toBe(v1.id);
 
@@ -89,8 +94,8 @@ describe.sequential('an incremental rebuild', () => {
     await build(config, { out: full, full: true, workers: 1 });
     const vf = (await currentVersionDir(full))!;
     const mInc = await readManifestOrEmpty(v2.dir);
-    const archives = [...Object.values(mInc.tilesets).map((t) => t.archive), ...Object.values(mInc.styles).flatMap((s) => Object.values(s.archives).map((a) => a.archive))];
-    expect(archives.length).toBe(2);
+    const archives = [...Object.values(mInc.tilesets).flatMap((t) => [t.archive, ...(t.mlt ? [t.mlt.archive] : [])]), ...Object.values(mInc.styles).flatMap((s) => Object.values(s.archives).map((a) => a.archive))];
+    expect(archives.length).toBe(3);
     for (const a of archives) expect(await archiveTiles(join(v2.dir, a)), a).toEqual(await archiveTiles(join(vf.dir, a)));
     // The incremental archive differs from the first build's where the data changed.
     const style = mInc.styles['osm-bright'].archives['1x.png'].archive;
@@ -100,8 +105,11 @@ describe.sequential('an incremental rebuild', () => {
     lines = [];
     await build(config, { out, workers: 1 });
     expect(lines.join('')).toContain('vector openmaptiles: source unchanged');
+    expect(lines.join('')).toContain('vector openmaptiles: MLT archive reused from the previous build');
     expect(lines.join('')).toMatch(/re-rendered 0 of \d+ metatiles \(unchanged/);
     const v3 = (await currentVersionDir(out))!;
     expect((await stat(join(v3.dir, style))).ino).toBe((await stat(join(v2.dir, style))).ino);
+    const mltArchive = mInc.tilesets.openmaptiles.mlt!.archive;
+    expect((await stat(join(v3.dir, mltArchive))).ino).toBe((await stat(join(v2.dir, mltArchive))).ino);
   }, LONG);
 });

@@ -59,7 +59,7 @@ describe('parseConfig', () => {
 
   it('names unknown nested fields with the allowed ones, and bad ids', () => {
     const msg = userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a', sorce: 'b' }, 'bad id': 'c' } }, file));
-    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description, bbox, replication, languages)');
+    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description, bbox, replication, languages, encodings)');
     expect(msg).toMatch(/\$\.tilesets\["bad id"\]: invalid key: expected an id/);
   });
 
@@ -110,10 +110,18 @@ describe('parseConfig', () => {
     expect(userErrorOf(() => parseConfig({ ...base, styles: { x: { style: 's.json', tileset: 'nope' } } }, file))).toContain('$.styles.x.tileset: expected one of the configured tileset ids (omt)');
   });
 
+  it('takes a tileset\'s encodings (MVT always, MLT beside it) and names a bad list', () => {
+    const at = (encodings: unknown) => parseConfig({ tilesets: { omt: { source: 'a', encodings } } }, file);
+    expect(at(['mvt', 'mlt']).tilesets.omt.encodings).toEqual(['mvt', 'mlt']);
+    expect(userErrorOf(() => at(['mlt']))).toContain('$.tilesets.omt.encodings: expected "mvt" among the encodings (MLT tiles are encoded from the MVT archive, which every tileset has)');
+    expect(userErrorOf(() => at(['mvt', 'webp']))).toContain('$.tilesets.omt.encodings[1]:');
+    expect(userErrorOf(() => at(['mvt', 'mvt']))).toContain('$.tilesets.omt.encodings: expected each encoding once');
+  });
+
   it('fills defaults and resolves paths against the config file', () => {
     const c = parseConfig({ ...base, styles: { x: { style: 'styles/x.json' } }, elevation: { sources: ['dem/a.hgt'] }, fonts: 'fonts' }, file);
     expect(c.out).toBe('/cfg/build');
-    expect(c.tilesets.omt).toEqual({ id: 'omt', source: '/cfg/tiles/monaco.mbtiles' });
+    expect(c.tilesets.omt).toEqual({ id: 'omt', source: '/cfg/tiles/monaco.mbtiles', encodings: ['mvt'] });
     expect(c.styles.x).toMatchObject({ style: '/cfg/styles/x.json', tileset: 'omt', scales: [1, 2], formats: ['png', 'jpg'], minzoom: 0, maxzoom: 14 });
     expect(c.elevation?.sources).toEqual([{ path: '/cfg/dem/a.hgt' }]);
     expect(c.fonts).toBe('/cfg/fonts');

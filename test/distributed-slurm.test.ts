@@ -91,7 +91,7 @@ describe.sequential('distributed build on a one-node Slurm cluster', () => {
     const source = join(dir, 'monaco.mbtiles');
     await copyFile(join(SAMPLE, 'monaco_omt.mbtiles'), source);
     const raw = sampleConfig(join(dir, 'one'), { minzoom: 12, maxzoom: 14 }, { metatile: 4, margin: 64, timeoutMs: 120_000 });
-    raw.tilesets = { openmaptiles: source };
+    raw.tilesets = { openmaptiles: { source, encodings: ['mvt', 'mlt'] } };
     config = (await writeConfig(dir, 'config.json', raw)).file;
     runDir = join(dir, 'run');
     out = join(dir, 'out');
@@ -135,6 +135,8 @@ exec "${process.execPath}" "${CLI}" "$@"
     expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
     for (const [k, v] of want) expect(got.get(k) === v, `${k} differs from the one-machine build`).toBe(true);
     expect([...got.keys()].filter((k) => k.endsWith('.pmtiles') && k.startsWith('styles/'))).toHaveLength(4);
+    // The MLT archive, made by plan's vector stage, is published with the version (and equal to the one-machine build's, above).
+    expect(got.has('data/openmaptiles.mlt.pmtiles')).toBe(true);
   }, LONG);
 
   it('publish --archive merges one archive into RUN/merged/ (fan-in), equal to the published one', async () => {

@@ -1,6 +1,6 @@
 // `tilebake update` over file://, night by night through Monaco's August 2021 (Geofabrik extract of
 // 2021-08-01 at sequence 3047, real dailies 3048–3076, 16 of them empty): an empty night re-packs and
-// re-renders nothing, an up-to-date server publishes nothing, and the month's result equals a fresh
+// re-renders nothing, an up-to-date server publishes nothing, and the month's result (MVT and MLT) equals a fresh
 // build of the extract with the same diffs applied by osmium.
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -25,7 +25,7 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
 
   /** Config over `source`; `replication` set only for the updated build. */
   const writeCfg = (name: string, out: string, source: string, replication?: string, styles = true) =>
-    writeUpdateConfig(dir, name, { out, source, replication, style: styles ? STYLE : undefined, render: STYLE });
+    writeUpdateConfig(dir, name, { out, source, replication, encodings: ['mvt', 'mlt'], style: styles ? STYLE : undefined, render: STYLE });
   /** The server publishes sequences up to `seq`. */
   const night = async (seq: number) => {
     await rm(served, { recursive: true, force: true });
@@ -78,7 +78,7 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
     const m2 = await readManifestOrEmpty(v2.dir);
     expect(m2.osm?.omt).toMatchObject({ sequence: 3049, timestamp: '2021-08-03T20:21:39Z' });
     // The same files, linked: nothing was written again.
-    for (const a of ['data/omt.pmtiles', m2.styles['osm-bright'].archives['1x.png'].archive]) expect((await stat(join(v2.dir, a))).ino).toBe((await stat(join(v1.dir, a))).ino);
+    for (const a of ['data/omt.pmtiles', m2.tilesets.omt.mlt!.archive, m2.styles['osm-bright'].archives['1x.png'].archive]) expect((await stat(join(v2.dir, a))).ino).toBe((await stat(join(v1.dir, a))).ino);
   }, LONG);
 
   it('the rest of the month in one run (27 dailies, 15 empty) equals a fresh build of the osmium-updated extract; only metatiles over changed tiles re-render', async () => {
@@ -104,6 +104,11 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
     const vr = (await currentVersionDir(join(dir, 'reference-out')))!;
     const tiles = await archiveTiles(join(after.dir, 'data/omt.pmtiles'));
     expect(tiles).toEqual(await archiveTiles(join(vr.dir, 'data/omt.pmtiles')));
+    // The MLT archive equals the reference's, though only the tiles whose MVT bytes changed were encoded.
+    expect(await archiveTiles(join(after.dir, 'data/omt.mlt.pmtiles'))).toEqual(await archiveTiles(join(vr.dir, 'data/omt.mlt.pmtiles')));
+    const mlt = /omt\.mlt\.pmtiles: (\d+) MLT tiles \((\d+) encoded, (\d+) copied from the previous build\)/.exec(text());
+    expect(mlt, text()).not.toBeNull();
+    expect(Number(mlt![3])).toBeGreaterThan(0);
 
     const changed = await changedTiles(join(before.dir, 'data/omt.pmtiles'), join(after.dir, 'data/omt.pmtiles'));
     expect(changed.size).toBeGreaterThan(0);

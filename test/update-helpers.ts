@@ -140,12 +140,12 @@ export interface UpdateStyle {
   margin: number;
 }
 
-/** Write a config over OSM `source` (tileset `omt`, `replication` when given), with one osm-bright style at 1x PNG unless `style` is undefined. */
-export async function writeUpdateConfig(dir: string, name: string, o: { out: string; source: string; replication?: string; style?: UpdateStyle; render: UpdateStyle }): Promise<string> {
+/** Write a config over OSM `source` (tileset `omt`, `replication` and `encodings` when given), with one osm-bright style at 1x PNG unless `style` is undefined. */
+export async function writeUpdateConfig(dir: string, name: string, o: { out: string; source: string; replication?: string; encodings?: string[]; style?: UpdateStyle; render: UpdateStyle }): Promise<string> {
   const { style, render } = o;
   return (await writeConfig(dir, name, {
     out: o.out,
-    tilesets: { omt: { source: o.source, ...(o.replication && { replication: o.replication }) } },
+    tilesets: { omt: { source: o.source, ...(o.replication && { replication: o.replication }), ...(o.encodings && { encodings: o.encodings }) } },
     ...(style && { styles: { 'osm-bright': { style: OSM_BRIGHT, tileset: 'omt', minzoom: style.minzoom, maxzoom: style.maxzoom, scales: [1], formats: ['png'] } }, fonts: join(SAMPLE, 'fonts') }),
     render: { metatile: render.metatile, margin: render.margin, timeoutMs: 120_000 },
   })).file;

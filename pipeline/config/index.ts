@@ -6,6 +6,16 @@ import type { BBox } from '../../lib/tile-math.ts';
 import { elevationSchema } from './elevation.ts';
 import { bboxSchema, languageSchema, renderSchema, styleSchema } from './render.ts';
 
+/** The tile encodings a vector tileset is served in: MVT always, MLT beside it when listed (pipeline/mlt.ts). */
+export const ENCODINGS = ['mvt', 'mlt'] as const;
+export type Encoding = (typeof ENCODINGS)[number];
+
+const encodingsSchema = z
+  .array(z.enum(ENCODINGS))
+  .min(1)
+  .refine((e) => e.includes('mvt'), 'expected "mvt" among the encodings (MLT tiles are encoded from the MVT archive, which every tileset has)')
+  .refine((e) => new Set(e).size === e.length, 'expected each encoding once');
+
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
 
 /** A vector tileset: MBTiles, PMTiles, a z/x/y folder, or an OpenStreetMap extract turned into tiles. */
@@ -26,8 +36,10 @@ export const tilesetSchema = z.union([
         if (codes.indexOf(c) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `"${c}" is listed twice` });
       });
     }).optional(),
+    /** Tile encodings served: `["mvt"]` (default) or `["mvt", "mlt"]`. */
+    encodings: encodingsSchema.optional(),
   }),
-], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "replication"?, "languages"?}' });
+], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "replication"?, "languages"?, "encodings"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -58,6 +70,8 @@ export interface TilesetConfig {
   replication?: string;
   /** The `name:xx` languages an .osm.pbf source's tiles carry, as configured (absent: DEFAULT_LANGUAGES). */
   languages?: string[];
+  /** Tile encodings built and served (always with `mvt`). */
+  encodings: Encoding[];
 }
 
 /** A validated config with every path made absolute. */
@@ -145,7 +159,7 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
   const abs = (p: string) => resolve(base, p);
   const tilesets: Record<string, TilesetConfig> = {};
   for (const [id, t] of Object.entries(c.tilesets)) {
-    tilesets[id] = typeof t === 'string' ? { id, source: abs(t) } : { id, ...t, source: abs(t.source) };
+    tilesets[id] = typeof t === 'string' ? { id, source: abs(t), encodings: ['mvt'] } : { id, ...t, source: abs(t.source), encodings: t.encodings ?? ['mvt'] };
   }
   const styles: BuildConfig['styles'] = {};
   for (const [id, s] of Object.entries(c.styles)) {

@@ -6,7 +6,7 @@ export const vectorStage: Stage = {
   name: 'vector',
   hasWork: (config) => Object.keys(config.tilesets).length > 0,
   reads: () => [],
-  writes: (m) => tilesetArchives(m, 'vector'),
+  writes: (m) => [...tilesetArchives(m, 'vector'), ...Object.values(m.tilesets).flatMap((t) => (t.kind === 'vector' && t.mlt ? [t.mlt.archive] : []))],
   async run(config, sc) {
     const { runVectorStage } = await import('../vector.ts');
     await runVectorStage(config, sc.outDir, { previous: sc.previous, workDir: sc.workDir, patches: sc.vectorPatches });

@@ -50,6 +50,7 @@ export function renderLists() {
   }
   $('terrain-box').hidden = !state.catalog.tilesets.some((t) => t.kind === 'terrain');
   renderLanguages();
+  renderEncoding();
 }
 
 /** A language's name in the reader's own language where the browser knows the code (`de — German`). */
@@ -84,4 +85,21 @@ function renderLanguages() {
   const unbaked = v.mode === 'raster' && state.language && bakedStyleOf(style, v.format) === style && style.language !== state.language;
   note.hidden = !unbaked;
   note.textContent = unbaked ? `No raster tiles of this style are baked in ${state.language}: they show its own labels; Vector draws them in ${state.language}.` : '';
+}
+
+/** The MVT / MLT switch: shown for views drawn from vector tiles when a tileset of the build has MLT tiles. */
+function renderEncoding() {
+  const v = state.view;
+  const vector = v && (v.kind === 'inspect' || v.mode === 'vector');
+  const mlt = state.catalog.tilesets.some((t) => (v.kind !== 'inspect' || t.id === v.id) && (t.encodings ?? []).includes('mlt'));
+  $('encoding-box').hidden = !(vector && mlt);
+  const select = $('encoding');
+  select.value = state.encoding;
+  select.onchange = () => {
+    state.encoding = select.value;
+    if (state.encoding === 'mlt') fragment.set('encoding', 'mlt');
+    else fragment.delete('encoding');
+    writeFragment();
+    show(state.view);
+  };
 }

@@ -16,6 +16,8 @@ export const state = {
   view: null,
   /** The label language chosen (`name:xx` first), '' for the style's own labels. */
   language: fragment.get('language') ?? '',
+  /** The vector tile encoding the map loads where a tileset has it: 'mvt' or 'mlt'. */
+  encoding: fragment.get('encoding') === 'mlt' ? 'mlt' : 'mvt',
   terrain: false,
   /** Whether the terrain toggle also turns on 3D terrain (not on a software-rendered WebGL, see terrain.js). */
   terrain3d: true,

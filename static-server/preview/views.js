@@ -42,7 +42,9 @@ function inspectStyle(tileset) {
       { id: `${l.id}-point`, type: 'circle', ...common, filter: ['==', ['geometry-type'], 'Point'], paint: { 'circle-color': colour, 'circle-radius': 3 } },
     );
   }
-  return { version: 8, sources: { inspect: { type: 'vector', url: `${baseUrl()}/data/${encodeURIComponent(tileset.id)}.json` } }, layers };
+  const mlt = state.encoding === 'mlt' && (tileset.encodings ?? []).includes('mlt');
+  const source = { type: 'vector', url: `${baseUrl()}/data/${encodeURIComponent(tileset.id)}.json${mlt ? '?encoding=mlt' : ''}`, ...(mlt ? { encoding: 'mlt' } : {}) };
+  return { version: 8, sources: { inspect: source }, layers };
 }
 
 /** The style whose raster tiles show the chosen language in `format`: the style's baked variant, else the style itself. */
@@ -58,8 +60,11 @@ export function styleOfView() {
   if (v.kind === 'inspect') return inspectStyle(state.catalog.tilesets.find((t) => t.id === v.id));
   const style = state.catalog.styles.find((s) => s.id === v.id);
   if (v.mode === 'raster') return rasterStyle(bakedStyleOf(style, v.format), v.format);
-  const language = state.language && style.languages.includes(state.language) ? `?language=${encodeURIComponent(state.language)}` : '';
-  return `${baseUrl()}/styles/${encodeURIComponent(style.id)}/style.json${language}`;
+  const query = new URLSearchParams();
+  if (state.language && style.languages.includes(state.language)) query.set('language', state.language);
+  // MLT where a tileset has it (the server switches the style's sources of tilesets with MLT tiles).
+  if (state.encoding === 'mlt' && state.catalog.tilesets.some((t) => (t.encodings ?? []).includes('mlt'))) query.set('encoding', 'mlt');
+  return `${baseUrl()}/styles/${encodeURIComponent(style.id)}/style.json${query.size ? `?${query}` : ''}`;
 }
 
 /** The raster formats a style was built in (`png`, `jpg`, …), from its archive names. */

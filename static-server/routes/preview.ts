@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { packagePath } from '../../lib/package-root.ts';
 import { servedBuild } from '../metrics.ts';
 import { bakedLanguages } from '../styles/language.ts';
+import { tilesetEncodings } from '../../lib/manifest.ts';
 import type { ServerContext } from '../context.ts';
 import { StaticFolder } from '../static-files.ts';
 import { MAPLIBRE_PREFIX } from './maplibre.ts';
@@ -48,6 +49,8 @@ export function catalogOf(ctx: Pick<ServerContext, 'manifest'>): Record<string, 
       kind: t.kind,
       format: t.format,
       encoding: t.encoding,
+      // Vector tile encodings served (`mvt`, and `mlt` when built): the page can draw a style from either.
+      encodings: tilesetEncodings(t),
       name: t.name ?? id,
       attribution: t.attribution,
       minzoom: t.minzoom,

@@ -6,12 +6,13 @@ import type { StyleEntry } from '../../lib/manifest.ts';
 import { StoreBadAnswerError, StoreCorruptError } from '../../lib/store-read.ts';
 import { archivesOf } from '../archives.ts';
 import { HttpError, cacheBudgetBytes, type RouteModule, type ServerContext } from '../context.ts';
-import { checkZoom, parseTileCoord, splitTileFile } from '../../lib/tile-coords.ts';
+import { checkZoom, parseEncodingParam, parseTileCoord, splitTileFile } from '../../lib/tile-coords.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { FontService } from '../../lib/glyphs/font-stacks.ts';
 import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
 import { bakedVariant, checkCarried, queryLanguage } from '../styles/language.ts';
-import { rewriteNeutralUrls, type StyleUrls } from '../../lib/style-urls.ts';
+import { rewriteNeutralUrls, sourceTileset, withMltSources, type StyleUrls } from '../../lib/style-urls.ts';
+import { tilesetEncodings, type Manifest } from '../../lib/manifest.ts';
 import { serverMetrics } from '../metrics.ts';
 import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { OnDemandRenderer, onDemandOptions } from '../overzoom/render.ts';
@@ -38,6 +39,15 @@ const GLYPH_FILE_SUFFIX = '.pbf';
 const STYLE_FILE = 'style.json';
 /** The raster TileJSON's file name in `/styles/{style}/rendered.json`. */
 export const RASTER_TILEJSON_FILE = 'rendered.json';
+
+/** A prepared style whose vector sources of tilesets with MLT load MLT; 404 when it draws none (naming the encodings of those it draws). */
+function mltStyle(id: string, style: StyleUrls, manifest: Manifest): StyleUrls {
+  const r = withMltSources(style, (t) => manifest.tilesets[t]?.mlt !== undefined);
+  if (r.switched.length > 0) return r.style;
+  const drawn = Object.values(style.sources ?? {}).flatMap((s) => sourceTileset(s) ?? []);
+  const encodings = Object.fromEntries(drawn.filter((t) => manifest.tilesets[t]).map((t) => [t, tilesetEncodings(manifest.tilesets[t])]));
+  throw new HttpError(HttpStatus.NotFound, `style "${id}" draws no tileset with MLT tiles (${Object.entries(encodings).map(([t, e]) => `${t}: ${e.join(', ')}`).join('; ') || 'no tilesets'})`, { encodings });
+}
 
 interface TileParams {
   style: string;
@@ -97,11 +107,12 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
       }
     });
 
-  /** The style JSON with URLs on `base` (labels in `language` first when given), serialised once per style, base URL and language. */
-  const styleDocument = (id: string, entry: StyleEntry, base: string, language?: string): Promise<TileBody> =>
-    files.getOrLoad(`style:${id}\n${base}\n${language ?? ''}`, async () => {
+  /** The style JSON with URLs on `base` (labels in `language` first when given; vector sources as MLT with `mlt`), serialised once per style, base URL, language and encoding. */
+  const styleDocument = (id: string, entry: StyleEntry, base: string, language?: string, mlt = false): Promise<TileBody> =>
+    files.getOrLoad(`style:${id}\n${base}\n${language ?? ''}${mlt ? '\nmlt' : ''}`, async () => {
       const parsed = await parsedStyle(id, entry);
-      const style = rewriteNeutralUrls(language === undefined ? parsed : localizeStyle(parsed, language), base);
+      const localized = language === undefined ? parsed : localizeStyle(parsed, language);
+      const style = rewriteNeutralUrls(mlt ? mltStyle(id, localized, ctx.manifest) : localized, base);
       return tileBody(Buffer.from(JSON.stringify(style)));
     }) as Promise<TileBody>;
 
@@ -138,13 +149,14 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     return sendSmall(req, reply, tile, TILE_CONTENT_TYPES[archive.format] ?? 'application/octet-stream', cacheControl);
   });
 
-  app.get<{ Params: { style: string; file: string } }>('/styles/:style/:file', async (req, reply) => {
+  app.get<{ Params: { style: string; file: string }; Querystring: { encoding?: unknown } }>('/styles/:style/:file', async (req, reply) => {
     const { style: id, file } = req.params;
     const entry = styleOr404(id);
     if (file === STYLE_FILE) {
       const language = queryLanguage(req.query);
       if (language !== undefined) checkCarried(id, entry, language);
-      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req), language), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
+      const mlt = parseEncodingParam(req.query.encoding) === 'mlt';
+      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req), language, mlt), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
     }
     if (file === RASTER_TILEJSON_FILE) {
       // `?language=`: the raster tiles of the style's variant baked in that language.
