@@ -18,9 +18,12 @@ type StyleSources = { sources: Record<string, Record<string, unknown>> };
 /** Per tileset id: the tiles changed since the previous version (undefined: not comparable), computed once per stage. */
 export type ChangedTilesets = (id: string) => Promise<Set<string> | undefined>;
 
-/** What a tileset entry tells MapLibre (TileJSON) besides its tiles: a change here changes which tiles a view loads. */
+/**
+ * What a tileset entry tells MapLibre (TileJSON) besides its tiles: a change here changes which tiles a view
+ * loads. The MLT archive is left out: the render reads the MVT tiles, and the MLT ones encode the same tiles.
+ */
 function tileJsonShape(e: Manifest['tilesets'][string]): string {
-  const { tiles: _tiles, bytes: _bytes, ...rest } = e;
+  const { tiles: _tiles, bytes: _bytes, mlt: _mlt, ...rest } = e;
   return JSON.stringify(rest);
 }
 
