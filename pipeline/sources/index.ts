@@ -60,6 +60,9 @@ export async function openTileSource(path: string, opts: OpenOptions = {}): Prom
   if (kind !== 'osm' && opts.osm?.bbox) {
     throw new UserError(`${opts.osm.bboxField ?? 'bbox'}: clipping to a bbox applies to .osm.pbf sources only (${path} is ${kind === 'folder' ? 'a tile folder' : kind === 'mbtiles' ? 'an MBTiles file' : 'a PMTiles archive'})`);
   }
+  if (kind !== 'osm' && opts.osm?.worldMaxzoom !== undefined) {
+    throw new UserError(`${opts.osm.worldMaxzoomField ?? 'world_maxzoom'}: the world's low zooms apply to .osm.pbf sources only (${path} is a tile archive or folder: its tiles are served as they are)`);
+  }
   switch (kind) {
     case 'osm': {
       const { workDir, label } = opts.osm ?? {};

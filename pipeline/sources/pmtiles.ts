@@ -4,7 +4,7 @@ import { UserError } from '../../lib/errors.ts';
 import { asInputError, defaultCenter, formatOfTileType, type SourceMetadata, type SourceTile, type TileSource } from './common.ts';
 
 /** Metadata keys normalised into SourceMetadata fields; others are carried over in `extra`. */
-const KNOWN_KEYS = new Set(['name', 'attribution', 'description', 'version', 'bounds', 'center', 'minzoom', 'maxzoom', 'format', 'vector_layers']);
+const KNOWN_KEYS = new Set(['name', 'attribution', 'description', 'version', 'bounds', 'center', 'minzoom', 'maxzoom', 'format', 'vector_layers', 'world_maxzoom', 'region']);
 
 /** Open a PMTiles archive given as input; a broken file is a UserError naming it. */
 export async function openInputArchive(path: string): Promise<Awaited<ReturnType<typeof openArchiveFile>>> {
@@ -41,6 +41,10 @@ export async function openPmtiles(path: string): Promise<TileSource> {
       description: str('description'),
       version: str('version'),
       bounds,
+      // An OSM tileset's world up to world_maxzoom, its region above (sources/osm.ts).
+      ...(Number.isInteger(meta.world_maxzoom) && Array.isArray(meta.region) && meta.region.length === 4 && meta.region.every(Number.isFinite)
+        ? { world_maxzoom: meta.world_maxzoom as number, region: meta.region as [number, number, number, number] }
+        : {}),
       center,
       minzoom: h.minZoom,
       maxzoom: h.maxZoom,
