@@ -64,21 +64,22 @@ export async function* assembleTiles(extract: AsyncIterable<SourceTile>, p: Tile
   };
 
   for await (const t of extract) {
-    if (!p.wanted(t.z, t.x, t.y)) continue;
+    // tilemaker writes tiles beyond the tile box where the extract's ways run on: not the extract's.
+    if (!p.wanted(t.z, t.x, t.y) || !p.inBox(t.z, t.x, t.y)) continue;
     const m = await merged(t.z, t.x, t.y, t.data);
     if (m) yield m;
   }
   for (const [z, fills] of p.ocean.fills) {
     for (const i of fills) {
       const [, x, y] = tileOfIndex(z, i);
-      if (done.has(`${z}/${x}/${y}`) || !p.wanted(z, x, y)) continue;
+      if (done.has(`${z}/${x}/${y}`) || !p.wanted(z, x, y) || !p.inBox(z, x, y)) continue;
       const m = await merged(z, x, y);
       if (m) yield m;
     }
   }
   for (const key of p.ocean.tiles.keys()) {
     const [z, x, y] = key.split('/').map(Number);
-    if (done.has(key) || !p.wanted(z, x, y)) continue;
+    if (done.has(key) || !p.wanted(z, x, y) || !p.inBox(z, x, y)) continue;
     const m = await merged(z, x, y);
     if (m) yield m;
   }

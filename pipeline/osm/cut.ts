@@ -70,6 +70,8 @@ export interface CutJob {
   area: (z: number) => BBox;
   /** Only these tiles (`z/x/y`) and their ancestors are cut, only these are written (default: all). */
   only?: ReadonlySet<string>;
+  /** Only tiles for which this holds are cut and written (it must hold for a tile's parent when it holds for the tile). */
+  keep?: (z: number, x: number, y: number) => boolean;
 }
 
 /** The tile index of x/y at zoom z in the maps of `CutZoom`. */
@@ -175,7 +177,7 @@ export async function cutPolygons(job: CutJob): Promise<Map<number, CutZoom>> {
       for (; z >= 0 && !ancestors.has(`${z}/${x}/${y}`); z--, x >>= 1, y >>= 1) ancestors.add(`${z}/${x}/${y}`);
     }
   }
-  const needed = (z: number, x: number, y: number) => !ancestors || ancestors.has(`${z}/${x}/${y}`);
+  const needed = (z: number, x: number, y: number) => (!ancestors || ancestors.has(`${z}/${x}/${y}`)) && (!job.keep || job.keep(z, x, y));
   // The root: each feature clipped to the world tile's clip box and the area of zoom 0.
   let level: Node[] = [{ x: 0, y: 0, states: new Map() }];
   const rootStates: (State | undefined)[] = new Array(job.features.length);

@@ -139,6 +139,18 @@ export function zoomArea(box: BBox, z: number): BBox {
   return [nw[0], se[1], se[2], nw[3]];
 }
 
+/**
+ * Which tiles an extract's tiles are: those covering its tile box at each zoom (tilemaker also writes
+ * tiles beyond it where the extract's ways run on, and the ocean's runs' boxes are wider).
+ */
+export function inTileBox(box: BBox, maxzoom = 14): (z: number, x: number, y: number) => boolean {
+  const ranges = Array.from({ length: maxzoom + 1 }, (_, z) => tileRangeForBBox(box, z));
+  return (z, x, y) => {
+    const r = ranges[z];
+    return r !== undefined && x >= r.minX && x <= r.maxX && y >= r.minY && y <= r.maxY;
+  };
+}
+
 /** The clip area of zoom z: `zoomArea` shrunk by AREA_INSET. */
 export function clipArea(box: BBox, z: number): BBox {
   const [w, s, e, n] = zoomArea(box, z);

@@ -16,7 +16,7 @@ import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
 import { loadGdal } from '../elevation/gdal.ts';
 import type { WaterPolygon } from './coastline.ts';
 import { clipBox, cutPolygons, TILE_TAG } from './cut.ts';
-import { clipArea, NATURAL_EARTH_DIR, NE_MAXZOOM, SHAPE_SIMPLIFY, type ShapeLayer } from './natural-earth.ts';
+import { clipArea, inTileBox, NATURAL_EARTH_DIR, NE_MAXZOOM, SHAPE_SIMPLIFY, type ShapeLayer } from './natural-earth.ts';
 import { runShapeLayers } from './shape-runs.ts';
 import { boxPolygon, clipTo, ofKind, writeShapefile, type Geometry } from './shapes.ts';
 import { zoomArea } from './natural-earth.ts';
@@ -108,7 +108,9 @@ export async function oceanTiles(job: OceanJob): Promise<OceanTiles> {
   const area = (z: number): BBox => (z <= NE_MAXZOOM ? seam : z >= MAX_ZOOM ? box : clipArea(box, z));
   const only = job.only && new Set([...job.only].filter((k) => Number(k.split('/')[0]) >= NE_MAXZOOM));
   if (only?.size === 0) return { fills, tiles: new Map(), pieces: 0 };
-  const cut = await cutPolygons({ features: [{ geometry: all, attributes: OCEAN }], minzoom: NE_MAXZOOM, maxzoom: MAX_ZOOM, area, only });
+  // The tiles of each zoom that cover the box (their ancestors are the tiles that cover it at lower zooms).
+  const keep = inTileBox(box, MAX_ZOOM);
+  const cut = await cutPolygons({ features: [{ geometry: all, attributes: OCEAN }], minzoom: NE_MAXZOOM, maxzoom: MAX_ZOOM, area, only, keep });
   await mkdir(job.workDir, { recursive: true });
   const layers: Record<string, ShapeLayer> = {};
   let pieces = 0;

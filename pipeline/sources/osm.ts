@@ -13,7 +13,9 @@ import { UserError } from '../../lib/errors.ts';
 import { tileBounds, tileRangeForBBox, MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
 import { assembleTiles } from '../osm/assemble.ts';
 import { publicVectorLayers } from '../osm/canonical.ts';
-import { NE_FIELDS, NE_MAXZOOM, placesInside, WORLD } from '../osm/natural-earth.ts';
+import { inTileBox, NE_FIELDS, NE_MAXZOOM, placesInside, WORLD } from '../osm/natural-earth.ts';
+
+export { inTileBox };
 import { oceanTiles } from '../osm/ocean.ts';
 import { readOsmHeader } from '../osm/pbf-header.ts';
 import { buildSea } from '../osm/sea.ts';
@@ -64,18 +66,6 @@ export function tileBox(bbox: BBox): BBox {
   const sw = tileBounds(MAX_ZOOM, r.minX, r.maxY);
   const ne = tileBounds(MAX_ZOOM, r.maxX, r.minY);
   return [sw[0], sw[1], ne[2], ne[3]];
-}
-
-/**
- * Which tiles are kept: those covering the tile box. tilemaker also writes tiles beyond it where ways
- * of the extract run on, and its runs' boxes are wider than the tile box (see natural-earth.ts).
- */
-export function inTileBox(box: BBox): (z: number, x: number, y: number) => boolean {
-  const ranges = Array.from({ length: MAX_ZOOM + 1 }, (_, z) => tileRangeForBBox(box, z));
-  return (z, x, y) => {
-    const r = ranges[z];
-    return r !== undefined && x >= r.minX && x <= r.maxX && y >= r.minY && y <= r.maxY;
-  };
 }
 
 /** Parse `z/x/y`. */
