@@ -96,13 +96,18 @@ export interface OceanJob {
   label: string;
 }
 
+/** The ocean of an extract's tiles: its sea inside the tile box, Natural Earth's around it (out to z6's buffers), as one polygon. */
+export async function oceanGeometry(polygons: WaterPolygon[], box: BBox): Promise<Geometry | undefined> {
+  const sea = await seaGeometry(polygons);
+  const outside = await oceanOutside(worldSeamArea(box), box);
+  return sea && outside ? ofKind(await sea.unionAsync(outside), 'polygon') : (sea ?? outside);
+}
+
 /** The ocean of the extract's tiles at z6–14 (see the module comment). */
 export async function oceanTiles(job: OceanJob): Promise<OceanTiles> {
   const { box } = job;
   const seam = worldSeamArea(box);
-  const sea = await seaGeometry(job.polygons);
-  const outside = await oceanOutside(seam, box);
-  const all = sea && outside ? await ofKind(await sea.unionAsync(outside), 'polygon') : (sea ?? outside);
+  const all = await oceanGeometry(job.polygons, box);
   const fills = new Map<number, Set<number>>();
   if (!all) return { fills, tiles: new Map(), pieces: 0 };
   const area = (z: number): BBox => (z <= NE_MAXZOOM ? seam : z >= MAX_ZOOM ? box : clipArea(box, z));
