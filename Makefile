@@ -5,18 +5,21 @@ OUT ?= build/sample
 PORT ?= 8080
 TILEBAKE := node bin/tilebake.js
 
-.PHONY: setup build-js build-native demo build test typecheck bench clean
+.PHONY: setup setup-test build-js demo build test typecheck bench clean
 
+# What tilebake needs to build and serve (Debian packages, npm packages, dist/), then the sample's glyph
+# PBFs from Debian's Noto fonts (scripts/glyphs.ts; a no-op while the fonts are unchanged).
 setup:
 	@bash scripts/setup.sh
+	@if [ -f pipeline/glyphs/generate.ts ]; then node --import tsx scripts/glyphs.ts; fi
+
+# What only the tests and benchmarks start (nginx, wrk, Slurm, Swift, Redis), on top of setup.
+setup-test: setup
+	@bash scripts/setup-test.sh
 
 # The CLI and its worker threads as compiled JavaScript in dist/ (also run by setup; a no-op when current).
 build-js:
 	@node scripts/build-js.mjs
-
-# The native PNG encoder in lib/native/ (also run by setup; a no-op when current; needs a C compiler).
-build-native:
-	@node scripts/build-native.mjs
 
 build: setup
 	$(TILEBAKE) build --config $(CONFIG) --out $(OUT)
@@ -27,13 +30,13 @@ demo: build
 typecheck: setup
 	node_modules/.bin/tsc -p tsconfig.json
 
-test: setup typecheck
+test: setup-test typecheck
 	@mkdir -p build
 	@start=$$(date +%s); status=0; \
 	node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile=build/test-results.json || status=$$?; \
 	node scripts/test-summary.mjs build/test-results.json $$(( $$(date +%s) - start )); exit $$status
 
-bench: setup
+bench: setup-test
 	bash bench/run-all.sh
 
 clean:

@@ -9,7 +9,7 @@ export const ROOT = resolve(import.meta.dirname, '..');
 /** The manifest, relative to a dist folder. */
 export const MANIFEST = 'manifest.json';
 /** The CLI module, relative to a dist folder. */
-export const CLI_MODULE = 'pipeline/cli.js';
+export const CLI_MODULE = 'cli/index.js';
 
 /**
  * The state of the dist folder of the package at `root`: `absent` (never built or unreadable),

@@ -17,6 +17,6 @@ if (dist.state === 'fresh') {
   const loader = import.meta.resolve('tsx');
   if (!process.execArgv.includes(loader)) process.execArgv.push('--import', loader);
   register();
-  const { main } = await import('../pipeline/cli.ts');
+  const { main } = await import('../cli/index.ts');
   await main(process.argv.slice(2));
 }

@@ -1,7 +1,7 @@
 import type { ConditionalRead, RangeSource, Store } from './storage.ts';
 
 /**
- * A store that reads some paths from another store: a shard's render server reads the run's tileset
+ * A store that reads some paths from another store: a shard's render host reads the run's tileset
  * archives from the run's store (ranged reads, no download) and its own prepared styles, sprites and
  * fonts from node-local scratch.
  */

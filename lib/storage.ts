@@ -53,7 +53,7 @@ export class FileRangeSource implements RangeSource {
 }
 
 /** Cancel a response body that will not be read, so its connection is freed. */
-function discard(res: Response): Promise<void> {
+export function discard(res: Response): Promise<void> {
   return res.body ? res.body.cancel().catch(() => undefined) : Promise.resolve();
 }
 

@@ -200,3 +200,12 @@ export async function guardedRead<T>(
     clearTimeout(timer);
   }
 }
+
+/**
+ * A StoreError for any failure of reading or decoding a stored file: failed reads stay what they
+ * are; anything else (a reader's "corrupt header", a decoder's RangeError) is corrupt data.
+ */
+export function asStoreError(path: string, e: unknown): StoreError {
+  if (isStoreError(e)) return e;
+  return new StoreCorruptError(`${path}: ${e instanceof Error ? e.message : String(e)}`, e);
+}

@@ -1,5 +1,5 @@
 /**
- * The render server's answer to a pixel upload (`POST /__upload/{id}`, static-server/routes/render-page.ts).
+ * The render host's answer to a pixel upload (`POST /__upload/{id}`, workers/render-host/server.ts).
  * The render page hands it back to the task that drives it, and the task returns it as its result: the
  * build takes the pixels of upload `upload` once it holds the receipt.
  */
@@ -18,7 +18,7 @@ export const RENDER_PAGE_PATH = '/page/render.html';
 /** Pixel uploads: `POST /__upload/{id}?width=&height=` with the raw pixels (application/octet-stream). */
 export const UPLOAD_PREFIX = '/__upload/';
 
-/** The URL of upload slot `id` on a render server at `baseUrl` (no trailing slash). */
+/** The URL of upload slot `id` on a render host at `baseUrl` (no trailing slash). */
 export function uploadUrl(baseUrl: string, id: string): string {
   return `${baseUrl}${UPLOAD_PREFIX}${encodeURIComponent(id)}`;
 }

@@ -1,6 +1,6 @@
 /**
  * The rule for versioned URLs, shared by `tilebake serve` (static-server/versioned.ts) and
- * `tilebake export` (pipeline/export/): `/v/{build}/…` is the unversioned path `…` of build version
+ * `tilebake export` (export/): `/v/{build}/…` is the unversioned path `…` of build version
  * `{build}`. Answers under it never change, so they are cached for a year (`immutable`).
  */
 

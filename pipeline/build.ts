@@ -5,7 +5,7 @@ import { readManifestOrEmpty, updateManifest, type Manifest } from '../lib/manif
 import type { BuildConfig } from './config/index.ts';
 import type { Stage, StageContext, StageName } from './stage.ts';
 import { STAGES, stageNamed } from './stages/index.ts';
-import { logLine, secondsSince, stepsText } from './progress.ts';
+import { logLine, secondsSince, stepsText } from '../lib/progress.ts';
 import { linkTree } from './reuse.ts';
 
 /** Options of `tilebake build`. */

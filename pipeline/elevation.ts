@@ -26,7 +26,7 @@ import { expandSources, probeDem, readDem, type DemSource } from './elevation/so
 import { defaultTerrainMaxzoom, writeTerrainTiles } from './elevation/terrain.ts';
 import type { IndexTileset, TileJobResult } from './elevation/tiles.ts';
 import { planLayers, writeIndex, type BlockEncoder } from './elevation/writer.ts';
-import { createProgress, logLine } from './progress.ts';
+import { createProgress, logLine } from '../lib/progress.ts';
 import { hashInputs, linkFile, readDeps, recordDeps } from './reuse.ts';
 
 /** Index file, relative to the output folder. */

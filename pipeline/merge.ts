@@ -4,7 +4,7 @@
  */
 import { UserError } from '../lib/errors.ts';
 import { openArchiveFile, PMTilesWriter, type ArchiveReader } from '../lib/pmtiles/index.ts';
-import { logLine } from './progress.ts';
+import { logLine } from '../lib/progress.ts';
 import { RENDER_METADATA_KEY, type RenderIdentity } from './render/archive.ts';
 
 /** Check that tilebake partials belong together and cover every shard exactly once. */

@@ -8,7 +8,7 @@ import type { BBox } from '../lib/tile-math.ts';
 import type { TileFormat } from '../lib/manifest.ts';
 import { PMTilesWriter } from '../lib/pmtiles/index.ts';
 import { centerInBounds } from '../lib/tile-math.ts';
-import { createProgress, logLine } from './progress.ts';
+import { createProgress, logLine } from '../lib/progress.ts';
 import { tileTypeOf, type SourceMetadata, type SourcePhase, type TileSource } from './sources/common.ts';
 
 const MS_PER_S = 1000;
@@ -31,6 +31,9 @@ export interface PackOptions {
   worldMaxzoomField?: string;
   /** For an .osm.pbf input: the extract's own tiles only, no sea or Natural Earth (bench/region's baseline). */
   extractOnly?: boolean;
+  /** For an .osm.pbf input: the `name:xx` languages written (default: DEFAULT_LANGUAGES); `languagesField` names where they were configured. */
+  languages?: readonly string[];
+  languagesField?: string;
 }
 
 /** What `packVectorTiles` wrote. */

@@ -9,9 +9,9 @@ import { UserError } from '../lib/errors.ts';
 import { boundsAtZoom, readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
 import { OverlayStore } from '../lib/overlay-store.ts';
 import { LocalStore, type Store } from '../lib/storage.ts';
-import type { RenderServer } from '../static-server/render-server.ts';
+import type { RenderHost } from '../workers/render-host/server.ts';
 import type { BuildConfig } from './config/index.ts';
-import { createProgress, logLine, secondsSince, stepsText, type Step } from './progress.ts';
+import { createProgress, logLine, secondsSince, stepsText, type Step } from '../lib/progress.ts';
 import { archiveFromJournal, readIdentity, type RenderIdentity } from './render/archive.ts';
 import type { RasterFormat } from '../lib/raster-encode.ts';
 import { RenderJournal } from './render/journal.ts';
@@ -92,8 +92,8 @@ async function renderStyle(
   ctx: {
     config: BuildConfig;
     outDir: string;
-    /** The render server, started by the first scale that has metatiles to draw. */
-    server: () => Promise<RenderServer>;
+    /** The render host, started by the first scale that has metatiles to draw. */
+    server: () => Promise<RenderHost>;
     renderer: (first: FirstStyle) => Promise<MetatileRenderer>;
     fontsDir?: string;
     shard: Shard;
@@ -251,7 +251,7 @@ async function allDone(ps: Promise<unknown>[]): Promise<void> {
 /**
  * Run the render stage for every style in `config` (one shard of it with `opts.shard`). Every style
  * is prepared first (style.json and sprites into `<out>/styles/<id>/`); then the render page loads
- * them, the tiles and the glyphs from the render server (`tilebake serve`'s app in its render role,
+ * them, the tiles and the glyphs from the render host (workers/render-host/server.ts,
  * over `outDir`): the same documents and bytes a client of the build gets.
  */
 export async function runRenderStage(config: BuildConfig, outDir: string, opts: RenderStageOptions = {}): Promise<RenderStageStats> {
@@ -268,13 +268,13 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   // The manifest the page sees: every style being rendered (no archives yet) and the fonts.
   const served: Manifest = { ...manifest, styles: { ...manifest.styles, ...Object.fromEntries(jobs.map((j) => [j.s.id, j.entry])) }, fonts: fontsDir ? 'fonts' : manifest.fonts };
   const store = opts.dataStore ? new OverlayStore(local, opts.dataStore, new Set(Object.values(manifest.tilesets).map((t) => t.archive))) : local;
-  // The render server and the browsers start when a metatile is to be drawn, not before.
-  let server: Promise<RenderServer> | undefined;
+  // The render host and the browsers start when a metatile is to be drawn, not before.
+  let server: Promise<RenderHost> | undefined;
   const startServer = () =>
     (server ??= (async () => {
-      const [{ assertChromium }, { startRenderServer }, { RENDER_PAGE_DIR }] = await Promise.all([import('../workers/chromium-process.ts'), import('../static-server/render-server.ts'), import('../workers/render-browser.ts')]);
+      const [{ assertChromium }, { startRenderHost }, { RENDER_PAGE_DIR }] = await Promise.all([import('../workers/chromium.ts'), import('../workers/render-host/server.ts'), import('../workers/render-browser.ts')]);
       await assertChromium();
-      return startRenderServer({ store, manifest: served, pageDir: RENDER_PAGE_DIR });
+      return startRenderHost({ store, manifest: served, pageDir: RENDER_PAGE_DIR });
     })());
   const workers = opts.workers ?? config.render.workers;
   let renderer: Promise<MetatileRenderer> | undefined;

@@ -1,9 +1,10 @@
 import { rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
 import { readManifestOrEmpty, setOsmState, updateManifest, type TilesetEntry } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
 import { packSource, type PackOptions, type PackResult } from './pack.ts';
-import { logLine } from './progress.ts';
+import { logLine } from '../lib/progress.ts';
 import { openTileSource } from './sources/index.ts';
 import { osmDataState } from './osm/pbf-header.ts';
 import { PROFILE_CONFIG, PROFILE_PROCESS } from './osm/tilemaker.ts';
@@ -34,7 +35,7 @@ export async function packVectorTiles(input: string, output: string, opts: PackO
   try {
     const source = await openTileSource(input, {
       osm: {
-        bbox: opts.bbox, bboxField: opts.bboxField, workDir, label: opts.label ?? `vector ${basename(output)}`,
+        bbox: opts.bbox, bboxField: opts.bboxField, languages: opts.languages, languagesField: opts.languagesField, workDir, label: opts.label ?? `vector ${basename(output)}`,
         worldMaxzoom: opts.worldMaxzoom, worldMaxzoomField: opts.worldMaxzoomField, extractOnly: opts.extractOnly,
       },
     });
@@ -86,9 +87,10 @@ async function tilesetRecipe(t: BuildConfig['tilesets'][string]): Promise<string
   const osm = /\.osm\.pbf$/i.test(t.source);
   // The profile's names relative to its folder: where tilebake is installed does not count (a new
   // release unpacked elsewhere would otherwise generate every tile of the next night again).
+  const languages = osm ? (t.languages ?? DEFAULT_LANGUAGES) : undefined;
   // The world's tiles (Natural Earth's version and the code that cuts it) are part of an OSM tileset's.
   const world = osm ? await worldKey() : '';
-  return `${PACK_VERSION}:${osm ? await hashInputs(OSM_PROFILE, dirname(OSM_PROFILE[0])) : ''}:${world}:${JSON.stringify([t.name, t.attribution, t.description, t.bbox, t.world_maxzoom])}`;
+  return `${PACK_VERSION}:${osm ? await hashInputs(OSM_PROFILE, dirname(OSM_PROFILE[0])) : ''}:${world}:${JSON.stringify([t.name, t.attribution, t.description, t.bbox, languages, t.world_maxzoom])}`;
 }
 
 /** The fingerprint of an archive made by `recipe` from the bytes of `source` (whatever its name). */
@@ -144,7 +146,7 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
       continue;
     }
     const workDir = join(opts.workDir ?? join(outDir, '.work'), 'osm', t.id);
-    const packOpts: PackOptions = { name: t.name, attribution: t.attribution, description: t.description, label };
+    const packOpts: PackOptions = { name: t.name, attribution: t.attribution, description: t.description, label, languages: t.languages, languagesField: `${config.file}: $.tilesets.${t.id}.languages` };
     const patch = opts.patches?.[t.id];
     let r: PackResult | undefined;
     const patchable = patch && opts.previous && prevEntry && !t.bbox && prevDeps[`vector:${t.id}`] === (await fingerprintOf(recipe, patch.previous));

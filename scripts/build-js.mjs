@@ -14,7 +14,7 @@ import { distState, MANIFEST, ROOT } from '../bin/dist.js';
 
 /** Compiled module (dist/<key>.js) → its source; lib/package-root.ts `moduleUrl` names the same files. */
 const ENTRY_POINTS = {
-  'pipeline/cli': 'pipeline/cli.ts',
+  'cli/index': 'cli/index.ts',
   'workers/elevation-tiles': 'workers/elevation-tiles.ts',
   'workers/render-task': 'workers/render-task.ts',
 };

@@ -9,12 +9,11 @@ import { registerMaplibreRoutes } from './routes/maplibre.ts';
 import { registerMetricsRoute } from './routes/metrics.ts';
 import { isPublicPreviewPath, registerPreviewRoutes } from './routes/preview.ts';
 import { routeKind, serverMetrics } from './metrics.ts';
-import { registerRenderPageRoutes } from './routes/render-page.ts';
 import { registerStaticMapRoutes } from './routes/static-map.ts';
 import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
 import { registerWmtsRoutes } from './routes/wmts.ts';
-import { HttpStatus } from './http-status.ts';
+import { HttpStatus } from '../lib/http-status.ts';
 import { dataAge } from './data-age.ts';
 import { checkKey, type KeyGate } from './keys/gate.ts';
 import { KeyRing } from './keys/key-ring.ts';
@@ -24,10 +23,9 @@ import { registerVersionedCaching } from './versioned.ts';
 
 /**
  * Which listener an app is for: `tiles` (--port) serves everything (and the preview page at `/`,
- * /metrics), `routing` only /height, `render`
- * the build's render page (loopback only, no auth: static-server/render-server.ts).
+ * /metrics), `routing` only /height.
  */
-export type AppRole = 'tiles' | 'routing' | 'render';
+export type AppRole = 'tiles' | 'routing';
 
 /** What `buildApp` needs besides the context. */
 export interface AppOptions {
@@ -92,14 +90,10 @@ class DebugRequestLogs extends LogController {
   }
 }
 
-/**
- * Route modules per listener role: the tile host serves everything, the routing host only /height,
- * the render server the tiles, styles, sprites and glyphs clients get plus the render page.
- */
+/** Route modules per listener role: the tile host serves everything, the routing host only /height. */
 const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
   tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute, registerWmtsRoutes, registerStaticMapRoutes],
   routing: [registerHeightRoutes],
-  render: [registerRenderPageRoutes, registerMaplibreRoutes, registerVectorRoutes, registerStyleRoutes],
 };
 
 /** The 404 for a request no route matches. */
@@ -166,17 +160,15 @@ export async function buildApp(ctx: ServerContext, opts: AppOptions): Promise<Fa
     if (refused instanceof Promise) refused.then(next, next);
     else next(refused);
   });
-  if (opts.role !== 'render') {
-    registerVersionedCaching(app, ctx);
-    // Requests by route kind and status, latency and bytes (static-server/metrics.ts).
-    const metrics = serverMetrics();
-    app.addHook('onResponse', (req, reply, done) => {
-      const kind = routeKind(req, ctx.manifest);
-      metrics.request(kind, reply);
-      opts.keys?.record(req, reply, kind);
-      done();
-    });
-  }
+  registerVersionedCaching(app, ctx);
+  // Requests by route kind and status, latency and bytes (static-server/metrics.ts).
+  const metrics = serverMetrics();
+  app.addHook('onResponse', (req, reply, done) => {
+    const kind = routeKind(req, ctx.manifest);
+    metrics.request(kind, reply);
+    opts.keys?.record(req, reply, kind);
+    done();
+  });
   app.setErrorHandler((err: FastifyError, req, reply) => sendError(ctx, err, req, reply));
   app.setNotFoundHandler((req) => {
     throw notFound(req);

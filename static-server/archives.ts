@@ -7,7 +7,8 @@ import { LoadingCache } from '../lib/coalesce.ts';
 import { ByteLru } from '../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from './context.ts';
 import { serverMetrics } from './metrics.ts';
-import { asStoreError, OpenedFile } from './opened-file.ts';
+import { asStoreError } from '../lib/store-read.ts';
+import { OpenedFile } from './opened-file.ts';
 import { identityEtag, tileBody, type TileBody } from './tile-response.ts';
 
 /** Rough per-entry overhead of the tile cache (key string, map slot, body object, ETag). */

@@ -2,14 +2,13 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Manifest } from '../lib/manifest.ts';
 import type { Store } from '../lib/storage.ts';
-import type { RenderSession } from './render-session.ts';
 import type { StoreHealth } from './store-health.ts';
-import type { RenderHost } from '../workers/metatile-renderer.ts';
+import type { RenderHost } from '../workers/render-host/server.ts';
 
-/** HttpError lives in its own module so that modules context.ts refers to (render-session.ts) can throw it without an import cycle. */
-export { HttpError } from './http-error.ts';
+/** Route modules throw lib's HttpError; the app's error handler (errors.ts) answers it. */
+export { HttpError } from '../lib/http-error.ts';
 
-/** Options of `tilebake serve` (see pipeline/cli.ts for the flags). */
+/** Options of `tilebake serve` (see cli/commands/serve.ts for the flags). */
 export interface ServeOptions {
   /** Build folder, http(s):// base URL or s3://bucket/prefix. */
   out: string;
@@ -71,13 +70,11 @@ export interface ServerContext {
   options: ServeOptions;
   /** Absolute base URL without trailing slash: --public-url, else from the request's Host. */
   baseUrl(req: FastifyRequest): string;
-  /** The render role's page folder, upload slots and failed requests (render-server.ts); unset otherwise. */
-  render?: RenderSession;
   /**
-   * Start a render server over this context's build for on-demand renders (`overzoom: render`,
-   * static-server/overzoom/render.ts); unset where nothing is rendered on demand (the render role, export).
+   * Start a render host over this context's build for on-demand renders (`overzoom: render`,
+   * static-server/overzoom/render.ts; workers/render-host/); unset where nothing is rendered on demand (export).
    */
-  startRenderHost?: () => Promise<RenderHost & { close(): Promise<void> }>;
+  startRenderHost?: () => Promise<RenderHost>;
   /** Cache-Control and Vary of responses. */
   cache: CachePolicy;
   /** Whether the store answers (for /health); logs store failures rate-limited. */

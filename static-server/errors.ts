@@ -6,29 +6,16 @@
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isStoreError, type StoreError } from '../lib/store-read.ts';
+import { storeErrorMessage, storeErrorStatus } from '../lib/store-answer.ts';
+import { isStoreError } from '../lib/store-read.ts';
+import { errorBody } from '../lib/http-error.ts';
 import { HttpError, type ServerContext } from './context.ts';
-import { HttpStatus } from './http-status.ts';
+import { HttpStatus } from '../lib/http-status.ts';
 
 /** Largest request head (request line and headers) accepted, in bytes; 431 beyond. */
 export const MAX_HEADER_BYTES = 16 * 1024;
 
-/** What clients are told about a failed store read (never a path or URL). */
-const STORE_MESSAGES: Readonly<Record<StoreError['kind'], string>> = {
-  timeout: 'storage timeout: the build\'s storage did not answer in time',
-  'bad-answer': 'storage error: the build\'s storage did not answer properly',
-  corrupt: 'storage error: the stored data for this request is unreadable',
-};
-
-/** The JSON error body `{"error", "status", ...extra}`. */
-export function errorBody(status: number, message: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { error: message, status, ...extra };
-}
-
-/** The HTTP status of a failed store read: 504 for a timeout, else 502. */
-export function storeErrorStatus(e: StoreError): number {
-  return e.kind === 'timeout' ? HttpStatus.GatewayTimeout : HttpStatus.BadGateway;
-}
+export { errorBody } from '../lib/http-error.ts';
 
 /**
  * Answer `err`: HttpError as given; fastify's own 4xx with its status; store failures 502/504
@@ -45,7 +32,7 @@ export function sendError(ctx: ServerContext, err: FastifyError | Error, req: Fa
   if (isStoreError(err)) {
     if (err.kind === 'corrupt') ctx.health.report(err);
     const status = storeErrorStatus(err);
-    reply.code(status).send(errorBody(status, STORE_MESSAGES[err.kind]));
+    reply.code(status).send(errorBody(status, storeErrorMessage(err)));
     return;
   }
   const status = (err as FastifyError).statusCode;

@@ -1,4 +1,4 @@
-import { isStoreError, StoreCorruptError, type StoreError } from '../lib/store-read.ts';
+import { asStoreError, isStoreError, type StoreError } from '../lib/store-read.ts';
 import type { RangeSource, Store } from '../lib/storage.ts';
 
 /** A corrupt file is opened again at most this often (it may be replaced in place by a rebuild). */
@@ -7,15 +7,6 @@ export const RETRY_CORRUPT_OPEN_MS = 5_000;
 /** Anything opened over a RangeSource that must be closed. */
 export interface Closable {
   close(): Promise<void>;
-}
-
-/**
- * A StoreError for any failure of reading or decoding a stored file: failed reads stay what they
- * are; anything else (a reader's "corrupt header", a decoder's RangeError) is corrupt data.
- */
-export function asStoreError(path: string, e: unknown): StoreError {
-  if (isStoreError(e)) return e;
-  return new StoreCorruptError(`${path}: ${e instanceof Error ? e.message : String(e)}`, e);
 }
 
 /**

@@ -19,7 +19,7 @@ import { enableClusterMetrics, startMetricsListener, type MetricsListener } from
 import { serverMetrics } from './metrics.ts';
 import { contextOver, healthOf } from './context-over.ts';
 import type { StoreHealth } from './store-health.ts';
-import { startRenderServer } from './render-server.ts';
+import { startRenderHost } from '../workers/render-host/server.ts';
 import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';
 import { useVersionedUrls } from './versioned.ts';
 import { recordDataTimestamps } from './data-age.ts';
@@ -111,15 +111,15 @@ export async function createServerContext(options: ServeOptions, logStream?: Nod
   store = versionStore(root, served);
   const ctx = contextOver(store, await loadManifest(store), options, { log, health });
   // Raster tiles above the baked zooms in `render` mode: the page reads this version's files (static-server/overzoom/render.ts).
-  ctx.startRenderHost = () => startRenderServer({ store, manifest: ctx.manifest, pageDir: RENDER_PAGE_DIR, cacheMb: RENDER_SERVER_CACHE_MB });
+  ctx.startRenderHost = () => startRenderHost({ store, manifest: ctx.manifest, pageDir: RENDER_PAGE_DIR, cacheMb: RENDER_HOST_CACHE_MB });
   if (options.versionedUrls && served.id !== undefined) useVersionedUrls(ctx, served.id);
   serverMetrics().serving(ctx.manifest, served.id);
   recordDataTimestamps(ctx.manifest);
   return ctx;
 }
 
-/** Memory of the render server of on-demand renders (its style files and the page's vector tiles), MB. */
-const RENDER_SERVER_CACHE_MB = 64;
+/** Memory of the render host of on-demand renders (its style files and the page's vector tiles), MB. */
+const RENDER_HOST_CACHE_MB = 64;
 
 /** Open one build version: its context and an app per listener role. */
 async function openVersion(options: ServeOptions, start: StartOptions, keys: KeysRuntime | null, roles: AppRole[], version: CurrentVersion): Promise<OpenedVersion> {

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Memo } from '../lib/coalesce.ts';
 import { HttpError } from './context.ts';
 import { sendTile, tileBody, type TileBody } from './tile-response.ts';
-import { HttpStatus } from './http-status.ts';
+import { HttpStatus } from '../lib/http-status.ts';
 
 /** Content types of static files by extension: pages, scripts, style sheets, source maps. */
 const CONTENT_TYPES: Readonly<Record<string, string>> = Object.freeze({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, progressLine } from '../pipeline/progress.ts';
+import { formatDuration, progressLine } from '../lib/progress.ts';
 import { timingLine } from '../pipeline/build.ts';
 
 describe('progress reporting', () => {

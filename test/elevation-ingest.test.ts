@@ -1,7 +1,7 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deflateRawSync, gzipSync } from 'node:zlib';
+import { gzipSync } from 'node:zlib';
 import gdal from 'gdal-async';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bilinear } from '../lib/elevation/bilinear.ts';
@@ -10,29 +10,12 @@ import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { FileRangeSource } from '../lib/storage.ts';
 import { buildElevation, ELEVATION_INDEX_PATH } from '../pipeline/elevation.ts';
 import { readGdal } from '../pipeline/elevation/gdal.ts';
-import { parseHgt, readHgt } from '../pipeline/elevation/hgt.ts';
+import { probeDem, readDem } from '../pipeline/elevation/sources.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const FIX = join(import.meta.dirname, 'fixtures/dem');
 const HGT = join(FIX, 'N43E006.hgt');
 const SIDE = 1201;
-
-/** A minimal zip (one deflated entry) built here, so the test needs no zip tool. */
-function zipOne(name: string, data: Uint8Array): Buffer {
-  const comp = deflateRawSync(data);
-  const nameB = Buffer.from(name);
-  const loc = Buffer.alloc(30);
-  loc.writeUInt32LE(0x04034b50, 0); loc.writeUInt16LE(20, 4); loc.writeUInt16LE(8, 8);
-  loc.writeUInt32LE(comp.length, 18); loc.writeUInt32LE(data.length, 22); loc.writeUInt16LE(nameB.length, 26);
-  const cen = Buffer.alloc(46);
-  cen.writeUInt32LE(0x02014b50, 0); cen.writeUInt16LE(20, 4); cen.writeUInt16LE(20, 6); cen.writeUInt16LE(8, 10);
-  cen.writeUInt32LE(comp.length, 20); cen.writeUInt32LE(data.length, 24); cen.writeUInt16LE(nameB.length, 28); cen.writeUInt32LE(0, 42);
-  const cenOffset = 30 + nameB.length + comp.length;
-  const eocd = Buffer.alloc(22);
-  eocd.writeUInt32LE(0x06054b50, 0); eocd.writeUInt16LE(1, 8); eocd.writeUInt16LE(1, 10);
-  eocd.writeUInt32LE(46 + nameB.length, 12); eocd.writeUInt32LE(cenOffset, 16);
-  return Buffer.concat([loc, nameB, comp, cen, nameB, eocd]);
-}
 
 let dir: string;
 beforeAll(async () => {
@@ -42,35 +25,84 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('SRTM .hgt reader', () => {
-  it('parses big-endian posts with voids, geolocated from the file name', async () => {
+describe('SRTM .hgt, .hgt.gz and .zip through GDAL (SRTMHGT, /vsigzip/, /vsizip/)', () => {
+  it('posts on whole degrees from GDAL\'s half-post-out geotransform, voids as NaN, the same grid from each format', async () => {
     const raw = Buffer.from(await readFile(HGT));
     const original = readHgtValue(raw, 600, 700);
     // Punch voids into a copy of the real tile.
     const voids = [[0, 0], [600, 700], [1200, 1200]];
     for (const [r, c] of voids) raw.writeInt16BE(-32768, (r * SIDE + c) * 2);
-    const g = parseHgt(raw, 'N43E006.hgt', 'x');
-    expect(g).toMatchObject({ originLat: 44, originLon: 6, rows: SIDE, cols: SIDE, footprint: [6, 43, 7, 44], integer: true });
-    expect(g.stepLat).toBe(1 / 1200);
-    for (const [r, c] of voids) expect(g.data[r * SIDE + c]).toBeNaN();
-    expect(g.data[600 * SIDE + 701]).toBe(readHgtValue(raw, 600, 701));
-    expect(original).not.toBe(-32768);
-    // The same voided tile from .hgt, .hgt.gz and .zip.
-    await writeFile(join(dir, 'N43E006.hgt'), raw);
-    await writeFile(join(dir, 'N43E006.hgt.gz'), gzipSync(raw));
-    await writeFile(join(dir, 'srtm.zip'), zipOne('N43E006.hgt', raw));
-    for (const f of ['N43E006.hgt', 'N43E006.hgt.gz', 'srtm.zip']) {
-      const h = await readHgt(join(dir, f));
-      expect(sameValues(h.data, g.data)).toBe(true);
-      expect(h.originLat).toBe(44);
+    const src = join(dir, 'src');
+    await mkdir(src);
+    await writeFile(join(src, 'N43E006.hgt'), raw);
+    await writeFile(join(src, 'N43E006.hgt.gz'), gzipSync(raw));
+    // Zips written by GDAL (SRTMHGT's CreateCopy into /vsizip/): a tile at the top and one in a folder.
+    const copy = gdal.open(join(src, 'N43E006.hgt'));
+    for (const inside of ['N43E006.hgt.zip/N43E006.hgt', 'srtm.zip/srtm/N43E006.hgt']) {
+      gdal.drivers.get('SRTMHGT').createCopy(`/vsizip/${join(src, inside)}`, copy).close();
     }
-    expect(parseHgt(raw, 'S12W077.hgt', 'x').footprint).toEqual([-77, -12, -76, -11]);
+    // GDAL's own view: the geotransform is half a post out (area convention) for point data.
+    expect(copy.getMetadata().AREA_OR_POINT).toBe('Point');
+    expect(copy.geoTransform![0]).toBeCloseTo(6 - 0.5 / 1200, 12);
+    expect(copy.geoTransform![3]).toBeCloseTo(44 + 0.5 / 1200, 12);
+    copy.close();
+    const before = (await readdir(src)).sort();
+    let first: Float32Array | undefined;
+    for (const f of ['N43E006.hgt', 'N43E006.hgt.gz', 'N43E006.hgt.zip', 'srtm.zip']) {
+      const path = join(src, f);
+      const g = await readDem({ path });
+      expect(g, f).toMatchObject({ file: path, originLat: 44, originLon: 6, rows: SIDE, cols: SIDE, footprint: [6, 43, 7, 44], integer: true });
+      expect(g.stepLat).toBe(1 / 1200);
+      expect(g.stepLon).toBe(1 / 1200);
+      expect(await probeDem({ path })).toEqual({ file: path, originLat: 44, originLon: 6, stepLat: 1 / 1200, stepLon: 1 / 1200, rows: SIDE, cols: SIDE, footprint: [6, 43, 7, 44] });
+      for (const [r, c] of voids) expect(g.data[r * SIDE + c]).toBeNaN();
+      // Row 0 is the north edge, column 0 the west edge: the file's posts in order.
+      expect(g.data[1]).toBe(readHgtValue(raw, 0, 1));
+      expect(g.data[600 * SIDE + 701]).toBe(readHgtValue(raw, 600, 701));
+      expect(g.data[1200 * SIDE + 1199]).toBe(readHgtValue(raw, 1200, 1199));
+      first ??= g.data;
+      expect(sameValues(g.data, first), f).toBe(true);
+    }
+    expect(original).not.toBe(-32768);
+    // GDAL wrote nothing beside the inputs (no .aux.xml, no .gz.properties).
+    expect((await readdir(src)).sort()).toEqual(before);
+    // A tile south of the equator and west of Greenwich: its corner from the name.
+    await writeFile(join(src, 'S12W077.hgt'), raw);
+    expect((await probeDem({ path: join(src, 'S12W077.hgt') })).footprint).toEqual([-77, -12, -76, -11]);
   });
 
-  it('rejects a wrong size, a name without a tile and a missing file, naming the file', async () => {
-    expect(() => parseHgt(new Uint8Array(1000), 'N43E006.hgt', 'short.hgt')).toThrow(/short\.hgt.*not an SRTM tile/);
-    expect(() => parseHgt(new Uint8Array(SIDE * SIDE * 2), 'dem.hgt', 'dem.hgt')).toThrow(/dem\.hgt.*file name/);
-    await expect(readHgt(join(dir, 'N00E000.hgt'))).rejects.toThrow(/N00E000\.hgt: cannot read/);
+  it('a wrong size, a name without a tile, a damaged .gz or .zip, a zip without .hgt and a missing file: errors naming the file', async () => {
+    const raw = await readFile(HGT);
+    const bad = join(dir, 'bad');
+    await mkdir(bad);
+    const at = (name: string) => join(bad, name);
+    await writeFile(at('N43E006.hgt'), raw.subarray(0, 1000));
+    await writeFile(at('dem.hgt'), raw);
+    await writeFile(at('N44E006.hgt.gz'), gzipSync(raw.subarray(0, 5000)));
+    const flipped = gzipSync(raw);
+    for (let i = 100_000; i < 100_400; i++) flipped[i] ^= 0x5a;
+    await writeFile(at('N45E006.hgt.gz'), flipped);
+    const src = gdal.open(HGT);
+    gdal.drivers.get('SRTMHGT').createCopy(`/vsizip/${at('N46E006.hgt.zip')}/N46E006.hgt`, src).close();
+    gdal.drivers.get('AAIGrid').createCopy(`/vsizip/${at('asc.zip')}/N46E006.asc`, src).close();
+    src.close();
+    const zip = await readFile(at('N46E006.hgt.zip'));
+    await writeFile(at('cut.zip'), zip.subarray(0, 4000));
+    const rejects = (name: string) => expect(readDem({ path: at(name) })).rejects;
+    await rejects('N43E006.hgt').toThrow(/^\S+N43E006\.hgt: 1000 bytes: not an SRTM tile \(GDAL reads 1201 × 1201/);
+    await rejects('dem.hgt').toThrow(/dem\.hgt: cannot tell the tile from the file name/);
+    await rejects('N44E006.hgt.gz').toThrow(/N44E006\.hgt\.gz: 5000 bytes once decompressed \(or the \.gz is damaged\): not an SRTM tile/);
+    await rejects('N45E006.hgt.gz').toThrow(/N45E006\.hgt\.gz: \d+ bytes once decompressed \(or the \.gz is damaged\): not an SRTM tile/);
+    // Flipped bytes inside a zip's deflated entry: the sizes are right, the CRC is not.
+    const damaged = Buffer.from(zip);
+    for (let i = 50_000; i < 50_400; i++) damaged[i] ^= 0x5a;
+    await writeFile(at('damaged.zip'), damaged);
+    await expect(probeDem({ path: at('damaged.zip') })).resolves.toMatchObject({ rows: SIDE });
+    await rejects('damaged.zip').toThrow(/damaged\.zip: cannot read its heights \(.*decompression failed/);
+    await rejects('cut.zip').toThrow(/cut\.zip: not a zip archive GDAL can open/);
+    await expect(probeDem({ path: at('cut.zip') })).rejects.toThrow(/cut\.zip: not a zip archive GDAL can open/);
+    await expect(readDem({ path: join(dir, 'N00E000.hgt') })).rejects.toThrow(/N00E000\.hgt: cannot read \(ENOENT\)/);
+    await rejects('asc.zip').toThrow(/asc\.zip: the zip holds no \.hgt file/);
   });
 });
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishVersion, versionPath } from '../lib/build-version.ts';
-import { loadNginxKeys } from '../pipeline/export/nginx-access.ts';
+import { loadNginxKeys } from '../export/nginx-access.ts';
 import { exportBehindNginx, launchChromium, publishAsVersion, type ExportedNginx } from './fixtures/export/nginx.ts';
 import { CLI, request } from './fixtures/server/helpers.ts';
 import { buildStyleOutput, STYLE_ID, type StyleOutput } from './fixtures/styles/output.ts';

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportBuild } from '../pipeline/export/index.ts';
+import { exportBuild } from '../export/index.ts';
 import { exportBehindNginx, launchChromium, publishAsVersion, type ExportedNginx } from './fixtures/export/nginx.ts';
 import { buildFullOutput, type FullOutput } from './fixtures/server/full-output.ts';
 import { BUILD_ROOT_FILES, freePort, ROOT, runNginx, type Nginx } from './fixtures/server/helpers.ts';
@@ -71,7 +71,7 @@ describe('clients of an export', () => {
     client.page.on('response', onResponse);
     try {
       const run = await runMap(client, { style: `${authedUrl}/styles/osm-bright/style.json`, server: authedUrl, token: TOKEN, center: MONACO, zoom: ZOOM, timeoutMs: IDLE_TIMEOUT_MS });
-      // The fixture's TileJSON lists no vector_layers, so MapLibre warns about each style layer's source layer.
+      // MapLibre warns about a style layer whose source layer the TileJSON does not list: not an error here.
       expect(run.errors.filter((e) => !/^Source layer "[^"]+" does not exist/.test(e))).toEqual([]);
       expect(run.idle).toBe(true);
       expect(client.consoleErrors.filter((e) => !/Source layer "[^"]+" does not exist/.test(e))).toEqual([]);

@@ -1,6 +1,6 @@
 /**
  * Pre-rendered tiles use the glyphs a client of the served style.json gets: a font stack is merged
- * per code point (static-server/styles/fonts.ts), whatever renders it. A stack whose first font lacks
+ * per code point (lib/glyphs/font-stacks.ts), whatever renders it. A stack whose first font lacks
  * the letters (a copy of Noto Sans Regular without a–z) must render like Noto Sans Regular alone; the
  * first font alone renders otherwise (the labels lose their letters), so the comparison can fail.
  */
@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { lonLatToTile, tileBounds } from '../lib/tile-math.ts';
 import { runRenderStage } from '../pipeline/render.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
-import { decodeGlyphs, encodeGlyphs } from '../static-server/styles/glyph-pbf.ts';
+import { decodeGlyphs, encodeGlyphs } from '../lib/glyphs/glyph-pbf.ts';
 import { archiveTiles, OSM_BRIGHT, SAMPLE, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';

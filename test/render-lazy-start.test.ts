@@ -16,8 +16,8 @@ describe('render pool', () => {
     const dir = await tempDir('lazy-start');
     const starts = join(dir, 'starts.log');
     const wrapper = join(dir, 'chromium-counted.sh');
-    // Read when workers/chromium-process.ts is first imported: set before the dynamic imports below.
-    const { CHROMIUM_PATH } = await import('../workers/chromium-process.ts');
+    // Read when workers/chromium.ts is first imported: set before the dynamic imports below.
+    const { CHROMIUM_PATH } = await import('../workers/chromium.ts');
     writeFileSync(wrapper, `#!/bin/bash\necho start >> '${starts}'\nexec '${CHROMIUM_PATH}' "$@"\n`);
     chmodSync(wrapper, 0o755);
     expect(CHROMIUM_PATH).not.toBe(wrapper);

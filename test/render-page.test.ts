@@ -8,9 +8,8 @@ import { parseConfig } from '../pipeline/config/index.ts';
 import { enumerateMetatiles, metatileView } from '../lib/metatiles.ts';
 import { prepareStyle } from '../pipeline/render/style.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
-import { startRenderServer, type RenderServer } from '../static-server/render-server.ts';
-import { RENDER_PAGE_PATH, uploadUrl } from '../static-server/routes/render-page.ts';
-import { createProfiles, removeProfiles } from '../workers/chromium-process.ts';
+import { startRenderHost, type RenderHost } from '../workers/render-host/server.ts';
+import { RENDER_PAGE_PATH, uploadUrl } from '../lib/upload-receipt.ts';
 import { BrowserRenderer, RENDER_PAGE_DIR, type PageView } from '../workers/render-browser.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -18,8 +17,7 @@ const FONTS = join(ROOT, 'data/sample/fonts');
 
 describe.sequential('render page (one long-lived page, many renders)', () => {
   let out: string;
-  let server: RenderServer;
-  let profiles: string;
+  let server: RenderHost;
   let renderer: BrowserRenderer;
   let styleUrl: string;
   let view: ReturnType<typeof metatileView>;
@@ -48,10 +46,9 @@ describe.sequential('render page (one long-lived page, many renders)', () => {
         'osm-bright': { style: 'styles/osm-bright/style.json', sprite: 'styles/osm-bright/sprite', minzoom: 14, maxzoom: 14, bounds: tileset.bounds, center: tileset.center, archives: {} },
       },
     };
-    server = await startRenderServer({ store: new LocalStore(out), manifest, pageDir: RENDER_PAGE_DIR, cacheMb: 64 });
+    server = await startRenderHost({ store: new LocalStore(out), manifest, pageDir: RENDER_PAGE_DIR, cacheMb: 64 });
     styleUrl = `${server.url}/styles/osm-bright/style.json`;
-    profiles = await createProfiles();
-    renderer = new BrowserRenderer(`${server.url}${RENDER_PAGE_PATH}`, profiles);
+    renderer = new BrowserRenderer(`${server.url}${RENDER_PAGE_PATH}`);
     const [first] = enumerateMetatiles(tileset.bounds, 14, 14, 2);
     view = metatileView(first, 64);
   });
@@ -59,7 +56,6 @@ describe.sequential('render page (one long-lived page, many renders)', () => {
   afterAll(async () => {
     await renderer?.close();
     await server?.close();
-    if (profiles) await removeProfiles(profiles);
     if (out) await rm(out, { recursive: true, force: true });
   });
 

@@ -14,10 +14,10 @@ import { runVectorStage } from '../pipeline/vector.ts';
 import { buildApp } from '../static-server/app.ts';
 import { archivesOf } from '../static-server/archives.ts';
 import type { ServerContext } from '../static-server/context.ts';
-import { startRenderServer, type RenderServer } from '../static-server/render-server.ts';
+import { startRenderHost, type RenderHost } from '../workers/render-host/server.ts';
 import { contextOver } from '../static-server/context-over.ts';
-import { RENDER_PAGE_PATH, uploadUrl } from '../static-server/routes/render-page.ts';
-import { decodeGlyphs, type Glyph } from '../static-server/styles/glyph-pbf.ts';
+import { RENDER_PAGE_PATH, uploadUrl } from '../lib/upload-receipt.ts';
+import { decodeGlyphs, type Glyph } from '../lib/glyphs/glyph-pbf.ts';
 import { serveOptions } from './fixtures/server/helpers.ts';
 import { buildStyleOutput, MONACO_BBOX, ROOT, STYLE_ID, type StyleOutput } from './fixtures/styles/output.ts';
 
@@ -28,7 +28,7 @@ const STACK = 'Metropolis Regular,Noto Sans Regular';
 const Z14 = { z: 14, ...lonLatToTile((MONACO_BBOX[0] + MONACO_BBOX[2]) / 2, (MONACO_BBOX[1] + MONACO_BBOX[3]) / 2, 14) };
 
 let fixture: StyleOutput;
-let render: RenderServer;
+let render: RenderHost;
 /** A `tilebake serve` app (tiles role) over the same folder, giving its URLs on the render server's base. */
 let client: FastifyInstance;
 let clientCtx: ServerContext;
@@ -42,7 +42,7 @@ beforeAll(async () => {
   // A tileset whose archive is not a PMTiles archive: reading it is a corrupt-store error (502).
   await writeFile(join(fixture.out, 'data', 'broken.pmtiles'), Buffer.alloc(1024, 7));
   manifest.tilesets.broken = { ...manifest.tilesets.openmaptiles, archive: 'data/broken.pmtiles' };
-  render = await startRenderServer({ store, manifest, pageDir: PAGE_DIR, cacheMb: 16 });
+  render = await startRenderHost({ store, manifest, pageDir: PAGE_DIR, cacheMb: 16 });
   clientCtx = { ...contextOver(store, manifest, serveOptions(fixture.out, { auth: false })), baseUrl: () => render.url };
   client = await buildApp(clientCtx, { role: 'tiles', tokenHashes: null });
 }, 60_000);
@@ -116,7 +116,7 @@ describe('the render page and maplibre-gl', () => {
   });
 
   it('answers 404 for files outside the page and maplibre-gl folders', async () => {
-    for (const path of ['/page/..%2Fchromium-process.ts', '/page/.hidden', '/maplibre/..%2Fpackage.json', '/maplibre/nope.mjs']) {
+    for (const path of ['/page/..%2Fchromium.ts', '/page/.hidden', '/maplibre/..%2Fpackage.json', '/maplibre/nope.mjs']) {
       const r = await get(path);
       expect(r.status, path).toBe(404);
       expect(((await r.json()) as { status: number }).status).toBe(404);

@@ -17,7 +17,7 @@ import { lonLatToTile, tileBounds, tileCountInBBox } from '../lib/tile-math.ts';
 import { mergeArchives } from '../pipeline/merge.ts';
 import { runRenderStage } from '../pipeline/render.ts';
 import { runVectorStage } from '../pipeline/vector.ts';
-import { assertChromium } from '../workers/chromium-process.ts';
+import { assertChromium } from '../workers/chromium.ts';
 import { archiveTiles, compare, copyVectorOutput, histogram, OSM_BRIGHT, readTile, rgb, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';

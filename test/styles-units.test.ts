@@ -3,11 +3,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StyleEntry } from '../lib/manifest.ts';
-import { BoundedCache } from '../static-server/styles/bounded-cache.ts';
-import { parseFontStack, parseGlyphRange } from '../static-server/styles/fonts.ts';
-import { combineGlyphs, decodeGlyphs, encodeGlyphs } from '../static-server/styles/glyph-pbf.ts';
+import { BoundedCache } from '../lib/bounded-cache.ts';
+import { parseFontStack, parseGlyphRange } from '../lib/glyphs/font-stacks.ts';
+import { combineGlyphs, decodeGlyphs, encodeGlyphs } from '../lib/glyphs/glyph-pbf.ts';
 import { rasterTileJson } from '../static-server/styles/raster-tilejson.ts';
-import { rewriteNeutralUrls } from '../static-server/styles/style-json.ts';
+import { rewriteNeutralUrls } from '../lib/style-urls.ts';
 import { SAMPLE_FONTS_DIR } from './fixtures/styles/output.ts';
 
 describe('glyph PBF codec', () => {

@@ -2,16 +2,19 @@
 // fields, putting the bbox back into an osmium-written header, gzip checks, and /health's data age.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../lib/errors.ts';
+import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
 import { emptyManifest, setOsmState } from '../lib/manifest.ts';
 import { asTilemakerReads, changedTiles } from '../pipeline/osm/changed-tiles.ts';
 import { copyWithHeaderBBox } from '../pipeline/osm/pbf-bounds.ts';
 import { inTileBox, tileBox } from '../pipeline/sources/osm.ts';
 import { osmDataState, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
-import { checkGzip, fetchBytes, parseState, sequencePath } from '../pipeline/update/replication.ts';
+import { checkGzip, fetchBytes, FetchError, parseState, sequencePath } from '../pipeline/update/replication.ts';
 import { dataAge } from '../static-server/data-age.ts';
 import { tempDir } from './render-helpers.ts';
 import { fileUrl, fixtureFile, LIECHTENSTEIN, MONACO, referenceExtract } from './update-helpers.ts';
@@ -48,6 +51,34 @@ describe('replication state files and paths', () => {
     const url = fileUrl(LIECHTENSTEIN.replication);
     expect((await fetchBytes(`${url}state.txt`)).toString()).toContain('sequenceNumber=2437');
     await expect(fetchBytes(`${url}000/009/999.osc.gz`)).rejects.toMatchObject({ notFound: true, message: `${url}000/009/999.osc.gz: not found (no such file)` });
+  });
+
+  it('HTTP: 429, 408 and 503 are retried (lib/store-read.ts\'s transient rule); 404 and 403 fail at once; the last failure names the URL and the attempts', async () => {
+    const state = await readFile(fixtureFile(LIECHTENSTEIN, 2435, 'state.txt'));
+    // What a replication server answers to each path, request after request.
+    const answers: Record<string, number[]> = { '/429': [429, 200], '/408': [408, 200], '/503': [503, 503, 200], '/busy': [503, 503, 503, 200], '/404': [404, 200], '/403': [403, 200] };
+    const asked: Record<string, number> = {};
+    const server = createServer((req, res) => {
+      const n = asked[req.url!] = (asked[req.url!] ?? 0) + 1;
+      const status = answers[req.url!]?.[n - 1] ?? 500;
+      res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? state : 'not now');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const policy = { timeoutMs: 10_000, retries: 2, backoffMs: 20 };
+    const failure = (path: string) => fetchBytes(`${base}${path}`, policy).then(() => expect.unreachable(), (e: unknown) => e as FetchError);
+    try {
+      for (const path of ['/429', '/408', '/503']) expect(await fetchBytes(`${base}${path}`, policy)).toEqual(state);
+      expect(asked).toEqual({ '/429': 2, '/408': 2, '/503': 3 });
+      const busy = await failure('/busy');
+      expect(busy).toBeInstanceOf(FetchError);
+      expect(busy).toMatchObject({ notFound: false, message: `${base}/busy: HTTP 503 Service Unavailable (3 attempts)` });
+      expect(await failure('/404')).toMatchObject({ notFound: true, message: `${base}/404: HTTP 404 Not Found` });
+      expect(await failure('/403')).toMatchObject({ notFound: false, message: `${base}/403: HTTP 403 Forbidden` });
+      expect(asked).toMatchObject({ '/busy': 3, '/404': 1, '/403': 1 });
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('a truncated or corrupt gzip stream is named as such', async () => {
@@ -122,7 +153,7 @@ describe('objects as tilemaker reads them', () => {
       const before = await referenceExtract(LIECHTENSTEIN, 2434, 2436, join(dir, '2436.osm.pbf'));
       const after = await referenceExtract(LIECHTENSTEIN, 2434, 2437, join(dir, '2437.osm.pbf'));
       const box = tileBox((await readOsmHeader(after)).bbox!);
-      const job = { osmium: 'osmium', tilemaker: 'tilemaker', before, after, changes: [fixtureFile(LIECHTENSTEIN, 2437, 'osc.gz')], box, keep: inTileBox(box), workDir: join(dir, 'work'), pidFile: join(dir, 'pids'), label: 'test' };
+      const job = { osmium: 'osmium', tilemaker: 'tilemaker', before, after, changes: [fixtureFile(LIECHTENSTEIN, 2437, 'osc.gz')], box, keep: inTileBox(box), workDir: join(dir, 'work'), pidFile: join(dir, 'pids'), label: 'test', languages: DEFAULT_LANGUAGES };
       // The route's members present in the extract are the same before and after; its list changed elsewhere.
       const small = async (file: string, out: string) => {
         // Exit code 1: some members are beyond the extract.

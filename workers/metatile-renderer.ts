@@ -1,6 +1,6 @@
 /**
  * Metatiles to pixels with a Piscina pool of browsers: the build bakes with it (pipeline/render.ts),
- * `serve` renders above the baked zooms with it (static-server/overzoom/render.ts).
+ * `serve` renders above the baked zooms with it (static-server/overzoom/render.ts), both with a render host (render-host/server.ts).
  */
 import type { Piscina } from 'piscina';
 import { UserError } from '../lib/errors.ts';
@@ -8,8 +8,8 @@ import { moduleUrl } from '../lib/package-root.ts';
 import { canvasSize, metatileKey, metatileView, type Metatile } from '../lib/metatiles.ts';
 import { CHANNELS, fromDrawingBuffer, type RawImage } from '../lib/raster-encode.ts';
 import { RENDER_PAGE_PATH, uploadUrl } from '../lib/upload-receipt.ts';
-import { chromiumCommand, createProfiles, removeProfiles } from './chromium-process.ts';
 import { createPool } from './pool.ts';
+import type { RenderHost } from './render-host/server.ts';
 import type { CloseTask, RenderResult, RenderTask, RenderWorkerData } from './render-task.ts';
 
 /** The render pool's worker module: plain JavaScript that starts the thread's browser first, then loads the task module. */
@@ -30,25 +30,6 @@ export interface MetatileRendererOptions {
   retries: number;
   /** Where retries are reported (default: nowhere). */
   log?: (line: string) => void;
-}
-
-/** An image the page uploaded into a slot. */
-interface SlotImage {
-  body: Buffer;
-  width: number;
-  height: number;
-}
-
-/**
- * The render server the browsers load the page, styles and tiles from, as the renderer uses it
- * (static-server/render-server.ts): its URL, the upload slots of the pixels, and the page's failed requests.
- */
-export interface RenderHost {
-  url: string;
-  session: {
-    uploads: { expect(maxBytes: number, onArrive?: (image: SlotImage) => void): string; take(id: string): SlotImage | undefined };
-    takeFailures(): { url: string; status: number; error: string }[];
-  };
 }
 
 /** Where a batch's time went in its browser: loading the style into the page, and drawing each metatile delivered. */
@@ -89,17 +70,15 @@ export class MetatileRenderer {
   private constructor(
     private readonly server: RenderHost,
     private readonly pool: Piscina,
-    private readonly profiles: string,
     private readonly opts: MetatileRendererOptions,
   ) {}
 
   /** Start the pool: up to `opts.workers` threads, started as batches come, each starting its browser on `server`'s render page with `first`. */
   static async start(server: RenderHost, first: FirstStyle, opts: MetatileRendererOptions): Promise<MetatileRenderer> {
-    const profiles = await createProfiles();
-    const workerData: RenderWorkerData = { browser: chromiumCommand(renderPageUrl(server, first)), profiles, task: TASK_MODULE };
+    const workerData: RenderWorkerData = { pageUrl: renderPageUrl(server, first), task: TASK_MODULE };
     // Lazy: a thread (and its browser) starts when a task needs it; a job of fewer batches than workers starts fewer browsers.
     const pool = createPool(WORKER_MODULE, opts.workers, { workerData, background: true, lazy: true });
-    return new MetatileRenderer(server, pool, profiles, opts);
+    return new MetatileRenderer(server, pool, opts);
   }
 
   /** Threads (browsers) the pool may start. */
@@ -222,7 +201,7 @@ export class MetatileRenderer {
   /**
    * Stop the pool: each thread kills its browser (a close task per thread: all are idle once every
    * batch is over, so each takes one), then the threads end; a browser left running exits when its
-   * thread's pipe closes. Then remove the profiles folder once no browser uses it.
+   * thread's pipe closes.
    */
   async close(): Promise<void> {
     const close: CloseTask = { close: true };
@@ -230,6 +209,5 @@ export class MetatileRenderer {
     await Promise.allSettled(Array.from({ length: this.pool.threads.length }, () => this.pool.run(close, { signal: AbortSignal.timeout(CLOSE_TIMEOUT_MS) })));
     await this.pool.close();
     await this.pool.destroy();
-    await removeProfiles(this.profiles);
   }
 }

@@ -1,23 +1,10 @@
-import type { Browser, Page } from 'playwright-core';
-import { packagePath, packageRequire } from '../lib/package-root.ts';
+import type { Page } from 'playwright-core';
+import { packagePath } from '../lib/package-root.ts';
 import type { UploadReceipt } from '../lib/upload-receipt.ts';
-import { ChromiumStartTimeout, chromiumCommand, killChromium, watchChromium, type ChromiumProcess, type SpawnedChromium } from './chromium-process.ts';
-import { spawnChromium } from './chromium-spawn.mjs';
+import { isStartTimeout, killChromium, launchChromium, type LaunchedChromium } from './chromium.ts';
 
-/** The render page's folder (render.html and its modules), served by the render server. */
+/** The render page's folder (render.html and its modules), served by the render host. */
 export const RENDER_PAGE_DIR = packagePath('workers', 'page/');
-
-/**
- * playwright-core, loaded on first use (a browser's start), with require: it is CommonJS (7 MB of
- * bundles), and importing it as an ES module through the tsx loader costs each worker thread's
- * start-up more (measured in a worker with tsx, 3 runs: 337-357 ms and 391-411 CPU-ms with require,
- * 407-452 ms and 515-614 CPU-ms with import). Loaded while the thread's browser starts, not before.
- */
-let playwright: typeof import('playwright-core') | undefined;
-function playwrightChromium(): (typeof import('playwright-core'))['chromium'] {
-  playwright ??= packageRequire('playwright-core') as typeof import('playwright-core');
-  return playwright.chromium;
-}
 
 /** What the page is asked to draw: CSS size, centre and MapLibre zoom. */
 export interface PageView {
@@ -27,7 +14,7 @@ export interface PageView {
   zoom: number;
 }
 
-/** Where the page sends the pixels of a render: an upload URL of the render server. */
+/** Where the page sends the pixels of a render: an upload URL of the render host. */
 export interface PageUpload {
   upload: string;
   /** Device pixels cut from every side of the canvas before the upload (the metatile's margin). */
@@ -56,7 +43,7 @@ export type PageUploadResult = { receipt: UploadReceipt } | { error: string };
 
 /** How often the page checks whether render.js has set `window.tilebake` (pageReady). */
 const READY_POLL_MS = 5;
-/** Browsers spawned for one launch when a start times out (ChromiumStartTimeout). */
+/** Browsers started for one launch when a start times out. */
 const START_ATTEMPTS = 2;
 
 /** The render page's API (render.js `window.tilebake`). */
@@ -91,70 +78,58 @@ function plainPage(pageUrl: string): string {
   return u.href;
 }
 
+/** The page's viewport in CSS pixels (the render page sizes its map itself; this only needs to exist). */
+const VIEWPORT = { width: 1280, height: 1280 };
+
 /**
  * One Chromium browser with one long-lived page running workers/page/render.html, owned by the
- * thread that created this: it starts the browser, drives it and kills it (close, or its pipe
- * closing when the thread ends).
+ * thread that created this: it starts the browser (workers/chromium.ts), drives it and closes it
+ * (close, or its pipe closing when the thread ends).
  */
 export class BrowserRenderer {
-  private browser?: Browser;
-  private process?: ChromiumProcess;
+  private launched?: LaunchedChromium;
   private page?: Page;
   private opening?: Promise<Page>;
   private styleUrl?: string;
   private pixelRatio?: number;
+  /** The page the next browser opens: the first loads the style of `?style=…` at once, later ones start plain. */
+  private nextPage: string;
   /** When the current browser's page was ready (performance.timeOrigin + performance.now()), once it is. */
   readyAt?: number;
   /** Chromium processes started so far (a hung start's second one and a restart after a crash included). */
   starts = 0;
 
-  /**
-   * `pageUrl`: the render page for the first browser (with `?style=…&ratio=…` it loads that style at
-   * once); later ones open it without the style. `profiles`: a createProfiles folder for the
-   * browsers' profiles. `spawned`: the first browser, already spawned on `pageUrl` (the worker
-   * thread does so before it loads TypeScript: workers/render-worker.mjs).
-   */
-  constructor(
-    private readonly pageUrl: string,
-    private readonly profiles: string,
-    private spawned?: SpawnedChromium,
-  ) {}
+  /** `pageUrl`: the render page for the first browser (with `?style=…&ratio=…` it loads that style at once). */
+  constructor(pageUrl: string) {
+    this.nextPage = pageUrl;
+  }
 
   /** Start the browser and wait for the page with MapLibre (idempotent while it runs). */
   open(): Promise<Page> {
-    if (this.page && this.browser?.isConnected()) return Promise.resolve(this.page);
+    if (this.page && this.launched?.connected) return Promise.resolve(this.page);
     this.opening ??= this.launch().finally(() => (this.opening = undefined));
     return this.opening;
   }
 
   private async launch(): Promise<Page> {
-    if (this.browser || this.process) await this.kill();
+    if (this.launched) await this.kill();
+    const pageUrl = this.nextPage;
+    this.nextPage = plainPage(pageUrl);
     try {
-      const spawn = () => spawnChromium(chromiumCommand(plainPage(this.pageUrl)), this.profiles);
-      this.starts++;
-      let started = watchChromium(this.spawned ?? spawn());
-      this.spawned = undefined;
-      // playwright-core loads (the first time) while the browser starts.
-      const chromium = playwrightChromium();
       for (let attempt = 1; ; attempt++) {
+        this.starts++;
         try {
-          this.process = await started;
+          this.launched = await launchChromium(VIEWPORT);
           break;
         } catch (e) {
           // Now and then Chromium hangs at start with nothing on stderr (seen twice in five full test
-          // runs on a quiet machine): the hung one is killed and a second one started.
-          if (!(e instanceof ChromiumStartTimeout) || attempt >= START_ATTEMPTS) throw e;
-          this.starts++;
-          started = watchChromium(spawn());
+          // runs on a quiet machine): playwright-core kills the hung one at its timeout, and a second one is started.
+          if (!isStartTimeout(e) || attempt >= START_ATTEMPTS) throw e;
         }
       }
-      const browser = await chromium.connectOverCDP(this.process.endpoint);
-      this.browser = browser;
-      const context = browser.contexts()[0];
-      if (!context) throw new Error('Chromium has no default browser context');
-      // The start page: opened by the browser itself, and normally there by the time we attach.
-      const page = context.pages()[0] ?? (await context.waitForEvent('page'));
+      const page = this.launched.context.pages()[0] ?? (await this.launched.context.newPage());
       page.on('crash', () => void this.kill());
+      await page.goto(pageUrl, { waitUntil: 'commit' });
       await pageReady(page);
       this.page = page;
       this.styleUrl = undefined;
@@ -199,25 +174,22 @@ export class BrowserRenderer {
     return this.page.evaluate(() => (window as unknown as { tilebake: RenderPageApi }).tilebake.flush());
   }
 
-  /** Close the browser at the end: kill it, and one a start under way brings up. */
+  /** Close the browser at the end, and one a start under way brings up. */
   async close(): Promise<void> {
     await this.kill();
     await this.opening?.catch(() => undefined);
     await this.kill();
   }
 
-  /** Disconnect and kill the browser's processes now (a start under way then fails); resolves once they have exited. */
+  /** Forget the browser and end its processes now (a start under way then fails); resolves once they are gone. */
   async kill(): Promise<void> {
-    const b = this.browser;
-    const p = this.process;
-    this.browser = undefined;
-    this.process = undefined;
+    const launched = this.launched;
+    this.launched = undefined;
     this.page = undefined;
     this.styleUrl = undefined;
     this.pixelRatio = undefined;
     this.readyAt = undefined;
-    if (p) killChromium(p.pid);
-    if (b) await b.close().catch(() => undefined);
-    await p?.exited;
+    // No graceful close: a hung or crashed browser would make it wait.
+    if (launched) await killChromium(launched, false);
   }
 }

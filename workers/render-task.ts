@@ -9,22 +9,19 @@
  */
 import { threadId } from 'node:worker_threads';
 import type { UploadReceipt } from '../lib/upload-receipt.ts';
-import type { ChromiumCommand, SpawnedChromium } from './chromium-process.ts';
 import { BrowserRenderer, type PageUpload, type PageView } from './render-browser.ts';
 
 /** What every render worker thread is started with (Piscina `workerData`). */
 export interface RenderWorkerData {
-  /** How the thread starts its browser: Chromium on the render page, loading the first style. */
-  browser: ChromiumCommand;
-  /** The build's createProfiles folder, for its browsers' profiles. */
-  profiles: string;
+  /** The render page the thread's browser opens first, loading the first style (`?style=…&ratio=…`). */
+  pageUrl: string;
   /** URL of this module (render-task.ts, or its compiled copy in dist/) for render-worker.mjs to load. */
   task: string;
 }
 
 /** Input of one render task. */
 export interface RenderTask {
-  /** Prepared style URL on the render server. */
+  /** Prepared style URL on the render host. */
   styleUrl: string;
   pixelRatio: number;
   /** The views, rendered in order, each with where the page uploads its pixels. */
@@ -76,12 +73,12 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 }
 
 /**
- * The task function of a render worker thread started with `data`, whose browser `spawned` is
- * already starting. The browser is opened now (the page loads while no task has come yet); a failure
- * to start is reported by the first task, which starts a fresh browser.
+ * The task function of a render worker thread started with `data`. The browser is started now (the
+ * page loads while no task has come yet); a failure to start is reported by the first task, which
+ * starts a fresh browser.
  */
-export function createRenderTask(data: RenderWorkerData, spawned?: SpawnedChromium): (task: RenderTask | CloseTask) => Promise<RenderResult> {
-  const renderer = new BrowserRenderer(data.browser.url, data.profiles, spawned);
+export function createRenderTask(data: RenderWorkerData): (task: RenderTask | CloseTask) => Promise<RenderResult> {
+  const renderer = new BrowserRenderer(data.pageUrl);
   renderer.open().catch(() => undefined);
 
   return async function renderTask(task: RenderTask | CloseTask): Promise<RenderResult> {

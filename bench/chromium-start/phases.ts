@@ -22,9 +22,8 @@ import { LocalStore } from '../../lib/storage.ts';
 import { parseConfig } from '../../pipeline/config/index.ts';
 import { prepareStyle } from '../../pipeline/render/style.ts';
 import { runVectorStage } from '../../pipeline/vector.ts';
-import { startRenderServer } from '../../static-server/render-server.ts';
-import { RENDER_PAGE_PATH, uploadUrl } from '../../static-server/routes/render-page.ts';
-import { createProfiles, removeProfiles } from '../../workers/chromium-process.ts';
+import { startRenderHost } from '../../workers/render-host/server.ts';
+import { RENDER_PAGE_PATH, uploadUrl } from '../../lib/upload-receipt.ts';
 import { BrowserRenderer, RENDER_PAGE_DIR } from '../../workers/render-browser.ts';
 import { chromiumKind, cpuSeconds } from './process-kind.ts';
 
@@ -74,14 +73,13 @@ try {
     await prepareStyle(id, config.styles[id].style, out, { tilesets: built.tilesets, defaultTileset: 'openmaptiles', fonts, scales: SCALES });
     styles[id] = { style: `styles/${id}/style.json`, sprite: `styles/${id}/sprite`, minzoom: MINZOOM, maxzoom: MAXZOOM, bounds: tileset.bounds, center: tileset.center, archives: {} };
   }
-  const server = await startRenderServer({ store: new LocalStore(out), manifest: { ...built, fonts: 'fonts', styles }, pageDir: RENDER_PAGE_DIR, cacheMb: 64 });
-  const profiles = await createProfiles();
+  const server = await startRenderHost({ store: new LocalStore(out), manifest: { ...built, fonts: 'fonts', styles }, pageDir: RENDER_PAGE_DIR, cacheMb: 64 });
   const views = [...enumerateMetatiles(tileset.bounds, MINZOOM, MAXZOOM, 4)].map((m) => metatileView(m, 64));
   /** Per phase name, per kind, the CPU s of each round. */
   const phases = new Map<string, Map<string, number[]>>();
   try {
     for (let round = 0; round < ROUNDS; round++) {
-      const renderer = new BrowserRenderer(`${server.url}${RENDER_PAGE_PATH}`, profiles);
+      const renderer = new BrowserRenderer(`${server.url}${RENDER_PAGE_PATH}`);
       let last = chromiumCpu();
       const record = (name: string) => {
         const now = chromiumCpu();
@@ -117,7 +115,6 @@ try {
     }
   } finally {
     await server.close();
-    await removeProfiles(profiles);
   }
   const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
   const row = (name: string, byKind: Map<string, number[]>) => `${name.padEnd(26)} ${KINDS.map((k) => `${k} ${median(byKind.get(k)!).toFixed(2)}`).join('  ')}`;

@@ -20,7 +20,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, rmdirSync, writ
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { commandLine, processStat } from '../../lib/process-tree.ts';
-import { CHROMIUM_PATH, chromiumCommand } from '../../workers/chromium-process.ts';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../workers/chromium.ts';
 import { chromiumKind, cpuSeconds } from './process-kind.ts';
 import { CPUACCT, cpuacctSeconds, runCommand } from '../command.ts';
 import { tileHashes } from '../tile-hashes.ts';
@@ -184,8 +184,7 @@ async function once(name: string, round: number, maxzoom = Number(values.maxzoom
 /** A profile folder as a browser leaves it: started on about:blank with the build's flags, closed after 4 s. */
 async function makeTemplate(dir: string): Promise<void> {
   mkdirSync(dir, { recursive: true });
-  const { args } = chromiumCommand('about:blank');
-  const p = spawn(CHROMIUM_PATH, [...args.filter((a) => !a.startsWith('--remote-debugging-pipe')), `--user-data-dir=${dir}`, 'about:blank'], { stdio: 'ignore' });
+  const p = spawn(CHROMIUM_PATH, ['--headless', '--no-sandbox', ...CHROMIUM_ARGS, `--user-data-dir=${dir}`, 'about:blank'], { stdio: 'ignore' });
   await new Promise((r) => setTimeout(r, 4000));
   p.kill('SIGTERM');
   await new Promise((r) => p.once('exit', r));

@@ -29,7 +29,7 @@ import { loadavg } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { commandLine } from '../../lib/process-tree.ts';
-import { CHROMIUM_PATH } from '../../workers/chromium-process.ts';
+import { CHROMIUM_PATH } from '../../workers/chromium.ts';
 import { chromiumKind } from '../chromium-start/process-kind.ts';
 import { CPUACCT, cpuacctSeconds, runCommand } from '../command.ts';
 import { tileHashes } from '../tile-hashes.ts';

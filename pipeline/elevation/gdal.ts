@@ -1,5 +1,6 @@
 import { access } from 'node:fs/promises';
 import { UserError } from '../../lib/errors.ts';
+import { gdalPath, readChecked, unreadable } from './archives.ts';
 import { snapStep, snapToStep, type DemGrid, type DemInfo } from './grid.ts';
 
 type Gdal = typeof import('gdal-async');
@@ -22,6 +23,8 @@ export function loadGdal(): Promise<Gdal> {
     if (gdal.bundled) {
       throw new UserError('gdal-async was built with its bundled GDAL instead of the system one: remove node_modules/gdal-async and run `make setup` (it sets npm_config_shared_gdal=true)');
     }
+    // Reading a .gz through /vsigzip/ must not write a `.gz.properties` index beside the user's file.
+    gdal.config.set('CPL_VSIL_GZIP_WRITE_PROPERTIES', 'NO');
     return gdal;
   });
   return gdalModule;
@@ -39,11 +42,15 @@ function wgs84(gdal: Gdal): SpatialReference {
 }
 
 /** Read the file's single band as Float32 with nodata (and NaN) mapped to NaN. */
-async function readBand(ds: Dataset, file: string, nodata: number | null): Promise<{ data: Float32Array; integer: boolean }> {
+async function readBand(gdal: Gdal, ds: Dataset, file: string, nodata: number | null): Promise<{ data: Float32Array; integer: boolean }> {
   const band = ds.bands.get(1);
   const { x: w, y: h } = ds.rasterSize;
   const data = new Float32Array(w * h);
-  await band.pixels.readAsync(0, 0, w, h, data);
+  try {
+    await readChecked(gdal, ds, () => band.pixels.read(0, 0, w, h, data), () => band.pixels.readAsync(0, 0, w, h, data));
+  } catch (e) {
+    throw new UserError(`${file}: cannot read its heights (${(e as Error).message})`);
+  }
   let integer = true;
   const nd = nodata === null ? NaN : Math.fround(nodata);
   for (let i = 0; i < data.length; i++) {
@@ -55,15 +62,16 @@ async function readBand(ds: Dataset, file: string, nodata: number | null): Promi
   return { data, integer };
 }
 
-/** Open `file` with GDAL, or throw a UserError naming it. */
+/** Open `file` with GDAL (a .gz or .zip through GDAL's virtual file systems), or throw a UserError naming it. */
 async function openDataset(gdal: Gdal, file: string): Promise<Dataset> {
   await access(file).catch((e) => {
     throw new UserError(`${file}: cannot read (${(e as NodeJS.ErrnoException).code ?? String(e)})`);
   });
+  const path = await gdalPath(gdal, file);
   try {
-    return await gdal.openAsync(file);
+    return await gdal.openAsync(path);
   } catch (e) {
-    throw new UserError(`${file}: not a raster GDAL can read (${(e as Error).message})`);
+    throw await unreadable(gdal, file, path, e);
   }
 }
 
@@ -90,7 +98,7 @@ function planDataset(gdal: Gdal, ds: Dataset, file: string, opts: GdalReadOption
   return { info: warpInfo(gdal, ds, file, srs), nodata, warpFrom: srs };
 }
 
-/** The post grid of a GeoTIFF (or any raster GDAL opens) without reading its pixels. */
+/** The post grid of a DEM (SRTM .hgt, GeoTIFF, any raster GDAL opens, in a .gz or .zip) without reading its pixels. */
 export async function probeGdal(file: string, opts: GdalReadOptions = {}): Promise<DemInfo> {
   const gdal = await loadGdal();
   const ds = await openDataset(gdal, file);
@@ -102,16 +110,17 @@ export async function probeGdal(file: string, opts: GdalReadOptions = {}): Promi
 }
 
 /**
- * Read a GeoTIFF (or any raster GDAL opens) as a lat/lon post grid. Geographic WGS84 sources are read
- * as they are (pixel centres become posts); other CRSs are warped once, bilinearly, to the nearest
- * equivalent lat/lon resolution (GDAL's suggested output, snapped to a whole arc-second or 1/N°).
+ * Read a DEM (SRTM .hgt, GeoTIFF, any raster GDAL opens, in a .gz or .zip) as a lat/lon post grid.
+ * Geographic WGS84 sources are read as they are (pixel centres become posts); other CRSs are warped
+ * once, bilinearly, to the nearest equivalent lat/lon resolution (GDAL's suggested output, snapped to
+ * a whole arc-second or 1/N°).
  */
 export async function readGdal(file: string, opts: GdalReadOptions = {}): Promise<DemGrid> {
   const gdal = await loadGdal();
   const ds = await openDataset(gdal, file);
   try {
     const plan = planDataset(gdal, ds, file, opts);
-    if (!plan.warpFrom) return { ...plan.info, ...(await readBand(ds, file, plan.nodata)) };
+    if (!plan.warpFrom) return { ...plan.info, ...(await readBand(gdal, ds, file, plan.nodata)) };
     return await warp(gdal, ds, file, plan.nodata!, plan.warpFrom, plan.info);
   } finally {
     ds.close();
@@ -122,7 +131,9 @@ function geographicInfo(ds: Dataset, file: string, gt: number[]): DemInfo {
   const { x: cols, y: rows } = ds.rasterSize;
   const stepLon = snapStep(gt[1]), stepLat = snapStep(-gt[5]);
   if (gt[5] >= 0) throw new UserError(`${file}: rows go north (positive pixel height); expected a north-up raster`);
-  // GDAL's geotransform is area-based: the centre of pixel (0, 0) is half a pixel in.
+  // GDAL's geotransform is area-based: the centre of pixel (0, 0) is half a pixel in. Point data too:
+  // an SRTM .hgt (AREA_OR_POINT=Point, posts on whole degrees) has its geotransform half a post out
+  // (N43E006: origin 5.99958°, 44.00042°), so its first post lands on 6°, 44° here.
   const originLon = snapToStep(gt[0] + gt[1] / 2, stepLon);
   const originLat = snapToStep(gt[3] + gt[5] / 2, stepLat);
   return {
@@ -172,11 +183,13 @@ async function warp(gdal: Gdal, src: Dataset, file: string, nodata: number, srs:
     const band = dst.bands.get(1);
     band.noDataValue = WARP_NODATA;
     band.fill(WARP_NODATA);
-    await gdal.reprojectImageAsync({
-      src, dst, s_srs: srs, t_srs: dst.srs, resampling: gdal.GRA_Bilinear,
-      srcNodata: nodata, dstNodata: WARP_NODATA,
-    });
-    return { ...info, ...(await readBand(dst, file, WARP_NODATA)) };
+    const options = { src, dst, s_srs: srs, t_srs: dst.srs, resampling: gdal.GRA_Bilinear, srcNodata: nodata, dstNodata: WARP_NODATA };
+    try {
+      await readChecked(gdal, src, () => gdal.reprojectImage(options), () => gdal.reprojectImageAsync(options));
+    } catch (e) {
+      throw new UserError(`${file}: cannot read its heights (${(e as Error).message})`);
+    }
+    return { ...info, ...(await readBand(gdal, dst, file, WARP_NODATA)) };
   } finally {
     dst.close();
   }

@@ -19,7 +19,7 @@ export interface DemInfo {
 
 /**
  * A DEM loaded into memory as a lat/lon post grid (heights in metres, NaN = nodata): what every
- * reader (HGT, GDAL) produces and what the index writer merges.
+ * reader produces (GDAL: SRTM .hgt, GeoTIFF...) and what the index writer merges.
  */
 export interface DemGrid extends DemInfo {
   /** Row-major heights, NaN for voids. */

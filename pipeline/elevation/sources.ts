@@ -2,7 +2,6 @@ import { readdir, stat } from 'node:fs/promises';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
 import { probeGdal, readGdal } from './gdal.ts';
-import { isHgtName, probeHgt, readHgt } from './hgt.ts';
 import type { DemGrid, DemInfo } from './grid.ts';
 
 /** One configured DEM input (absolute path or glob). */
@@ -79,14 +78,12 @@ export async function expandSources(sources: DemSource[]): Promise<DemSource[]> 
   return out;
 }
 
-/** Read one DEM: SRTM .hgt/.hgt.gz/.zip directly, anything else through GDAL. */
-export async function readDem(s: DemSource): Promise<DemGrid> {
-  if (isHgtName(s.path)) return readHgt(s.path);
+/** Read one DEM (SRTM .hgt, .hgt.gz, .zip, GeoTIFF...) through GDAL. */
+export function readDem(s: DemSource): Promise<DemGrid> {
   return readGdal(s.path, { nodata: s.nodata });
 }
 
 /** Where one DEM's posts lie, without reading its heights. */
-export async function probeDem(s: DemSource): Promise<DemInfo> {
-  if (isHgtName(s.path)) return probeHgt(s.path);
+export function probeDem(s: DemSource): Promise<DemInfo> {
   return probeGdal(s.path, { nodata: s.nodata });
 }

@@ -8,7 +8,7 @@ import { PMTilesWriter, summarizeArchiveFile, type WriterOptions } from '../../l
 import { tileRunsForBoxes, tilesInRuns, type BBox } from '../../lib/tile-math.ts';
 import type { IndexMeta } from '../../lib/elevation/format.ts';
 import type { IndexRef, TileOut } from '../../workers/elevation-tiles.ts';
-import { createProgress, logLine } from '../progress.ts';
+import { createProgress, logLine } from '../../lib/progress.ts';
 import { RenderJournal } from '../render/journal.ts';
 
 /** Metadata key holding the fingerprint of an elevation-derived archive. */

@@ -5,7 +5,7 @@
  */
 import type { EncodedBlock } from '../../lib/elevation/codec.ts';
 import { DEFAULT_BLOCK_SIZE, DIR_ENTRY_BYTES, PREAMBLE_BYTES, blockDims, encodeHeader, type IndexMeta, type LayerMeta } from '../../lib/elevation/format.ts';
-import type { Progress } from '../progress.ts';
+import type { Progress } from '../../lib/progress.ts';
 import { GridCache, type GridLoader } from './grid-cache.ts';
 import { sameLattice, type DemGrid, type DemInfo } from './grid.ts';
 import { IndexCheckpoint } from './checkpoint.ts';

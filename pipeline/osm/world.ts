@@ -16,7 +16,7 @@ import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { acquire, release } from '../../lib/dir-lock.ts';
 import { Compression, openArchiveFile, PMTilesWriter, TileType } from '../../lib/pmtiles/index.ts';
-import { logLine } from '../progress.ts';
+import { logLine } from '../../lib/progress.ts';
 import { canonicalEncode, decodeStored } from './canonical.ts';
 import { fillLayers } from './compose.ts';
 import { tileIndex } from './cut.ts';

@@ -8,7 +8,7 @@ import { metatileKey, type Metatile } from '../../lib/metatiles.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../../lib/raster-encode.ts';
 import type { MetatileRenderer } from '../../workers/metatile-renderer.ts';
 import type { BuildConfig } from '../config/index.ts';
-import { logLine, MS_PER_S, secondsSince, type Step } from '../progress.ts';
+import { logLine, MS_PER_S, secondsSince, type Step } from '../../lib/progress.ts';
 import { groupViews, type ViewGroups, type ViewKeys } from './dedup.ts';
 import type { RenderJournal } from './journal.ts';
 import { renderOrder } from './metatiles.ts';
@@ -25,7 +25,7 @@ export interface ScaleDone {
    * every view is drawn: the caller may start the next style or scale in the browsers meanwhile.
    */
   encoded: Promise<void>;
-  /** Wall time of its steps for the log: view keys, render server and pool start, browser start (first batches), drawing. */
+  /** Wall time of its steps for the log: view keys, render host and pool start, browser start (first batches), drawing. */
   steps: Step[];
   /** The pages' own time: loading the style, and drawing per zoom (metatiles and seconds). */
   styleSeconds: number;
@@ -62,7 +62,7 @@ export async function renderScale(
   const zooms = new Map<number, { metatiles: number; seconds: number }>();
   const done: ScaleDone = { metatiles: 0, distinct: 0, encoded: Promise.resolve(), steps, styleSeconds: 0, zooms };
   if (todo.length === 0) return done;
-  // The render server and the browsers start (the first time) while the view keys are read.
+  // The render host and the browsers start (the first time) while the view keys are read.
   const starting = ctx.renderer();
   starting.catch(() => undefined);
   let t = performance.now();
@@ -81,7 +81,7 @@ export async function renderScale(
   const styleUrl = await ctx.styleUrl();
   const waited = secondsSince(t);
   // Only while the server and the pool were (still) starting: a started renderer resolves at once.
-  if (waited >= 0.005) steps.push({ name: 'render server and pool', seconds: waited });
+  if (waited >= 0.005) steps.push({ name: 'render host and pool', seconds: waited });
   t = performance.now();
   /** The pool's browsers start with its first batches (lazy threads). */
   const browsersReady = renderer.browsersReadyAt;

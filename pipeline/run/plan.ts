@@ -12,7 +12,7 @@ import { uploadTree } from '../../lib/store-tree.ts';
 import { openWritableStore, type WritableStore } from '../../lib/object-store.ts';
 import { runStages } from '../build.ts';
 import type { BuildConfig } from '../config/index.ts';
-import { logLine } from '../progress.ts';
+import { logLine } from '../../lib/progress.ts';
 import { renderPlan } from '../render/jobs.ts';
 import { SPRITE_FILES, spriteBase } from '../render/style.ts';
 import { hashInputs } from '../reuse.ts';

@@ -14,7 +14,7 @@ import { FolderStore, openWritableStore, type WritableStore } from '../../lib/ob
 import { summarizeArchiveFile } from '../../lib/pmtiles/index.ts';
 import { downloadTree } from '../../lib/store-tree.ts';
 import { mergeArchives } from '../merge.ts';
-import { logLine } from '../progress.ts';
+import { logLine } from '../../lib/progress.ts';
 import { archiveName } from '../render.ts';
 import { permanent, transient } from './exit.ts';
 import { BASE_DIR, doneMismatch, donePath, mergedPath, parseArchiveKey, readDoneFile, readRunFile, sha256File, type DoneFile, type RunFile } from './run-file.ts';

@@ -13,7 +13,7 @@ import { downloadTree } from '../../lib/store-tree.ts';
 import { openWritableStore } from '../../lib/object-store.ts';
 import { SubStore } from '../../lib/storage.ts';
 import { loadConfig } from '../config/index.ts';
-import { logLine } from '../progress.ts';
+import { logLine } from '../../lib/progress.ts';
 import { archiveName } from '../render.ts';
 import { readIdentity } from '../render/archive.ts';
 import { renderStage } from '../stages/render.ts';

@@ -10,6 +10,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Compression } from 'pmtiles';
 import { UserError } from '../../lib/errors.ts';
+import { DEFAULT_LANGUAGES, nameField } from '../../lib/languages.ts';
 import { tileBounds, tileRangeForBBox, MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
 import { assembleTiles } from '../osm/assemble.ts';
 import { publicVectorLayers } from '../osm/canonical.ts';
@@ -22,7 +23,7 @@ import { buildSea } from '../osm/sea.ts';
 import { ensureWorld, openWorld, worldCacheFor, WORLD_MAXZOOM } from '../osm/world.ts';
 import { runTilemaker } from '../osm/tilemaker.ts';
 import { findTool, killLeftovers, OSMIUM, runTool, TILEMAKER, ToolError } from '../osm/tools.ts';
-import { logLine } from '../progress.ts';
+import { logLine } from '../../lib/progress.ts';
 import { defaultCenter, type SourcePhase, type SourceTile, type TileSource } from './common.ts';
 import { openMbtiles } from './mbtiles.ts';
 
@@ -53,6 +54,9 @@ export interface OsmSourceOptions {
    * them): bench/region's baseline for what those steps cost.
    */
   extractOnly?: boolean;
+  /** The `name:xx` languages written (default: DEFAULT_LANGUAGES, OpenMapTiles' list); `languagesField` names where they were configured. */
+  languages?: readonly string[];
+  languagesField?: string;
 }
 
 /** Zoom whose tile grid the generated tiles' box is aligned to (the deepest zoom generated). */
@@ -66,6 +70,22 @@ export function tileBox(bbox: BBox): BBox {
   const sw = tileBounds(MAX_ZOOM, r.minX, r.maxY);
   const ne = tileBounds(MAX_ZOOM, r.maxX, r.minY);
   return [sw[0], sw[1], ne[2], ne[3]];
+}
+
+/**
+ * The fields each generated layer lists besides tilemaker's: Natural Earth's, and a `name:xx` for every
+ * configured language in each layer that has names, as OpenMapTiles' TileJSON lists them: the fields
+ * say which languages the tiles carry (lib/languages.ts languagesOfLayers), whether or not this
+ * extract tags a feature in one.
+ */
+export function extraFields(layers: unknown[] | undefined, languages: readonly string[]): Record<string, Record<string, string>> {
+  const extra: Record<string, Record<string, string>> = { ...NE_FIELDS };
+  const names = Object.fromEntries(languages.map((code) => [nameField(code), 'String']));
+  for (const l of layers ?? []) {
+    const { id, fields } = (l ?? {}) as { id?: string; fields?: Record<string, unknown> };
+    if (id && fields && 'name' in fields) extra[id] = { ...extra[id], ...names };
+  }
+  return extra;
 }
 
 /** Parse `z/x/y`. */
@@ -116,6 +136,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
   if (unsupported.length) throw new UserError(`${path}: needs PBF features tilemaker does not read (${unsupported.join(', ')}); history files are not supported`);
 
   const { workDir } = opts;
+  const languages = opts.languages ?? DEFAULT_LANGUAGES;
   const pidFile = join(workDir, 'pids');
   await killLeftovers(pidFile, workDir);
   await rm(workDir, { recursive: true, force: true });
@@ -173,7 +194,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
         const runBox = only ? boxOfTiles(only, box) : box;
         // From the lowest zoom asked for: a run writing z0–2 costs seconds more (see osm/changed-tiles.ts).
         const first = zooms && Math.min(...zooms);
-        await runTilemaker(tilemaker, { input, output: mbtiles, box: runBox, zooms: first ? [first, MAX_ZOOM] : undefined, workDir, pidFile, label: opts.label });
+        await runTilemaker(tilemaker, { input, output: mbtiles, box: runBox, zooms: first ? [first, MAX_ZOOM] : undefined, languages, workDir, pidFile, label: opts.label });
       } catch (e) {
         throw new UserError(`${path}: ${(e as Error).message}`, { cause: e });
       }
@@ -232,7 +253,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       minzoom: 0,
       maxzoom: MAX_ZOOM,
       ...(whole ? { world_maxzoom: worldMaxzoom, region: bounds } : {}),
-      vector_layers: publicVectorLayers(m.vector_layers, NE_FIELDS),
+      vector_layers: publicVectorLayers(m.vector_layers, extraFields(m.vector_layers, languages)),
     };
     const count = (source?.count ?? 0) + [...oceanParts.fills.values()].reduce((n, f) => n + f.size, 0) + (whole ? ((4 ** (worldMaxzoom + 1) - 1) / 3) : 0);
     return {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { produceAtomic } from '../../lib/atomic.ts';
 import { UserError } from '../../lib/errors.ts';
 import { runTool, ToolError } from '../osm/tools.ts';
-import { logLine } from '../progress.ts';
+import { logLine } from '../../lib/progress.ts';
 import { checkGzip, fetchBytes, FetchError, folderUrl, parseState, sequencePath, type ReplicationState } from './replication.ts';
 
 /** Hex characters of the replication URL's hash naming its download folder. */

@@ -25,7 +25,7 @@ import type { BuildConfig } from '../config/index.ts';
 import { copyWithHeaderBBox } from '../osm/pbf-bounds.ts';
 import { readOsmHeader } from '../osm/pbf-header.ts';
 import { findTool, OSMIUM, runTool, ToolError } from '../osm/tools.ts';
-import { logLine, stepsText, timeStep, type Step } from '../progress.ts';
+import { logLine, stepsText, timeStep, type Step } from '../../lib/progress.ts';
 import { linkFile } from '../reuse.ts';
 import { downloadChanges, removeAppliedChanges, removeTempFiles } from './diffs.ts';
 import { withUpdateLock } from './lock.ts';

@@ -8,6 +8,8 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { UserError } from '../../lib/errors.ts';
+import { discard } from '../../lib/storage.ts';
+import { guardedRead, HttpStatusError, type ReadPolicy, type StoreError } from '../../lib/store-read.ts';
 
 /** A replication state: a sequence number and the time of the data it brings the extract to. */
 export interface ReplicationState {
@@ -16,9 +18,13 @@ export interface ReplicationState {
   timestamp: string;
 }
 
-/** Downloads: deadline of one (a daily diff of a large region is a few MB), retries after a connection error or a 5xx answer. */
-const FETCH = { timeoutMs: 120_000, retries: 2, retryDelayMs: 1000 } as const;
-const HTTP = { notFound: 404, serverError: 500 } as const;
+/**
+ * Downloads over HTTP(S): the deadline of one download, its retries included (a daily diff of a large
+ * region is a few MB), and the retries after a transient failure, which lib/store-read.ts decides
+ * (connection errors, HTTP 5xx, 429, 408), with its exponential backoff and jitter.
+ */
+export const REPLICATION_READ_POLICY: Readonly<ReadPolicy> = Object.freeze({ timeoutMs: 360_000, retries: 2, backoffMs: 1000 });
+const HTTP_NOT_FOUND = 404;
 
 /** The folder URL with one trailing slash. */
 export function folderUrl(base: string): string {
@@ -48,49 +54,48 @@ export function parseState(text: string, where: string): ReplicationState {
   return { sequence: Number(seq), timestamp: new Date(time).toISOString().replace('.000Z', 'Z') };
 }
 
-/** A download that failed: the URL and why; `notFound` for a 404 (or a missing file). */
+/** A download that failed: the message names the URL and why; `notFound` for a 404 (or a missing file). */
 export class FetchError extends UserError {
-  constructor(readonly url: string, readonly why: string, readonly notFound: boolean) {
-    super(`${url}: ${why}`);
+  constructor(readonly url: string, message: string, readonly notFound: boolean, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The bytes at `url` (https://, http:// or file://); retried on connection errors and 5xx. */
-export async function fetchBytes(url: string): Promise<Buffer> {
+/**
+ * The bytes at `url` (https://, http:// or file://). HTTP downloads go through `guardedRead`: one
+ * deadline, transient failures retried with backoff, anything else (404, 403...) failing at once.
+ */
+export async function fetchBytes(url: string, policy: ReadPolicy = REPLICATION_READ_POLICY): Promise<Buffer> {
   if (url.startsWith('file:')) {
     try {
       return await readFile(fileURLToPath(url));
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      throw new FetchError(url, code === 'ENOENT' ? 'not found (no such file)' : `cannot read (${code ?? String(e)})`, code === 'ENOENT');
+      throw new FetchError(url, `${url}: ${code === 'ENOENT' ? 'not found (no such file)' : `cannot read (${code ?? String(e)})`}`, code === 'ENOENT');
     }
   }
-  let last = '';
-  for (let attempt = 0; attempt <= FETCH.retries; attempt++) {
-    if (attempt > 0) await sleep(FETCH.retryDelayMs * attempt);
-    let res: Response;
-    try {
-      res = await fetch(url, { signal: AbortSignal.timeout(FETCH.timeoutMs), headers: { 'user-agent': 'tilebake-update' } });
-    } catch (e) {
-      const cause = (e as { cause?: { code?: string } }).cause?.code;
-      last = `cannot connect (${cause ?? (e as Error).message})`;
-      continue;
-    }
-    if (res.status === HTTP.notFound) throw new FetchError(url, 'HTTP 404 Not Found', true);
-    if (res.status >= HTTP.serverError) {
-      last = `HTTP ${res.status} ${res.statusText}`;
-      continue;
-    }
-    if (!res.ok) throw new FetchError(url, `HTTP ${res.status} ${res.statusText}`, false);
-    try {
-      return Buffer.from(await res.arrayBuffer());
-    } catch (e) {
-      last = `download interrupted (${(e as Error).message})`;
-    }
+  let attempts = 0;
+  try {
+    return await guardedRead(
+      () => url,
+      policy,
+      async (signal) => {
+        const res = await fetch(url, { signal, headers: { 'user-agent': 'tilebake-update' } });
+        if (!res.ok) {
+          await discard(res);
+          throw new HttpStatusError(res.status, `HTTP ${res.status} ${res.statusText}`);
+        }
+        return Buffer.from(await res.arrayBuffer());
+      },
+      (outcome) => (attempts = outcome.attempts),
+    );
+  } catch (e) {
+    // guardedRead throws StoreErrors only; a timeout's message already counts its attempts.
+    const err = e as StoreError;
+    const status = err.cause instanceof HttpStatusError ? err.cause.status : undefined;
+    const tries = attempts > 1 && err.kind !== 'timeout' ? ` (${attempts} attempts)` : '';
+    throw new FetchError(url, `${err.message}${tries}`, status === HTTP_NOT_FOUND, err);
   }
-  throw new FetchError(url, `${last} after ${FETCH.retries + 1} attempts`, false);
 }
 
 /** Read a replication state file at `url`. */

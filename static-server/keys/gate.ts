@@ -6,7 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { rejectUnauthorized } from '../auth.ts';
 import { HttpError } from '../context.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 import type { RouteKind } from '../metrics.ts';
 import type { KeyRing } from './key-ring.ts';
 import type { Key, Scope } from './keys-file.ts';

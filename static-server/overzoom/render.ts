@@ -3,8 +3,8 @@
  * render page and renderer (workers/metatile-renderer.ts, one Chromium per server process, started on
  * the first render and stopped with the version's app), one metatile of the build's grid at a time
  * (lib/metatiles.ts) and encoded with the build's settings (lib/raster-encode.ts): a tile is the
- * bytes `build` bakes at that zoom. The page reads the version's files from a render server on
- * 127.0.0.1 (static-server/render-server.ts).
+ * bytes `build` bakes at that zoom. The page reads the version's files from a render host on
+ * 127.0.0.1 (workers/render-host/server.ts).
  *
  * Every tile of a render goes to the on-disk cache (render-cache.ts, shared by the processes of
  * `--workers N`) and to the memory tile cache. Requests for one metatile share one render; renders
@@ -21,11 +21,13 @@ import { UserError } from '../../lib/errors.ts';
 import { boundsAtZoom, type StyleArchive, type StyleEntry, type RenderSettings } from '../../lib/manifest.ts';
 import { metatileContaining, metatileKey, type Metatile } from '../../lib/metatiles.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../../lib/raster-encode.ts';
-import { assertChromium } from '../../workers/chromium-process.ts';
-import { MetatileRenderer, type RenderHost } from '../../workers/metatile-renderer.ts';
+import { assertChromium } from '../../workers/chromium.ts';
+import { MetatileRenderer } from '../../workers/metatile-renderer.ts';
+import type { RenderHost } from '../../workers/render-host/server.ts';
 import type { Archives } from '../archives.ts';
+import { BoundedQueue } from '../bounded-queue.ts';
 import { HttpError, type ServerContext } from '../context.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 import { serverMetrics } from '../metrics.ts';
 import { tileBody, type TileBody } from '../tile-response.ts';
 import { RENDER_DEFAULTS } from './policy.ts';
@@ -74,9 +76,9 @@ export function onDemandOptions(ctx: ServerContext): OnDemandOptions {
   };
 }
 
-/** The browsers and their render server, once started. */
+/** The browsers and their render host, once started. */
 interface Started {
-  server: RenderHost & { close(): Promise<void> };
+  server: RenderHost;
   renderer: MetatileRenderer;
   margin: number;
 }
@@ -108,8 +110,8 @@ export class OnDemandRenderer {
   private readonly cache: RenderCache;
   /** Renders waiting or running, by metatile job key: the requests for one metatile share it. */
   private readonly jobs = new Coalescer<string, RenderedTiles>();
-  private readonly waiting: (() => void)[] = [];
-  private running = 0;
+  /** The browsers' slots and the renders waiting for one. */
+  private readonly queue: BoundedQueue;
   private started?: Promise<Started>;
   private closed = false;
   /** Whether each style paints an opaque background (read once). */
@@ -122,9 +124,10 @@ export class OnDemandRenderer {
     private readonly ctx: ServerContext,
     private readonly archives: Archives,
     private readonly opts: OnDemandOptions,
-    private readonly startHost: () => Promise<RenderHost & { close(): Promise<void> }>,
+    private readonly startHost: () => Promise<RenderHost>,
   ) {
     this.cache = new RenderCache(opts.cacheDir, opts.cacheBytes, opts.processes);
+    this.queue = new BoundedQueue({ concurrency: opts.workers, queue: opts.queue, what: 'tile renders', retryAfterS: RETRY_AFTER_S });
     this.version = createHash('sha256').update(`${ctx.manifest.generatedAt}\n${JSON.stringify(ctx.manifest.styles)}`).digest('hex').slice(0, 16);
     this.unwatch = serverMetrics().watchRenderQueue(() => this.jobs.size);
   }
@@ -162,34 +165,25 @@ export class OnDemandRenderer {
     return tileBody(bytes);
   }
 
-  /** The render of metatile `meta` at `scale` (shared by its requests); refused with 503 when too many wait. */
+  /** The render of metatile `meta` at `scale` (shared by its requests); refused with 503 when the queue is full. */
   private render(id: string, entry: StyleEntry, settings: RenderSettings, meta: Metatile, scale: number): Promise<RenderedTiles> {
     const job = `${id}/${scale}/${metatileKey(meta)}`;
     const pending = this.jobs.get(job);
     if (pending) return pending;
     if (this.closed) throw new HttpError(HttpStatus.Unavailable, 'server is shutting down', {}, { 'retry-after': String(RETRY_AFTER_S) });
-    if (this.jobs.size >= this.opts.workers + this.opts.queue) {
+    let p: Promise<RenderedTiles>;
+    try {
+      p = this.jobs.run(job, () => this.queue.run(() => this.renderNow(id, entry, settings, meta, scale)));
+    } catch (e) {
+      // Refused by the queue (it throws before queueing anything).
       serverMetrics().rendered('refused');
-      throw new HttpError(HttpStatus.Unavailable, `too many tiles being rendered (${this.jobs.size}); retry in ${RETRY_AFTER_S} s`, {}, { 'retry-after': String(RETRY_AFTER_S) });
+      throw e;
     }
-    const p = this.jobs.run(job, () => this.slot(() => this.renderNow(id, entry, settings, meta, scale)));
     p.then(
       () => serverMetrics().rendered('rendered'),
       () => serverMetrics().rendered('failed'),
     );
     return p;
-  }
-
-  /** Run `fn` when one of the browsers is free (renders beyond them wait in order). */
-  private async slot<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.running >= this.opts.workers) await new Promise<void>((res) => this.waiting.push(res));
-    this.running++;
-    try {
-      return await fn();
-    } finally {
-      this.running--;
-      this.waiting.shift()?.();
-    }
   }
 
   private async renderNow(id: string, entry: StyleEntry, settings: RenderSettings, meta: Metatile, scale: number): Promise<RenderedTiles> {
@@ -219,7 +213,7 @@ export class OnDemandRenderer {
     return tiles;
   }
 
-  /** Start the render server and the browsers (once; again after a failed start). */
+  /** Start the render host and the browsers (once; again after a failed start). */
   private start(id: string, settings: RenderSettings, scale: number): Promise<Started> {
     this.started ??= (async () => {
       if (this.closed) throw new Error('server is shutting down');
@@ -258,7 +252,7 @@ export class OnDemandRenderer {
     return `${this.version}/${encodeURIComponent(id)}/${scale}x.${format}/${z}/${x}/${y}`;
   }
 
-  /** Stop the browsers and the render server (renders in flight fail). */
+  /** Stop the browsers and the render host (renders in flight fail). */
   async close(): Promise<void> {
     this.closed = true;
     this.unwatch();

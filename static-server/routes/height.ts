@@ -10,7 +10,8 @@ import { sendError } from '../errors.ts';
 import { checkJsonDepth } from '../json-body.ts';
 import { serverMetrics } from '../metrics.ts';
 import { notePoints } from '../keys/usage.ts';
-import { asStoreError, OpenedFile } from '../opened-file.ts';
+import { asStoreError } from '../../lib/store-read.ts';
+import { OpenedFile } from '../opened-file.ts';
 
 const BYTES_PER_MB = 1024 * 1024;
 const HTTP_BAD_REQUEST = 400;

@@ -1,14 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { TilesetEntry } from '../../lib/manifest.ts';
-import { centerInBounds } from '../../lib/tile-math.ts';
+import { tileJson } from '../../lib/tilejson.ts';
 import { archivesOf } from '../archives.ts';
 import { HttpError, type ServerContext } from '../context.ts';
-import { checkZoom, parseTileCoord, splitTileFile } from '../coords.ts';
+import { checkZoom, parseTileCoord, splitTileFile } from '../../lib/tile-coords.ts';
 import { appendVary, sendTile, TILE_CONTENT_TYPES, type TileSendOptions } from '../tile-response.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 
-/** TileJSON version written by `/data/{tileset}.json`. */
-export const TILEJSON_VERSION = '3.0.0';
 /** Suffix of TileJSON requests. */
 const JSON_SUFFIX = '.json';
 
@@ -27,28 +25,6 @@ interface TileParams {
   z: string;
   x: string;
   file: string;
-}
-
-/** Build the TileJSON 3.0.0 document of one tileset, with absolute tile URLs under `baseUrl`. */
-export function tileJson(id: string, entry: TilesetEntry, baseUrl: string): Record<string, unknown> {
-  const doc: Record<string, unknown> = {
-    tilejson: TILEJSON_VERSION,
-    name: entry.name ?? id,
-    ...(entry.description ? { description: entry.description } : {}),
-    ...(entry.attribution ? { attribution: entry.attribution } : {}),
-    scheme: 'xyz',
-    tiles: [`${baseUrl}/data/${encodeURIComponent(id)}/{z}/{x}/{y}.${entry.format}`],
-    minzoom: entry.minzoom,
-    maxzoom: entry.maxzoom,
-    bounds: entry.bounds,
-    // Inside the bounds, also for manifests written before the pipeline made sure of it.
-    center: centerInBounds(entry.bounds, entry.center, entry.minzoom, entry.maxzoom),
-    format: entry.format,
-  };
-  if (entry.kind === 'vector') doc.vector_layers = entry.vector_layers ?? [];
-  if (entry.tileSize) doc.tileSize = entry.tileSize;
-  if (entry.kind === 'terrain' && entry.encoding) doc.encoding = entry.encoding;
-  return doc;
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, type RouteModule, type ServerContext } from '../context.ts';
-import { HttpStatus } from '../http-status.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 import { wmtsCapabilities, type WmtsStyle } from '../styles/wmts-capabilities.ts';
 import { appendVary } from '../tile-response.ts';
 

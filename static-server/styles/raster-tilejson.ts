@@ -1,8 +1,7 @@
 import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
+import { TILEJSON_VERSION } from '../../lib/tilejson.ts';
 import { servedMaxzoom } from '../overzoom/policy.ts';
 
-/** TileJSON version of `/styles/{style}/rendered.json`. */
-export const RASTER_TILEJSON_VERSION = '3.0.0';
 /** Pixel size of a 1x raster tile. */
 export const TILE_SIZE_1X = 256;
 /** Order in which formats are preferred for the main `tiles` URL. */
@@ -35,7 +34,7 @@ export function rasterTileJson(id: string, entry: StyleEntry, baseUrl: string): 
   const built = builtKeys(entry);
   const has = (scale: number, format: string) => entry.archives[`${scale}x.${format}`] !== undefined;
   const doc: Record<string, unknown> = {
-    tilejson: RASTER_TILEJSON_VERSION,
+    tilejson: TILEJSON_VERSION,
     name: entry.name ?? id,
     description:
       `Raster tiles of style "${id}": /styles/${id}/{z}/{x}/{y}.{format} are ${TILE_SIZE_1X} px tiles, ` +
