@@ -30,6 +30,8 @@ const WORK = join(ROOT, 'build', 'bench-region-vector');
 const WORLD = join(WORK, 'world');
 const TARGET_RATIO = 1.25;
 const TARGET_WORLD_S = 60;
+/** GNU time (Debian's `time` package): the CPU of the stage's process tree. */
+const GNU_TIME = '/usr/bin/time';
 
 /** A region's extract: --dir, else the shared sample data beside the checkout (or beside /work/main). */
 function extract(region: string): string {
@@ -43,6 +45,8 @@ function extract(region: string): string {
 
 interface Run {
   seconds: number;
+  /** CPU seconds (user + system) of the stage's process and the children it waited for (tilemaker, osmium), from GNU time. */
+  cpu: number;
   phases: { name: string; seconds: number }[];
   tiles: number;
   bytes: number;
@@ -51,13 +55,15 @@ interface Run {
 
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
-/** One vector stage in its own process. */
+/** One vector stage in its own process (under GNU time, for its CPU). */
 async function stage(region: string, args: string[], cache = WORLD): Promise<Run> {
   const out = join(WORK, `${region}.pmtiles`);
+  const times = join(WORK, 'time.txt');
   rmSync(out, { force: true });
-  const r = await runSampled(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/osm/stage.ts'), extract(region), out, '--world-cache', cache, ...args]);
-  const j = JSON.parse(r.stdout.trim().split('\n').pop()!) as Omit<Run, 'peakMb'>;
-  return { ...j, peakMb: r.peakMb };
+  const r = await runSampled(GNU_TIME, ['-f', '%U %S', '-o', times, process.execPath, '--import', 'tsx', join(ROOT, 'bench/osm/stage.ts'), extract(region), out, '--world-cache', cache, ...args]);
+  const j = JSON.parse(r.stdout.trim().split('\n').pop()!) as Omit<Run, 'peakMb' | 'cpu'>;
+  const [user, sys] = readFileSync(times, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
+  return { ...j, cpu: user + sys, peakMb: r.peakMb };
 }
 
 const phase = (r: Run, name: string) => r.phases.filter((p) => p.name === name || p.name.startsWith(`${name} (`)).reduce((s, p) => s + p.seconds, 0);
@@ -77,16 +83,17 @@ for (const region of REGIONS) {
   for (let i = 0; i < ROUNDS; i++) {
     full.push(await stage(region, []));
     off.push(await stage(region, ['--extract-only']));
-    console.log(`${region} round ${i + 1}: stage ${f1(full[i].seconds)} s, extract only ${f1(off[i].seconds)} s (load ${load()})`);
+    console.log(`${region} round ${i + 1}: stage ${f1(full[i].seconds)} s (CPU ${f1(full[i].cpu)} s), extract only ${f1(off[i].seconds)} s (CPU ${f1(off[i].cpu)} s) (load ${load()})`);
   }
   const ratios = full.map((r, i) => r.seconds / off[i].seconds);
+  const cpuRatios = full.map((r, i) => r.cpu / off[i].cpu);
   const mid = ratios.map((r, i) => [r, i] as const).sort((a, b) => a[0] - b[0])[Math.floor(ROUNDS / 2)][1];
   const [s, b] = [full[mid], off[mid]];
   rows.push(
-    `| ${region} | stage | ${f1(s.seconds)} | ${f1(phase(s, 'tilemaker'))} | ${f1(phase(s, 'sea'))} | ${f1(phase(s, 'ocean'))} | ${f1(phase(s, 'world'))} | ${f1(phase(s, 'pack'))} | ${s.tiles} | ${Math.round(s.peakMb)} | **${ratios[mid].toFixed(2)}×** |`,
-    `| ${region} | extract only | ${f1(b.seconds)} | ${f1(phase(b, 'tilemaker'))} | | | | ${f1(phase(b, 'pack'))} | ${b.tiles} | ${Math.round(b.peakMb)} | 1.00× |`,
+    `| ${region} | stage | ${f1(s.seconds)} | ${f1(s.cpu)} | ${f1(phase(s, 'tilemaker'))} | ${f1(phase(s, 'sea'))} | ${f1(phase(s, 'ocean'))} | ${f1(phase(s, 'world'))} | ${f1(phase(s, 'pack'))} | ${s.tiles} | ${Math.round(s.peakMb)} | **${ratios[mid].toFixed(2)}×** | ${cpuRatios[mid].toFixed(2)}× |`,
+    `| ${region} | extract only | ${f1(b.seconds)} | ${f1(b.cpu)} | ${f1(phase(b, 'tilemaker'))} | | | | ${f1(phase(b, 'pack'))} | ${b.tiles} | ${Math.round(b.peakMb)} | 1.00× | 1.00× |`,
   );
-  verdicts.push(`- ${region}: ${ratios[mid].toFixed(2)}× the extract alone (target ≤ ${TARGET_RATIO}×: ${ratios[mid] <= TARGET_RATIO ? 'met' : 'NOT met'}); ratios of the rounds ${ratios.map((r) => r.toFixed(2)).join(', ')} (stage ${full.map((r) => f1(r.seconds)).join(', ')} s; extract only ${off.map((r) => f1(r.seconds)).join(', ')} s).`);
+  verdicts.push(`- ${region}: ${ratios[mid].toFixed(2)}× the extract alone (target ≤ ${TARGET_RATIO}×: ${ratios[mid] <= TARGET_RATIO ? 'met' : 'NOT met'}); ratios of the rounds ${ratios.map((r) => r.toFixed(2)).join(', ')}, of their CPU ${cpuRatios.map((r) => r.toFixed(2)).join(', ')} (stage ${full.map((r) => f1(r.seconds)).join(', ')} s; extract only ${off.map((r) => f1(r.seconds)).join(', ')} s).`);
 }
 
 // The world's first build: an empty cache against the cache, alternated, on the last region.
@@ -100,8 +107,8 @@ for (let i = 0; i < WORLD_ROUNDS; i++) {
   const warm = await stage(region, []);
   rmSync(cold, { recursive: true, force: true });
   added.push(first.seconds - warm.seconds);
-  worldRows.push(`| ${i + 1} | ${f1(first.seconds)} | ${f1(phase(first, 'world'))} | ${f1(warm.seconds)} | ${f1(first.seconds - warm.seconds)} | ${Math.round(first.peakMb)} |`);
-  console.log(`world round ${i + 1}: first build ${f1(first.seconds)} s (world ${f1(phase(first, 'world'))} s), with the cache ${f1(warm.seconds)} s (load ${load()})`);
+  worldRows.push(`| ${i + 1} | ${f1(first.seconds)} | ${f1(phase(first, 'world'))} | ${f1(warm.seconds)} | ${f1(first.seconds - warm.seconds)} | ${f1(first.cpu - warm.cpu)} | ${Math.round(first.peakMb)} |`);
+  console.log(`world round ${i + 1}: first build ${f1(first.seconds)} s (world ${f1(phase(first, 'world'))} s, CPU ${f1(first.cpu)} s), with the cache ${f1(warm.seconds)} s (CPU ${f1(warm.cpu)} s) (load ${load()})`);
 }
 if (added.length) verdicts.push(`- The world's z0–6 adds ${f1(median(added))} s to the first build of ${region} (median of ${added.length}; target ≤ ${TARGET_WORLD_S} s: ${median(added) <= TARGET_WORLD_S ? 'met' : 'NOT met'}).`);
 
@@ -118,16 +125,18 @@ tilemaker run, the ocean and the world run at once), so they do not add up to th
 is tilemaker on the extract; "sea" the coastline's polygons (osmium); "ocean" the sea joined with
 Natural Earth's 10 m ocean around the box, cut into tiles and the coastal tiles' tilemaker runs;
 "world" the world's z0–6 (from the cache); "merge + pack" the canonical re-encoding of every tile and
-the PMTiles writer. Peak RSS: the stage's process and its children (tilemaker, osmium).
+the PMTiles writer. CPU: user + system seconds of the stage's process and its children (GNU time),
+which a loaded machine does not inflate as it does the wall time. Peak RSS: the stage's process and
+its children (tilemaker, osmium).
 
-| region | run | stage (s) | extract run (s) | sea (s) | ocean (s) | world (s) | merge + pack (s) | tiles | peak RSS (MB) | ÷ extract only |
-|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| region | run | stage (s) | CPU (s) | extract run (s) | sea (s) | ocean (s) | world (s) | merge + pack (s) | tiles | peak RSS (MB) | ÷ extract only | CPU ÷ extract only |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}
 
 ${WORLD_ROUNDS ? `The world's first build (${region}, an empty world cache against the cache, alternated):
 
-| round | first build (s) | of which the world (s) | with the cache (s) | added (s) | peak RSS (MB) |
-|---|---:|---:|---:|---:|---:|
+| round | first build (s) | of which the world (s) | with the cache (s) | added (s) | added CPU (s) | peak RSS (MB) |
+|---|---:|---:|---:|---:|---:|---:|
 ${worldRows.join('\n')}
 ` : ''}
 ${verdicts.join('\n')}
