@@ -17,7 +17,7 @@
  * The work is GEOS intersections on the edge tiles only (each a small piece by then) and a counter for
  * the filled ones: the open sea of a coastal region is one fill tile, stored once by the PMTiles writer.
  */
-import { tileBounds, type BBox } from '../../lib/tile-math.ts';
+import { tileBounds, worldToLonLat, type BBox } from '../../lib/tile-math.ts';
 import { loadGdal } from '../elevation/gdal.ts';
 import { boxPolygon, ofKind, type Geometry, type Shape, type ShapeAttributes } from './shapes.ts';
 
@@ -30,17 +30,15 @@ const PARALLEL = 8;
 /** The hidden attribute naming the tile a piece was cut for. */
 export const TILE_TAG = '_tile';
 
-const DEG = Math.PI / 180;
-const latp = (lat: number) => Math.log(Math.tan(Math.PI / 4 + (lat * DEG) / 2)) / DEG;
-const latOfLatp = (p: number) => (2 * Math.atan(Math.exp(p * DEG)) - Math.PI / 2) / DEG;
-
 /** tilemaker's clip box of tile z/x/y in lon/lat: the tile grown by 1/200 of its size (latitudes in Mercator). */
 export function clipBox(z: number, x: number, y: number): BBox {
-  const [w, s, e, n] = tileBounds(z, x, y);
+  const [w, , e] = tileBounds(z, x, y);
   const dx = (e - w) / BUFFER_DIVISOR;
-  const [ps, pn] = [latp(s), latp(n)];
-  const dy = (pn - ps) / BUFFER_DIVISOR;
-  return [w - dx, latOfLatp(ps - dy), e + dx, latOfLatp(pn + dy)];
+  // The tile's rows in Web Mercator world coordinates (0 … 1 from the north), grown by the buffer.
+  const d = 1 / (2 ** z * BUFFER_DIVISOR);
+  const north = worldToLonLat(0, y / 2 ** z - d).lat;
+  const south = worldToLonLat(0, (y + 1) / 2 ** z + d).lat;
+  return [w - dx, south, e + dx, north];
 }
 
 /** One polygon feature to cut: its geometry and the attributes its pieces and fills carry. */
