@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -14,5 +15,8 @@ export default defineConfig({
     maxWorkers: 2,
     // A folder per run where servers shared by several files (Swift) record their pids; stopped at the end.
     globalSetup: ['test/global-setup.ts'],
+    // Every OSM build of the run (in-process or through the CLI) uses one world z0–6 (pipeline/osm/world.ts),
+    // built once beside the other shared fixtures (test/fixtures/cache.ts) and kept across runs.
+    env: { TILEBAKE_WORLD_CACHE: resolve(import.meta.dirname, 'build', 'test-cache', 'world') },
   },
 });

@@ -42,8 +42,14 @@ export interface TilesetEntry {
   description?: string;
   minzoom: number;
   maxzoom: number;
-  /** [west, south, east, north] in degrees. */
+  /** [west, south, east, north] in degrees: where the tiles are (the TileJSON's bounds). */
   bounds: [number, number, number, number];
+  /**
+   * An OSM tileset with the world's low zooms: its tiles cover `bounds` (the world) up to this zoom,
+   * only `region` (the extract) above it (`boundsAtZoom`).
+   */
+  world_maxzoom?: number;
+  region?: [number, number, number, number];
   /** [lon, lat, zoom]. */
   center: [number, number, number];
   /** MVT layers (vector only), as in TileJSON. */
@@ -95,7 +101,10 @@ export interface StyleEntry {
   attribution?: string;
   minzoom: number;
   maxzoom: number;
+  /** Where the tiles are (the TileJSON's bounds); with `world_maxzoom`, only `region` above that zoom (`boundsAtZoom`). */
   bounds: [number, number, number, number];
+  world_maxzoom?: number;
+  region?: [number, number, number, number];
   center: [number, number, number];
   /** Key `${scale}x.${format}`, e.g. `1x.png`, `2x.jpg`, `1x.webp`. */
   archives: Record<string, StyleArchive>;
@@ -137,6 +146,18 @@ export interface ElevationEntry {
   fingerprint?: string;
   /** Ids of the tilesets the elevation stage wrote (terrain, contours). */
   tilesets?: string[];
+}
+
+/** What a tileset or style covers, zoom by zoom: `bounds`, or the world up to `world_maxzoom` and `region` above it. */
+export interface ZoomCoverage {
+  bounds: [number, number, number, number];
+  world_maxzoom?: number;
+  region?: [number, number, number, number];
+}
+
+/** The bounds of the tiles at zoom z of a tileset or style (the one rule for rendering, serving and describing them). */
+export function boundsAtZoom(c: ZoomCoverage, z: number): [number, number, number, number] {
+  return c.world_maxzoom !== undefined && c.region && z > c.world_maxzoom ? c.region : c.bounds;
 }
 
 /** Record (or with `undefined`, forget) the OSM state tileset `id` shows. */

@@ -52,16 +52,20 @@ function metatileAt(r: TileRange, z: number, x0: number, y0: number, size: numbe
   return { z, x0, y0, size, tiles, area: { x: x0, y: y0, w: x1 - x0 + 1, h: y1 - y0 + 1 } };
 }
 
+/** A bbox, or one per zoom (a tileset with the world's low zooms: lib/manifest.ts `boundsAtZoom`). */
+export type ZoomBBox = BBox | ((z: number) => BBox);
+const bboxAt = (area: ZoomBBox, z: number): BBox => (typeof area === 'function' ? area(z) : area);
+
 /**
  * Every metatile of bbox for zooms minzoom..maxzoom, in a deterministic order (z, row, column).
  * The grid starts at the bbox's first tile (not at multiples of the metatile size, as on-demand
  * renderers that cache metatiles do): a region then has partial metatiles only along its far edges,
  * fewer and larger renders. Metatiles are clamped to the world at low zooms.
  */
-export function* enumerateMetatiles(bbox: BBox, minzoom: number, maxzoom: number, metatile: number): Generator<Metatile> {
+export function* enumerateMetatiles(bbox: ZoomBBox, minzoom: number, maxzoom: number, metatile: number): Generator<Metatile> {
   for (let z = minzoom; z <= maxzoom; z++) {
     const size = Math.min(metatile, 2 ** z);
-    const r = tileRange(bbox, z);
+    const r = tileRange(bboxAt(bbox, z), z);
     for (let y0 = r.minY; y0 <= r.maxY; y0 += size) {
       for (let x0 = r.minX; x0 <= r.maxX; x0 += size) yield metatileAt(r, z, x0, y0, size);
     }
@@ -72,8 +76,8 @@ export function* enumerateMetatiles(bbox: BBox, minzoom: number, maxzoom: number
  * The metatile of enumerateMetatiles(bbox, z, z, metatile) that holds tile z/x/y (the same grid,
  * without enumerating it), or undefined when the tile is outside the bbox's tiles.
  */
-export function metatileContaining(bbox: BBox, z: number, x: number, y: number, metatile: number): Metatile | undefined {
-  const r = tileRange(bbox, z);
+export function metatileContaining(bbox: ZoomBBox, z: number, x: number, y: number, metatile: number): Metatile | undefined {
+  const r = tileRange(bboxAt(bbox, z), z);
   if (x < r.minX || x > r.maxX || y < r.minY || y > r.maxY) return undefined;
   const size = Math.min(metatile, 2 ** z);
   return metatileAt(r, z, r.minX + Math.floor((x - r.minX) / size) * size, r.minY + Math.floor((y - r.minY) / size) * size, size);

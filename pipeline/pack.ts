@@ -25,6 +25,12 @@ export interface PackOptions {
   bboxField?: string;
   /** For an .osm.pbf input: the work folder of the generator (default: `.work/osm-<output name>` beside the output). */
   workDir?: string;
+  /** For an .osm.pbf input: the world's tiles whole up to this zoom (default 6), `false` for none (sources/osm.ts). */
+  worldMaxzoom?: number | false;
+  /** Where `worldMaxzoom` was configured, for messages. */
+  worldMaxzoomField?: string;
+  /** For an .osm.pbf input: the extract's own tiles only, no sea or Natural Earth (bench/region's baseline). */
+  extractOnly?: boolean;
   /** For an .osm.pbf input: the `name:xx` languages written (default: DEFAULT_LANGUAGES); `languagesField` names where they were configured. */
   languages?: readonly string[];
   languagesField?: string;
@@ -59,6 +65,8 @@ export function archiveMetadata(m: SourceMetadata, format: TileFormat): Record<s
   out.format = format;
   out.type = m.extra.type ?? (format === 'pbf' ? 'overlay' : 'baselayer');
   out.bounds = m.bounds;
+  set('world_maxzoom', m.world_maxzoom);
+  set('region', m.region);
   out.center = m.center;
   out.minzoom = m.minzoom;
   out.maxzoom = m.maxzoom;

@@ -6,7 +6,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { cpuBudget } from '../lib/cpus.ts';
 import { UserError } from '../lib/errors.ts';
-import { readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
+import { boundsAtZoom, readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
 import { OverlayStore } from '../lib/overlay-store.ts';
 import { LocalStore, type Store } from '../lib/storage.ts';
 import type { RenderHost } from '../workers/render-host/server.ts';
@@ -112,7 +112,7 @@ async function renderStyle(
   const { s, prep, entry } = job;
   const styleDir = join(outDir, 'styles', s.id);
   const { bounds: bbox, center, attribution } = entry;
-  const all = [...enumerateMetatiles(bbox, s.minzoom, s.maxzoom, config.render.metatile)];
+  const all = [...enumerateMetatiles((z) => boundsAtZoom(entry, z), s.minzoom, s.maxzoom, config.render.metatile)];
   const metas = all.filter((_, i) => inShard(i, shard));
   const tilesPerScale = metas.reduce((n, m) => n + m.tiles.length, 0);
   const label = `render ${s.id}${shard ? ` (shard ${shard.index}/${shard.count})` : ''}`;

@@ -9,6 +9,7 @@ import { logLine } from '../lib/progress.ts';
 import { openTileSource } from './sources/index.ts';
 import { osmDataState } from './osm/pbf-header.ts';
 import { PROFILE_CONFIG, PROFILE_PROCESS } from './osm/tilemaker.ts';
+import { worldKey } from './osm/world.ts';
 import { hashInputs, linkFile, readDeps, recordDeps } from './reuse.ts';
 import { patchOsmArchive, type OsmPatch } from './vector-patch.ts';
 import { encodeMltArchive, mltEncoderOf } from './mlt.ts';
@@ -35,7 +36,10 @@ export async function packVectorTiles(input: string, output: string, opts: PackO
   const workDir = opts.workDir ?? join(dirname(resolve(output)), '.work', `osm-${basename(output)}`);
   try {
     const source = await openTileSource(input, {
-      osm: { bbox: opts.bbox, bboxField: opts.bboxField, languages: opts.languages, languagesField: opts.languagesField, workDir, label: opts.label ?? `vector ${basename(output)}` },
+      osm: {
+        bbox: opts.bbox, bboxField: opts.bboxField, languages: opts.languages, languagesField: opts.languagesField, workDir, label: opts.label ?? `vector ${basename(output)}`,
+        worldMaxzoom: opts.worldMaxzoom, worldMaxzoomField: opts.worldMaxzoomField, extractOnly: opts.extractOnly,
+      },
     });
     try {
       return await packSource(source, output, opts);
@@ -60,6 +64,7 @@ export function tilesetEntry(id: string, r: PackResult): TilesetEntry {
     minzoom: m.minzoom,
     maxzoom: m.maxzoom,
     bounds: m.bounds,
+    ...(m.world_maxzoom !== undefined && m.region ? { world_maxzoom: m.world_maxzoom, region: m.region } : {}),
     center: m.center,
     vector_layers: r.format === 'pbf' ? (m.vector_layers ?? []) : undefined,
     tiles: r.tiles,
@@ -85,7 +90,9 @@ async function tilesetRecipe(t: BuildConfig['tilesets'][string]): Promise<string
   // The profile's names relative to its folder: where tilebake is installed does not count (a new
   // release unpacked elsewhere would otherwise generate every tile of the next night again).
   const languages = osm ? (t.languages ?? DEFAULT_LANGUAGES) : undefined;
-  return `${PACK_VERSION}:${osm ? await hashInputs(OSM_PROFILE, dirname(OSM_PROFILE[0])) : ''}:${JSON.stringify([t.name, t.attribution, t.description, t.bbox, languages])}`;
+  // The world's tiles (Natural Earth's version and the code that cuts it) are part of an OSM tileset's.
+  const world = osm ? await worldKey() : '';
+  return `${PACK_VERSION}:${osm ? await hashInputs(OSM_PROFILE, dirname(OSM_PROFILE[0])) : ''}:${world}:${JSON.stringify([t.name, t.attribution, t.description, t.bbox, languages, t.world_maxzoom])}`;
 }
 
 /** The fingerprint of an archive made by `recipe` from the bytes of `source` (whatever its name). */
@@ -179,7 +186,10 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
       }
       r = outcome?.result;
     }
-    r ??= await packVectorTiles(t.source, output, { ...packOpts, bbox: t.bbox, bboxField: `${config.file}: $.tilesets.${t.id}.bbox`, workDir });
+    r ??= await packVectorTiles(t.source, output, {
+      ...packOpts, bbox: t.bbox, bboxField: `${config.file}: $.tilesets.${t.id}.bbox`, workDir,
+      worldMaxzoom: t.world_maxzoom, worldMaxzoomField: `${config.file}: $.tilesets.${t.id}.world_maxzoom`,
+    });
     const osm = await osmDataState(t.source, t.replication);
     const packed = r;
     const mlt = await mltArchiveFor(t, outDir, prev, false);

@@ -122,7 +122,7 @@ describe('SIGKILL, then rerun', () => {
     // The killed run's unfinished version folder is gone; only the published one is left.
     expect(await readdir(join(out, 'builds'))).toHaveLength(1);
     const m = await readManifestOrEmpty((await currentVersionDir(out))!.dir);
-    m.tilesets.openmaptiles.bounds.forEach((v, i) => expect(v).toBeCloseTo(MONACO_HEADER_BBOX[i], 6));
+    m.tilesets.openmaptiles.region!.forEach((v, i) => expect(v).toBeCloseTo(MONACO_HEADER_BBOX[i], 6));
     expect(m.tilesets.openmaptiles.tiles).toBeGreaterThan(20);
   }, LONG);
 });

@@ -8,6 +8,7 @@ import { VectorTile } from '@mapbox/vector-tile';
 import { PbfReader } from 'pbf';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { build } from '../pipeline/build.ts';
+import { ensureWorld, worldCacheDir } from '../pipeline/osm/world.ts';
 import { copyOfFixture, sharedFixture } from './fixtures/cache.ts';
 import { SAMPLE_INPUTS } from './fixtures/server/sample.ts';
 import { SAMPLE } from './render-helpers.ts';
@@ -16,7 +17,8 @@ import { readTile, writeConfig } from './render-helpers.ts';
 export const MONACO_PBF = join(SAMPLE, 'monaco-latest.osm.pbf');
 /** The extract's header bbox. */
 export const MONACO_HEADER_BBOX: [number, number, number, number] = [7.409205, 43.72335, 7.448637, 43.75169];
-export const CLI = resolve(import.meta.dirname, '..', 'bin', 'tilebake.js');
+const ROOT = resolve(import.meta.dirname, '..');
+export const CLI = join(ROOT, 'bin', 'tilebake.js');
 
 /** A raw build config with one tileset built from `source` (and `tileset` fields merged in). */
 export function osmConfig(out: string, source: string, tileset: Record<string, unknown> = {}, rest: Record<string, unknown> = {}): Record<string, unknown> {
@@ -35,6 +37,15 @@ export async function buildMonacoVector(prefix: string): Promise<{ out: string; 
   });
   const out = await copyOfFixture(built, `tilebake-${prefix}-`);
   return { out, archive: join((await currentVersionDir(out))!.dir, 'data', 'openmaptiles.pmtiles') };
+}
+
+/**
+ * The world's z0–6 archive (pipeline/osm/world.ts) every OSM build of the run uses: built once into the
+ * cache folder vitest.config.ts names (TILEBAKE_WORLD_CACHE, beside the other shared fixtures of
+ * fixtures/cache.ts), under its lock, and kept while Natural Earth and the code that cuts it are the same.
+ */
+export async function worldArchive(): Promise<string> {
+  return (await ensureWorld(worldCacheDir(join(ROOT, 'build', 'test-cache')), 'test')).path;
 }
 
 /** A stored tile of an archive, decoded. */

@@ -1,6 +1,6 @@
 /**
  * Natural Earth's country labels and the countries on each side of a border at z0–6, against the
- * official OpenMapTiles tiles: Liechtenstein (Natural Earth's shapefiles for its box, no build) and
+ * official OpenMapTiles tiles: Liechtenstein (the world's tiles, no build of the extract) and
  * Monaco (built from its extract), and osm-bright drawing the country labels at z3.
  */
 import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -11,11 +11,10 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { lonLatToTile, tileBounds, type BBox } from '../lib/tile-math.ts';
-import { loadGdal } from '../pipeline/elevation/gdal.ts';
-import { ADM0_SIDES_MINZOOM, countryRank, naturalEarthLayers } from '../pipeline/osm/natural-earth.ts';
+import { ADM0_SIDES_MINZOOM, countryRank } from '../pipeline/osm/natural-earth.ts';
 import { runRenderStage } from '../pipeline/render.ts';
 import { tileBox } from '../pipeline/sources/osm.ts';
-import { buildMonacoVector, mbtilesTile, MONACO_HEADER_BBOX, MONACO_PBF, osmConfig, vectorTile } from './osm-helpers.ts';
+import { buildMonacoVector, mbtilesTile, MONACO_HEADER_BBOX, MONACO_PBF, osmConfig, vectorTile, worldArchive } from './osm-helpers.ts';
 import { compare, OSM_BRIGHT, readTile, rgb, SAMPLE, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
@@ -70,22 +69,10 @@ function inTile(p: Pt, z: number, x: number, y: number, extent = 4096): Pt {
   return [((p[0] - w) / (e - w)) * extent, -((my(n) - my(p[1])) / (my(n) - my(s))) * extent];
 }
 
-describe('Liechtenstein: Natural Earth layers against the official tiles', () => {
-  let layers: Awaited<ReturnType<typeof naturalEarthLayers>>;
-  const read = async (name: string) => {
-    const gdal = await loadGdal();
-    const ds = gdal.open(layers[name].source);
-    try {
-      const rows: { p: Record<string, unknown>; g: import('gdal-async').Geometry }[] = [];
-      for (const f of ds.layers.get(0).features) rows.push({ p: f.fields.toObject() as Record<string, unknown>, g: f.getGeometry()! });
-      return rows;
-    } finally {
-      ds.close();
-    }
-  };
-
+describe("Liechtenstein: the world's Natural Earth tiles against the official tiles", () => {
+  let world: string;
   beforeAll(async () => {
-    layers = await naturalEarthLayers(tileBox(LIECHTENSTEIN_BBOX), await mkdtemp(join(tmpdir(), 'tilebake-ne-li-')));
+    world = await worldArchive();
   }, LONG);
 
   test('z5–6 country borders name the countries on each side as the official tiles do; z0–4 borders name none', async () => {
@@ -95,37 +82,38 @@ describe('Liechtenstein: Natural Earth layers against the official tiles', () =>
       // The official tiles (built from the extract alone) name Liechtenstein on one side of its borders.
       const officialCodes = new Set(official.flatMap(({ p }) => [p.adm0_l, p.adm0_r]).filter(Boolean));
       expect(officialCodes, `official z${z}`).toEqual(new Set(['LIE']));
-      const ours = await read(`ne_boundary_z${z}`);
+      const ours = countryBorders(await vectorTile(world, z, x, y));
       expect(ours.length).toBeGreaterThan(5);
-      for (const { p } of ours.filter((o) => o.p.admin === 2)) {
+      for (const { p } of ours) {
         expect(p.adm0_l, `z${z}`).toMatch(/^[A-Z]{3}$/);
         expect(p.adm0_r, `z${z}`).toMatch(/^[A-Z]{3}$/);
       }
       // Liechtenstein's borders with Switzerland and Austria, Vaduz on the side they name LIE.
       const lie = ours.filter(({ p }) => p.adm0_l === 'LIE' || p.adm0_r === 'LIE');
       expect(lie.map(({ p }) => [p.adm0_l, p.adm0_r].sort().join('-')).sort(), `z${z}`).toEqual(['AUT-LIE', 'CHE-LIE']);
-      for (const { p, g } of lie) {
-        const coords = (g.toObject() as { coordinates: Pt[] | Pt[][] }).coordinates;
-        const line = (typeof coords[0][0] === 'number' ? coords : coords.flat()) as Pt[];
-        expect(side(line, VADUZ), `z${z} ${JSON.stringify(p)}`).toBe(p.adm0_l === 'LIE' ? 1 : -1);
-      }
+      const at = inTile(VADUZ, z, x, y);
+      for (const { p, lines } of lie) expect(side(lines.flat(), at), `z${z} ${JSON.stringify(p)}`).toBe(p.adm0_l === 'LIE' ? 1 : -1);
     }
     for (let z = 0; z < ADM0_SIDES_MINZOOM; z++) {
-      for (const { p } of await read(`ne_boundary_z${z}`)) expect([p.adm0_l, p.adm0_r], `z${z}`).toEqual([null, null]);
       const { x, y } = lonLatToTile(VADUZ[0], VADUZ[1], z);
+      const ours = countryBorders(await vectorTile(world, z, x, y));
+      expect(ours.length, `z${z}`).toBeGreaterThan(0);
+      for (const { p } of ours) expect([p.adm0_l, p.adm0_r], `z${z}`).toEqual([undefined, undefined]);
       for (const { p } of countryBorders(mbtilesTile(LIECHTENSTEIN_OMT, z, x, y))) expect([p.adm0_l, p.adm0_r], `official z${z}`).toEqual([undefined, undefined]);
     }
   });
 
-  test("country labels around it from the zoom OpenMapTiles shows them (rank ≤ z + 1); none for Liechtenstein itself", async () => {
+  test('country labels from the zoom OpenMapTiles shows them (rank ≤ z + 1); none for Liechtenstein itself', async () => {
     for (let z = 0; z <= 6; z++) {
-      const labels = (await read(`ne_place_z${z}`)).filter(({ p }) => p.class === 'country');
-      for (const { p } of labels) expect(Number(p.rank), `z${z} ${p.name}`).toBeLessThanOrEqual(z + 1);
-      const iso = new Map(labels.map(({ p }) => [p.iso_a2, p]));
+      // The tile holding Switzerland's label point (NE's interior point of the country, 8.2° E 46.8° N).
+      const { x, y } = lonLatToTile(8.2, 46.8, z);
+      const labels = countries(await vectorTile(world, z, x, y));
+      for (const p of labels) expect(Number(p.rank), `z${z} ${p.name}`).toBeLessThanOrEqual(z + 1);
+      const iso = new Map(labels.map((p) => [p.iso_a2, p]));
       expect(iso.has('LI'), `z${z}`).toBe(false);
-      // Switzerland (rank 2) from z1 as long as its label point is in the tiles around the extract.
-      if (z >= 1 && z <= 5) expect(iso.get('CH'), `z${z}`).toMatchObject({ name: 'Switzerland', rank: countryRank(NE_LABELRANK.CH) });
-      if (z === 0) expect(iso.has('CH')).toBe(false);
+      // Switzerland (rank 2) from z1.
+      if (z >= 1) expect(iso.get('CH'), `z${z}`).toMatchObject({ name: 'Switzerland', rank: countryRank(NE_LABELRANK.CH) });
+      else expect(iso.has('CH')).toBe(false);
     }
   });
 });

@@ -93,8 +93,11 @@ describe.sequential('Monaco from OpenStreetMap', () => {
     const m = await readManifestOrEmpty(v);
     const e = m.tilesets.openmaptiles;
     expect(e).toMatchObject({ kind: 'vector', format: 'pbf', minzoom: 0, maxzoom: 14 });
-    // Bounds are the extract's header bbox; TileJSON fields do not show the profile's _ instructions.
-    e.bounds.forEach((v, i) => expect(v).toBeCloseTo([7.409205, 43.72335, 7.448637, 43.75169][i], 5));
+    // The tiles cover the world up to z6 (Natural Earth), the extract's header bbox above; TileJSON fields
+    // do not show the profile's _ instructions.
+    expect(e.bounds).toEqual([-180, -85.0511287798066, 180, 85.0511287798066]);
+    expect(e.world_maxzoom).toBe(6);
+    e.region!.forEach((v, i) => expect(v).toBeCloseTo([7.409205, 43.72335, 7.448637, 43.75169][i], 5));
     const layers = e.vector_layers as { id: string; fields: Record<string, string> }[];
     expect(layers.map((l) => l.id).sort()).toEqual([...OMT_LAYERS].sort());
     for (const l of layers) expect(Object.keys(l.fields).filter((k) => k.startsWith('_'))).toEqual([]);
@@ -248,7 +251,7 @@ describe.sequential('Monaco from OpenStreetMap', () => {
     const v = (await currentVersionDir(out))!.dir;
     await runRenderStage(config, v, { workers: 1 });
     const m = await readManifestOrEmpty(v);
-    const expected = tileCountInBBox(m.tilesets.openmaptiles.bounds, 12, 14);
+    const expected = tileCountInBBox(m.tilesets.openmaptiles.region!, 12, 14);
     for (const s of ['osm-bright', 'positron']) {
       expect(m.styles[s].archives['1x.png'].tiles).toBe(expected);
       const layers = JSON.parse(await readFile(join(SAMPLE, 'styles', s, 'style.json'), 'utf8')).layers as { id: string; paint: Record<string, string> }[];

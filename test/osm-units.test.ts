@@ -16,7 +16,6 @@ import { decodeRings, encodeRings, fillBox } from '../pipeline/osm/fill.ts';
 import { pointInRing, type Point } from '../pipeline/osm/coastline.ts';
 import { isOsmPbfHead, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { failureReason, runConfig } from '../pipeline/osm/tilemaker.ts';
-import { layersForZooms } from '../pipeline/osm/shape-runs.ts';
 import { boxOfTiles, parseOsmiumBBox, tileBox } from '../pipeline/sources/osm.ts';
 
 const MONACO_PBF = 'data/sample/monaco-latest.osm.pbf';
@@ -122,8 +121,11 @@ describe('canonical tiles', () => {
       const [, x, y] = id.split('/').map(Number);
       return canonicalTile(stored(id), x, y);
     };
+    /** The polygons of a tile, layer by layer in name order (the canonical step puts layers in the profile's order). */
     const polygons = (data: Uint8Array) =>
-      decodeTile(gunzipSync(data)).flatMap((l) => l.features.filter((f) => f.type === 3).map((f) => ({ layer: l.name, tags: Object.fromEntries(f.tags), rings: decodeRings(f.geometry)! })));
+      decodeTile(gunzipSync(data))
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        .flatMap((l) => l.features.filter((f) => f.type === 3).map((f) => ({ layer: l.name, tags: Object.fromEntries(f.tags), rings: decodeRings(f.geometry)! })));
     /**
      * Even-odd inside-ness of every polygon at a grid of points in the tile, next to its edges and in
      * the buffer's inner band, which a style's fill-translate draws inside the tile (half units: never on a vertex).
@@ -252,26 +254,13 @@ describe('OSM PBF header, tile box, tilemaker config and failures', () => {
 
 describe('generating some tiles only (tilebake update)', () => {
   const box = tileBox([9.5, 47.1, 9.6, 47.2]);
-  it("tilemaker's box is the tiles' area within the tile box, grown by one z14 tile when shapefiles go in", () => {
+  it("tilemaker's box is the tiles' area within the tile box", () => {
     const [a, b] = [tileBounds(14, 8627, 5751), tileBounds(14, 8628, 5752)];
-    expect(boxOfTiles(['14/8627/5751', '14/8628/5752'], box, false)).toEqual([a[0], b[1], b[2], a[3]]);
-    const grown = boxOfTiles(['14/8627/5751', '14/8628/5752'], box, true);
-    const [nw, se] = [tileBounds(14, 8626, 5750), tileBounds(14, 8629, 5753)];
-    // Grown by a tile on every side, and clamped to the tile box (its east edge is the grown box's).
-    expect(se[2]).toBeGreaterThan(box[2]);
-    expect(grown).toEqual([nw[0], se[1], box[2], nw[3]]);
+    expect(boxOfTiles(['14/8627/5751', '14/8628/5752'], box)).toEqual([a[0], b[1], b[2], a[3]]);
     // A low-zoom tile covers more than the tile box: its part inside it.
-    expect(boxOfTiles(['0/0/0'], box, false)).toEqual(box);
+    expect(boxOfTiles(['0/0/0'], box)).toEqual(box);
     // Tiles outside the tile box only: the whole box (nothing to shrink to).
-    expect(boxOfTiles(['14/0/0'], box, false)).toEqual(box);
-  });
-
-  it('Natural Earth layers are kept by whole runs (3 zooms each)', () => {
-    const layer = (z: number) => ({ minzoom: z, maxzoom: z, source: `z${z}.shp`, write_to: 'water' });
-    const layers = Object.fromEntries([0, 1, 2, 3, 4, 6, 7].map((z) => [`l${z}`, layer(z)]));
-    expect(Object.keys(layersForZooms(layers, new Set([4])))).toEqual(['l3', 'l4']);
-    expect(Object.keys(layersForZooms(layers, new Set([2, 13, 14])))).toEqual(['l0', 'l1', 'l2']);
-    expect(layersForZooms(layers, new Set([13, 14]))).toEqual({});
+    expect(boxOfTiles(['14/0/0'], box)).toEqual(box);
   });
 
   it('comparable tiles: equal for the same features in any order, different when only a `_…` instruction differs', () => {

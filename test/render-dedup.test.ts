@@ -161,7 +161,7 @@ describe.sequential('render dedup (Belize reef, osm-bright)', () => {
     // The journal an interrupted run leaves: every third metatile done, with the reference's tiles.
     const id = await readIdentity(archive(ref, '1x.png'));
     const journal = await RenderJournal.open(join(out, '.work', 'render', 'osm-bright', `${archiveName(1, 'png')}.journal`), id!.fingerprint);
-    const bounds = (await readManifestOrEmpty(out)).tilesets.openmaptiles.bounds;
+    const bounds = (await readManifestOrEmpty(out)).tilesets.openmaptiles.region!;
     const metas = [...enumerateMetatiles(bounds, STYLE.minzoom, STYLE.maxzoom, RENDER.metatile)];
     const done = metas.filter((_, i) => i % 3 === 0);
     for (const m of done) {
@@ -206,7 +206,7 @@ describe.sequential('render dedup (Belize reef, osm-bright)', () => {
   }, LONG);
 
   test('view keys: the position is keyed in as the rule says', async () => {
-    const bounds = (await readManifestOrEmpty(base)).tilesets.openmaptiles.bounds;
+    const bounds = (await readManifestOrEmpty(base)).tilesets.openmaptiles.region!;
     const metas = [...enumerateMetatiles(bounds, 14, 14, RENDER.metatile)];
     const sources = [{ grid: { minzoom: 0, maxzoom: 14, tileSize: 512 }, archive: tilesetArchiveRef(new LocalStore(base), (await readManifestOrEmpty(base)).tilesets.openmaptiles) }];
     const groups = async (rule: PositionRule) => {

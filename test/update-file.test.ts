@@ -112,7 +112,7 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
 
     const changed = await changedTiles(join(before.dir, 'data/omt.pmtiles'), join(after.dir, 'data/omt.pmtiles'));
     expect(changed.size).toBeGreaterThan(0);
-    const e = expectedRerenders(m.styles['osm-bright'].bounds, STYLE.minzoom, STYLE.maxzoom, STYLE.metatile, STYLE.margin, changed);
+    const e = expectedRerenders(m.styles['osm-bright'], STYLE.minzoom, STYLE.maxzoom, STYLE.metatile, STYLE.margin, changed);
     expect(e.dirty).toBeGreaterThan(0);
     expect(text()).toContain(`render osm-bright @1x: re-rendered ${e.dirty} of ${e.total} metatiles`);
   }, LONG);

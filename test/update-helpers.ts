@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { tileIdToZxy } from '../lib/pmtiles/index.ts';
 import { readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { enumerateMetatiles } from '../lib/metatiles.ts';
+import { boundsAtZoom, type ZoomCoverage } from '../lib/manifest.ts';
 import { viewSourceTiles } from '../pipeline/render/metatiles.ts';
 import { copyWithHeaderBBox } from '../pipeline/osm/pbf-bounds.ts';
 import { sequencePath } from '../pipeline/update/replication.ts';
@@ -124,9 +125,9 @@ export async function changedTiles(a: string, b: string): Promise<Set<string>> {
   return new Set(ids.map((id) => tileIdToZxy(Number(id)).join('/')));
 }
 
-/** The metatiles of a style whose view (with `margin`) loads one of `changed` (a 512 px vector source, z0–14). */
-export function expectedRerenders(bounds: [number, number, number, number], minzoom: number, maxzoom: number, metatile: number, margin: number, changed: Set<string>): { total: number; dirty: number } {
-  const metas = [...enumerateMetatiles(bounds, minzoom, maxzoom, metatile)];
+/** The metatiles of a style (its manifest entry: what it covers, zoom by zoom) whose view (with `margin`) loads one of `changed` (a 512 px vector source, z0–14). */
+export function expectedRerenders(style: ZoomCoverage, minzoom: number, maxzoom: number, metatile: number, margin: number, changed: Set<string>): { total: number; dirty: number } {
+  const metas = [...enumerateMetatiles((z) => boundsAtZoom(style, z), minzoom, maxzoom, metatile)];
   const grid = { minzoom: 0, maxzoom: 14, tileSize: 512 };
   const dirty = metas.filter((m) => viewSourceTiles(m, margin, grid).some((t) => changed.has(`${t.z}/${t.x}/${t.y}`)));
   return { total: metas.length, dirty: dirty.length };
@@ -140,13 +141,18 @@ export interface UpdateStyle {
   margin: number;
 }
 
-/** Write a config over OSM `source` (tileset `omt`, `replication` and `encodings` when given), with one osm-bright style at 1x PNG unless `style` is undefined. */
-export async function writeUpdateConfig(dir: string, name: string, o: { out: string; source: string; replication?: string; encodings?: string[]; style?: UpdateStyle; render: UpdateStyle }): Promise<string> {
+/**
+ * Write a config over OSM `source` (tileset `omt`, `replication` and `encodings` when given), with one osm-bright
+ * style at 1x PNG unless `style` is undefined, and with `world` a second one (`world`) at those zooms of the world.
+ */
+export async function writeUpdateConfig(dir: string, name: string, o: { out: string; source: string; replication?: string; encodings?: string[]; style?: UpdateStyle; render: UpdateStyle; world?: { minzoom: number; maxzoom: number } }): Promise<string> {
   const { style, render } = o;
+  const at = (z: { minzoom: number; maxzoom: number }) => ({ style: OSM_BRIGHT, tileset: 'omt', minzoom: z.minzoom, maxzoom: z.maxzoom, scales: [1], formats: ['png'] });
+  const styles = { ...(style && { 'osm-bright': at(style) }), ...(o.world && { world: at(o.world) }) };
   return (await writeConfig(dir, name, {
     out: o.out,
     tilesets: { omt: { source: o.source, ...(o.replication && { replication: o.replication }), ...(o.encodings && { encodings: o.encodings }) } },
-    ...(style && { styles: { 'osm-bright': { style: OSM_BRIGHT, tileset: 'omt', minzoom: style.minzoom, maxzoom: style.maxzoom, scales: [1], formats: ['png'] } }, fonts: join(SAMPLE, 'fonts') }),
+    ...(Object.keys(styles).length > 0 && { styles, fonts: join(SAMPLE, 'fonts') }),
     render: { metatile: render.metatile, margin: render.margin, timeoutMs: 120_000 },
   })).file;
 }

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
+import { tileRangeForBBox } from '../lib/tile-math.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { build } from '../pipeline/build.ts';
 import { freePort, startServe, type Nginx, type ServeProcess } from './fixtures/server/helpers.ts';
@@ -19,6 +20,8 @@ const LONG = 900_000;
 const T2434 = Date.parse('2019-11-18T21:19:02Z') / 1000;
 const T2437 = Date.parse('2019-11-21T21:19:02Z') / 1000;
 const STYLE = { minzoom: 14, maxzoom: 14, metatile: 4, margin: 64 };
+/** A second style at the world's zooms z0–3 (7 metatiles). */
+const WORLD_ZOOMS = { minzoom: 0, maxzoom: 3 };
 
 describe.sequential('tilebake update over HTTP (Liechtenstein 2019-11-18 + dailies 2435–2437)', () => {
   let dir: string;
@@ -32,7 +35,7 @@ describe.sequential('tilebake update over HTTP (Liechtenstein 2019-11-18 + daili
 
   /** A config over the extract with `replication` (one osm-bright style at z14, one browser). */
   const writeCfg = (name: string, replication: string | undefined, source = LIECHTENSTEIN.extract, styles = true) =>
-    writeUpdateConfig(dir, name, { out, source, replication, style: styles ? STYLE : undefined, render: STYLE });
+    writeUpdateConfig(dir, name, { out, source, replication, style: styles ? STYLE : undefined, render: STYLE, world: styles ? WORLD_ZOOMS : undefined });
   const health = async () => (await fetch(`${server.url}/health`)).json() as Promise<{ data_age_seconds?: number; data?: Record<string, { sequence: number; timestamp: string; age_seconds: number }> }>;
   const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
 
@@ -171,10 +174,28 @@ describe.sequential('tilebake update over HTTP (Liechtenstein 2019-11-18 + daili
 
     // Re-rendered: exactly the metatiles whose view loads a changed vector tile.
     const changed = await changedTiles(join(v1.dir, 'data/omt.pmtiles'), join(v2.dir, 'data/omt.pmtiles'));
-    const e = expectedRerenders(m2.styles['osm-bright'].bounds, STYLE.minzoom, STYLE.maxzoom, STYLE.metatile, STYLE.margin, changed);
+    const e = expectedRerenders(m2.styles['osm-bright'], STYLE.minzoom, STYLE.maxzoom, STYLE.metatile, STYLE.margin, changed);
     expect(e.dirty).toBeGreaterThan(0);
     expect(e.dirty).toBeLessThan(e.total);
     expect(r.stderr).toContain(`render osm-bright @1x: re-rendered ${e.dirty} of ${e.total} metatiles (data: ${changed.size} source tiles changed)`);
+
+    // The world's z0–6 was not built again, and its tiles beyond the extract neither changed nor were
+    // drawn again: every changed vector tile lies over the extract, and the world style re-rendered only
+    // the metatiles whose view loads one (the rest of its tiles are the previous version's).
+    expect(r.stderr).not.toContain("building the world's");
+    const region = m2.tilesets.omt.region!;
+    for (const key of changed) {
+      const [z, x, y] = key.split('/').map(Number);
+      const t = tileRangeForBBox(region, z);
+      expect(x >= t.minX && x <= t.maxX && y >= t.minY && y <= t.maxY, `${key} over the extract`).toBe(true);
+    }
+    const w = expectedRerenders(m2.styles.world, WORLD_ZOOMS.minzoom, WORLD_ZOOMS.maxzoom, STYLE.metatile, STYLE.margin, changed);
+    expect(w.total).toBe(7);
+    expect(r.stderr).toMatch(new RegExp(`render world @1x: re-rendered ${w.dirty} of 7 metatiles`));
+    const [before, after] = [await archiveTiles(join(v1.dir, 'styles/world/1x.png.pmtiles')), await archiveTiles(join(v2.dir, 'styles/world/1x.png.pmtiles'))];
+    expect(before.size).toBe(1 + 4 + 16 + 64);
+    const same = [...before].filter(([id, h]) => after.get(id) === h).length;
+    expect(same).toBeGreaterThanOrEqual(before.size - w.dirty * 16);
 
     // The running server follows: /health and the gauge show 2437.
     const deadline = Date.now() + 60_000;

@@ -8,7 +8,6 @@
  *
  * Prints the table and writes bench/osm/RESULTS.md. Target: stage ≤ 1.25 × bare generator.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { basename, join, resolve } from 'node:path';
@@ -18,7 +17,7 @@ import { readOsmHeader } from '../../pipeline/osm/pbf-header.ts';
 import { PROFILE_PROCESS, runConfig } from '../../pipeline/osm/tilemaker.ts';
 import { findTool, TILEMAKER } from '../../pipeline/osm/tools.ts';
 import { tileBox } from '../../pipeline/sources/osm.ts';
-import { sampleTreeRss } from '../rss.ts';
+import { runSampled } from '../command.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, input: { type: 'string' } } });
@@ -36,25 +35,6 @@ interface Run {
   peakMb: number;
   tiles: number;
   bytes: number;
-}
-
-/** Run a command, sampling the memory of its process tree; resolves with its stdout and peak RSS. */
-function runSampled(command: string, args: string[]): Promise<{ stdout: string; seconds: number; peakMb: number }> {
-  return new Promise((ok, fail) => {
-    const t0 = performance.now();
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TILEBAKE_QUIET: '1' } });
-    const rss = sampleTreeRss(child.pid, 100);
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));
-    child.once('error', fail);
-    child.once('close', (code) => {
-      const peakMb = rss.stop() / MB;
-      if (code !== 0) fail(new Error(`${command} ${args.join(' ')} exited with ${code}: ${stderr}`));
-      else ok({ stdout, seconds: (performance.now() - t0) / MS_PER_S, peakMb });
-    });
-  });
 }
 
 /** tilebake's vector stage: the whole of packVectorTiles, timed inside its process (no Node start-up). */

@@ -28,6 +28,8 @@ export const tilesetSchema = z.union([
     description: z.string().optional(),
     /** Clip an .osm.pbf source to this box before generating tiles. */
     bbox: bboxSchema.optional(),
+    /** An .osm.pbf source's tiles cover the whole world (Natural Earth) up to this zoom, the extract beyond; `false`: the extract at every zoom. Default 6. */
+    world_maxzoom: z.union([z.number().int().min(0).max(6), z.literal(false)], { error: 'expected a zoom 0..6 or false' }).optional(),
     /** Replication server of an .osm.pbf source for `tilebake update` (default: the extract header's osmosis_replication_base_url). */
     replication: z.string().regex(/^(https?|file):\/\/./i, 'expected an https://, http:// or file:// URL of a replication folder (the one holding state.txt)').optional(),
     /** The `name:xx` an .osm.pbf source's tiles carry (default: OpenMapTiles' list, lib/languages.ts DEFAULT_LANGUAGES). */
@@ -39,7 +41,7 @@ export const tilesetSchema = z.union([
     /** Tile encodings served: `["mvt"]` (default) or `["mvt", "mlt"]`. */
     encodings: encodingsSchema.optional(),
   }),
-], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "replication"?, "languages"?, "encodings"?}' });
+], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -66,6 +68,8 @@ export interface TilesetConfig {
   description?: string;
   /** `[w, s, e, n]` an .osm.pbf source is clipped to. */
   bbox?: BBox;
+  /** An .osm.pbf source: the world's tiles up to this zoom (default 6), `false` for none. */
+  world_maxzoom?: number | false;
   /** Replication folder URL of an .osm.pbf source (`tilebake update`). */
   replication?: string;
   /** The `name:xx` languages an .osm.pbf source's tiles carry, as configured (absent: DEFAULT_LANGUAGES). */

@@ -14,7 +14,9 @@
  * gives each such feature an importance (`_rank_order`, lower first) and the rank is computed here.
  * Attributes named `_…` are instructions to this step and are removed.
  */
+import { readFileSync } from 'node:fs';
 import { gunzipSync, gzipSync } from 'node:zlib';
+import { packagePath } from '../../lib/package-root.ts';
 import { PbfReader } from 'pbf';
 import { decodeTile, encodeTile, valueKey, type RawFeature, type RawLayer } from '../../lib/mvt.ts';
 import { fillFeature } from './fill.ts';
@@ -112,7 +114,17 @@ const GZIP_LEVEL = 6;
 
 const unzipped = (data: Uint8Array) => (data[0] === 0x1f && data[1] === 0x8b ? gunzipSync(data) : data);
 
-/** The layers of several tiles of one place as one tile: features of layers with the same name together. */
+let layerOrder: Map<string, number> | undefined;
+/** The profile's layers in the order tilemaker writes them (openmaptiles.json), read once. */
+function profileOrder(): Map<string, number> {
+  layerOrder ??= new Map(Object.keys((JSON.parse(readFileSync(packagePath('pipeline', 'osm', 'openmaptiles.json'), 'utf8')) as { layers: object }).layers).map((n, i) => [n, i]));
+  return layerOrder;
+}
+
+/**
+ * The layers of several tiles of one place as one tile: features of layers with the same name together,
+ * layers in the profile's order (whichever part brought them: the extract's run, the ocean, the world).
+ */
 export function mergeLayers(tiles: RawLayer[][]): RawLayer[] {
   const byName = new Map<string, RawLayer>();
   for (const layers of tiles) {
@@ -123,12 +135,23 @@ export function mergeLayers(tiles: RawLayer[][]): RawLayer[] {
       else throw new Error(`layer ${l.name}: tiles with extents ${have.extent} and ${l.extent} cannot be merged`);
     }
   }
-  return [...byName.values()];
+  const order = profileOrder();
+  const rank = (name: string) => order.get(name) ?? order.size;
+  return [...byName.values()].sort((a, b) => rank(a.name) - rank(b.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** Decode a stored tile (gzip or plain). */
+export const decodeStored = (data: Uint8Array): RawLayer[] => decodeTile(unzipped(data));
+
+/** The layers of several tiles of one place as one canonical tile, gzipped; undefined when no layer has a feature. */
+export function canonicalEncode(parts: RawLayer[][], x: number, y: number): Uint8Array | undefined {
+  const layers = mergeLayers(parts).filter((l) => l.features.length > 0);
+  return layers.length > 0 ? gzipSync(encodeTile(canonicalLayers(layers, x, y)), { level: GZIP_LEVEL }) : undefined;
 }
 
 /** Re-encode one stored tile (gzip or plain, with more tiles of the same place merged in) canonically; the result is gzipped. */
 export function canonicalTile(data: Uint8Array, x: number, y: number, ...more: Uint8Array[]): Uint8Array {
-  const layers = mergeLayers([data, ...more].map((d) => decodeTile(unzipped(d))));
+  const layers = mergeLayers([data, ...more].map(decodeStored));
   return gzipSync(encodeTile(canonicalLayers(layers, x, y)), { level: GZIP_LEVEL });
 }
 

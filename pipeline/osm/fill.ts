@@ -102,6 +102,15 @@ export function fillBox(r: Ring, extent: number): BBox | undefined {
 /** The canonical ring of a box: clockwise on screen (an exterior), from the bottom-left corner as tilemaker mostly writes it. */
 const boxRing = ([x0, y0, x1, y1]: BBox): Ring => [[x0, y1], [x0, y0], [x1, y0], [x1, y1]];
 
+/**
+ * The canonical ring of a tile whose clip box a polygon covers (the rectangle `fillBox` gives such a
+ * ring), as a command stream: what tilemaker and this step write for it, made without either (cut.ts).
+ */
+export function fullTileGeometry(extent: number): Uint8Array {
+  const b = Math.ceil(extent / BUFFER_DIVISOR);
+  return encodeRings([boxRing([-b, -b, extent + b, extent + b])]);
+}
+
 const within = (r: Ring, [x0, y0, x1, y1]: BBox) => r.every(([x, y]) => x >= x0 && x <= x1 && y >= y0 && y <= y1);
 const sameRing = (a: Ring, b: Ring) => a.length === b.length && a.every((p, i) => p[0] === b[i][0] && p[1] === b[i][1]);
 

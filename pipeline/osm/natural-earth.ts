@@ -1,18 +1,21 @@
 /**
  * Natural Earth at low zooms, as OpenMapTiles has it: oceans, lakes, rivers, glaciers and ice shelves,
- * urban areas, country and state boundaries, country label points and populated places for z0–6, and the 10 m ocean outside the
- * extract at every zoom (ocean.ts). The tables live in data/naturalearth/ (FlatGeobuf, see its README).
+ * urban areas, country and state boundaries, country label points and populated places for z0–6 of
+ * the whole world (world.ts builds their tiles once per Natural Earth version), and the 10 m ocean
+ * outside an extract from z6 on (ocean.ts). The tables live in data/naturalearth/ (FlatGeobuf, see its
+ * README).
  *
- * tilemaker 2.2 clips shapefiles to its bounding box and indexes them at its base zoom, so the world
- * cannot be one of its layers: for each zoom z only the tiles at z that cover the extract are built,
- * so each table is clipped here to those tiles (`zoomArea`) and written as one shapefile per OMT layer
- * and zoom, which a separate tilemaker run with base zoom 6 turns into tiles (tilemaker.ts, osm.ts).
+ * tilemaker 2.2 indexes a shapefile polygon on every tile of its bounding box at its base zoom and
+ * clips the whole polygon for each of them, so polygons are cut into tiles first (cut.ts) and written
+ * as one shapefile per OMT layer and zoom, which tilemaker runs of a few zooms each turn into tiles
+ * (shape-runs.ts).
  */
 import { join } from 'node:path';
 import { packagePath } from '../../lib/package-root.ts';
-import { tileBounds, tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
+import { MAX_LATITUDE, tileBounds, tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
 import { loadGdal } from '../elevation/gdal.ts';
-import { boxPolygon, clipTo, writeShapefile, type Geometry, type Shape, type ShapeAttributes, type ShapeKind } from './shapes.ts';
+import { cutPolygons, TILE_TAG, type CutFeature, type CutZoom } from './cut.ts';
+import { writeShapefile, type Geometry, type Shape, type ShapeAttributes, type ShapeKind } from './shapes.ts';
 
 /** Where the Natural Earth tables are. */
 export const NATURAL_EARTH_DIR = packagePath('data', 'naturalearth');
@@ -113,7 +116,7 @@ export const NE_TABLES: NeTable[] = [
   { file: 'ne_50m_ocean', layer: 'water', kind: 'polygon', minzoom: 2, maxzoom: 4, attributes: ocean },
   { file: 'ne_50m_lakes', layer: 'water', kind: 'polygon', minzoom: 2, maxzoom: 3, attributes: lake },
   { file: 'ne_10m_lakes', layer: 'water', kind: 'polygon', minzoom: 4, maxzoom: 5, attributes: lake },
-  { file: 'ne_10m_ocean', layer: 'water', kind: 'polygon', minzoom: 5, maxzoom: 5, attributes: ocean },
+  { file: 'ne_10m_ocean', layer: 'water', kind: 'polygon', minzoom: 5, maxzoom: 6, attributes: ocean },
   { file: 'ne_50m_rivers_lake_centerlines', layer: 'waterway', kind: 'line', minzoom: 3, maxzoom: 5, attributes: river },
   { file: 'ne_110m_glaciated_areas', layer: 'landcover', kind: 'polygon', minzoom: 0, maxzoom: 1, attributes: glacier },
   { file: 'ne_50m_glaciated_areas', layer: 'landcover', kind: 'polygon', minzoom: 2, maxzoom: 4, attributes: glacier },
@@ -134,6 +137,18 @@ export function zoomArea(box: BBox, z: number): BBox {
   const nw = tileBounds(z, r.minX, r.minY);
   const se = tileBounds(z, r.maxX, r.maxY);
   return [nw[0], se[1], se[2], nw[3]];
+}
+
+/**
+ * Which tiles an extract's tiles are: those covering its tile box at each zoom (tilemaker also writes
+ * tiles beyond it where the extract's ways run on, and the ocean's runs' boxes are wider).
+ */
+export function inTileBox(box: BBox, maxzoom = 14): (z: number, x: number, y: number) => boolean {
+  const ranges = Array.from({ length: maxzoom + 1 }, (_, z) => tileRangeForBBox(box, z));
+  return (z, x, y) => {
+    const r = ranges[z];
+    return r !== undefined && x >= r.minX && x <= r.maxX && y >= r.minY && y <= r.maxY;
+  };
 }
 
 /** The clip area of zoom z: `zoomArea` shrunk by AREA_INSET. */
@@ -158,7 +173,7 @@ export interface ShapeLayer {
 export const SHAPE_SIMPLIFY = { simplify_below: 13, simplify_level: 0.0001, simplify_ratio: 2 };
 
 /** Features of one table whose bounding boxes meet `area` (all without one), as [properties, geometry]. */
-async function* readTable(file: string, area?: BBox): AsyncGenerator<[Record<string, unknown>, Geometry]> {
+export async function* readTable(file: string, area?: BBox): AsyncGenerator<[Record<string, unknown>, Geometry]> {
   const gdal = await loadGdal();
   const ds = gdal.open(join(NATURAL_EARTH_DIR, `${file}.fgb`));
   try {
@@ -175,47 +190,109 @@ async function* readTable(file: string, area?: BBox): AsyncGenerator<[Record<str
 
 const inside = (x: number, y: number, b: BBox) => x >= b[0] && x <= b[2] && y >= b[1] && y <= b[3];
 
-/** The shapes of one OMT layer at zoom z over `area`. */
-async function layerShapes(layer: NeLayer, z: number, area: BBox, box: BBox): Promise<{ kind: ShapeKind; shapes: Shape[] }> {
-  const clip = await boxPolygon(area);
-  const shapes: Shape[] = [];
-  let kind: ShapeKind = 'polygon';
-  for (const t of NE_TABLES) {
-    if (t.layer !== layer || z < t.minzoom || z > t.maxzoom) continue;
-    kind = t.kind;
-    for await (const [p, g] of readTable(t.file, area)) {
-      const attributes = t.attributes(p, z);
-      if (!attributes) continue;
-      if (t.kind === 'point') {
-        const pt = g as import('gdal-async').Point;
-        if (!inside(pt.x, pt.y, area) || (t.outsideOnly && inside(pt.x, pt.y, box))) continue;
-        shapes.push({ geometry: g, attributes });
-        continue;
-      }
-      const clipped = await clipTo(g, clip, t.kind);
-      if (clipped) shapes.push({ geometry: clipped, attributes });
+/** The world as tiles see it: the Web Mercator square. */
+export const WORLD: BBox = [-180, -MAX_LATITUDE, 180, MAX_LATITUDE];
+
+/** Tables cut into cells (scripts/naturalearth-cells.mjs): their features are one polygon, joined again per tile. */
+const CELL_TABLES = new Set(['ne_10m_ocean']);
+
+/** One OMT layer's fill in a tile: the attributes of a polygon covering the tile (cut.ts). */
+export interface LayerFill {
+  layer: string;
+  attributes: ShapeAttributes;
+}
+
+/** Fills by zoom, then by tile index (cut.ts `tileIndex`). */
+export type FillsByZoom = Map<number, Map<number, LayerFill[]>>;
+
+/** Add the fills of one cut to `fills`. */
+export function addFills(fills: FillsByZoom, layer: string, cut: Map<number, CutZoom>): void {
+  for (const [z, c] of cut) {
+    let byTile = fills.get(z);
+    if (!byTile) fills.set(z, (byTile = new Map()));
+    for (const [i, list] of c.fills) {
+      const have = byTile.get(i) ?? [];
+      have.push(...list.map((attributes) => ({ layer, attributes })));
+      byTile.set(i, have);
     }
   }
-  return { kind, shapes };
 }
 
 /**
- * Write the Natural Earth shapefiles for the tiles at z0–NE_MAXZOOM covering `box` into `workDir`;
- * resolves with the tilemaker layers reading them (`ne_<layer>_z<z>`).
+ * Natural Earth for the whole world at z0–NE_MAXZOOM, ready for tilemaker: polygons cut into tiles
+ * (cut.ts: pieces into one shapefile per OMT layer and zoom, fills aside), lines and points whole, one
+ * shapefile per OMT layer and zoom (`ne_<layer>_z<z>`) in `workDir`. Resolves with the tilemaker layers
+ * and the fills.
  */
-export async function naturalEarthLayers(box: BBox, workDir: string): Promise<Record<string, ShapeLayer>> {
-  const layers: Record<string, ShapeLayer> = {};
-  for (let z = 0; z <= NE_MAXZOOM; z++) {
-    const area = clipArea(box, z);
-    for (const layer of Object.keys(NE_COLUMNS) as NeLayer[]) {
-      const { kind, shapes } = await layerShapes(layer, z, area, box);
-      if (shapes.length === 0) continue;
-      const name = `ne_${layer}_z${z}`;
-      const source = join(workDir, `${name}.shp`);
-      const columns = NE_COLUMNS[layer];
-      await writeShapefile(source, kind, columns, shapes);
-      layers[name] = { minzoom: z, maxzoom: z, source, write_to: layer, source_columns: Object.keys(columns), ...(kind === 'point' ? {} : SHAPE_SIMPLIFY) };
+export async function naturalEarthWorld(workDir: string): Promise<{ layers: Record<string, ShapeLayer>; fills: FillsByZoom }> {
+  const shapes = new Map<string, { layer: NeLayer; z: number; kind: ShapeKind; shapes: Shape[] }>();
+  const fills: FillsByZoom = new Map();
+  const add = (layer: NeLayer, z: number, kind: ShapeKind, list: Shape[]) => {
+    const name = `ne_${layer}_z${z}`;
+    const have = shapes.get(name);
+    if (have) have.shapes.push(...list);
+    else shapes.set(name, { layer, z, kind, shapes: [...list] });
+  };
+  for (const t of NE_TABLES) {
+    if (t.kind !== 'polygon') {
+      for (let z = t.minzoom; z <= Math.min(t.maxzoom, NE_MAXZOOM); z++) {
+        const list: Shape[] = [];
+        for await (const [p, g] of readTable(t.file)) {
+          const attributes = t.attributes(p, z);
+          if (attributes) list.push({ geometry: g, attributes });
+        }
+        add(t.layer, z, t.kind, list);
+      }
+      continue;
+    }
+    const rows: [Record<string, unknown>, Geometry][] = [];
+    for await (const row of readTable(t.file)) rows.push(row);
+    const featuresAt = (z: number): CutFeature[] =>
+      rows.flatMap(([p, geometry]) => {
+        const attributes = t.attributes(p, z);
+        return attributes ? [{ geometry, attributes, ...(CELL_TABLES.has(t.file) ? { group: t.file } : {}) }] : [];
+      });
+    const last = Math.min(t.maxzoom, NE_MAXZOOM);
+    // Zooms whose features carry the same attributes are cut together (a piece of zoom z comes from its parent's).
+    for (let z = t.minzoom; z <= last; ) {
+      const features = featuresAt(z);
+      const sig = JSON.stringify(features.map((f) => f.attributes));
+      let to = z;
+      while (to < last && JSON.stringify(featuresAt(to + 1).map((f) => f.attributes)) === sig) to++;
+      const cut = await cutPolygons({ features, minzoom: z, maxzoom: to, area: () => WORLD });
+      for (const [cz, c] of cut) add(t.layer, cz, 'polygon', c.pieces);
+      addFills(fills, t.layer, cut);
+      z = to + 1;
     }
   }
-  return layers;
+  const layers: Record<string, ShapeLayer> = {};
+  for (const [name, { layer, z, kind, shapes: list }] of [...shapes].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    if (list.length === 0) continue;
+    const source = join(workDir, `${name}.shp`);
+    const columns = kind === 'polygon' ? { ...NE_COLUMNS[layer], [TILE_TAG]: 'string' as const } : NE_COLUMNS[layer];
+    await writeShapefile(source, kind, columns, list);
+    layers[name] = { minzoom: z, maxzoom: z, source, write_to: layer, source_columns: Object.keys(columns), ...(kind === 'point' ? {} : SHAPE_SIMPLIFY) };
+  }
+  return { layers, fills };
+}
+
+/**
+ * The Natural Earth label points inside `box` (the tables whose points are shown outside the extract
+ * only: the extract has its own places there), as `class|name`: a tile's Natural Earth place with such a
+ * name inside the box is left out when the extract's tiles are merged with the world's (world.ts).
+ */
+export async function placesInside(box: BBox): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const t of NE_TABLES) {
+    if (!t.outsideOnly) continue;
+    for await (const [p, g] of readTable(t.file, box)) {
+      const pt = g as import('gdal-async').Point;
+      if (!inside(pt.x, pt.y, box)) continue;
+      for (let z = t.minzoom; z <= t.maxzoom; z++) {
+        const a = t.attributes(p, z);
+        if (a) out.add(`${a.class}|${a.name}`);
+      }
+    }
+  }
+  return out;
 }

@@ -1,22 +1,33 @@
 /**
- * The ocean of the `water` layer from z6 up: inside the extract's tile box the sea built from its own
- * coastline (sea.ts), outside it Natural Earth's 10 m ocean, joined into one polygon so that there is
- * no seam at the box's edge. One shapefile per zoom, clipped to the tiles of that zoom which cover the
- * box (see natural-earth.ts for why); z14's tiles are the box, so z14 is the extract's sea alone.
+ * The ocean of an extract's tiles from z6 (NE_MAXZOOM) up: inside the extract's tile box the sea built
+ * from its own coastline (sea.ts), outside it Natural Earth's 10 m ocean, joined into one polygon so
+ * that there is no seam at the box's edge, and cut into tiles (cut.ts): the tiles it covers are fills
+ * (one canonical tile for the open sea), the coastal ones go through tilemaker as their own pieces. At
+ * zoom z the tiles are those of z that cover the box (z14: the box); at z6, where the world's tiles
+ * (world.ts) lie around them, the ocean reaches into their buffers as the world's does.
+ *
+ * What this costs grows with the coast, not with the box: GEOS cuts the pieces of coastal tiles only,
+ * and tilemaker clips each piece in its own tile (and its neighbours' buffers), where it once clipped the
+ * whole sea in every tile of the box.
  */
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BBox } from '../../lib/tile-math.ts';
+import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
 import { loadGdal } from '../elevation/gdal.ts';
 import type { WaterPolygon } from './coastline.ts';
-import { clipArea, NATURAL_EARTH_DIR, NE_MAXZOOM, SHAPE_SIMPLIFY, type ShapeLayer } from './natural-earth.ts';
+import { clipBox, cutPolygons, TILE_TAG } from './cut.ts';
+import { clipArea, inTileBox, NATURAL_EARTH_DIR, NE_MAXZOOM, SHAPE_SIMPLIFY, type ShapeLayer } from './natural-earth.ts';
+import { runShapeLayers } from './shape-runs.ts';
 import { boxPolygon, clipTo, ofKind, writeShapefile, type Geometry } from './shapes.ts';
+import { zoomArea } from './natural-earth.ts';
 
 /** The deepest zoom generated. */
 const MAX_ZOOM = 14;
-const OCEAN_COLUMNS = { class: 'string' } as const;
+const OCEAN = { class: 'ocean' } as const;
+const OCEAN_COLUMNS = { class: 'string', [TILE_TAG]: 'string' } as const;
 
 /** The extract's sea polygons as one (multi)polygon, or undefined when there are none. */
-async function seaGeometry(polygons: WaterPolygon[]): Promise<Geometry | undefined> {
+export async function seaGeometry(polygons: WaterPolygon[]): Promise<Geometry | undefined> {
   if (polygons.length === 0) return undefined;
   const gdal = await loadGdal();
   const multi = new gdal.MultiPolygon();
@@ -30,11 +41,11 @@ async function seaGeometry(polygons: WaterPolygon[]): Promise<Geometry | undefin
     multi.children.add(poly);
   }
   // Repairing can leave a collection (a spike of the coastline becomes a line beside the polygon):
-  // a polygon shapefile holds only the polygon parts. Belize's coast did this.
-  return ofKind(multi.isValid() ? multi : multi.makeValid(), 'polygon');
+  // only the polygon parts are sea. Belize's coast did this.
+  return ofKind(multi.isValid() ? multi : await multi.makeValidAsync(), 'polygon');
 }
 
-/** Natural Earth's 10 m ocean over `area`, less the box. */
+/** Natural Earth's 10 m ocean over `area` (its cells there, joined), less the box. */
 async function oceanOutside(area: BBox, box: BBox): Promise<Geometry | undefined> {
   const gdal = await loadGdal();
   const ds = gdal.open(join(NATURAL_EARTH_DIR, 'ne_10m_ocean.fgb'));
@@ -42,45 +53,84 @@ async function oceanOutside(area: BBox, box: BBox): Promise<Geometry | undefined
     const layer = ds.layers.get(0);
     layer.setSpatialFilter(area[0], area[1], area[2], area[3]);
     const rect = await boxPolygon(area);
-    const hole = await boxPolygon(box);
-    const parts: Geometry[] = [];
+    let all: Geometry | undefined;
     for (let f = layer.features.next(); f; f = layer.features.next()) {
       const g = f.getGeometry();
-      // The rectangle first: GEOS clips the world's ocean to a rectangle quickly, then the rest is small.
       const c = g && (await clipTo(g, rect, 'polygon'));
-      const d = c && (await ofKind(await c.differenceAsync(hole), 'polygon'));
-      if (d) parts.push(d);
+      if (c) all = all ? await all.unionAsync(c) : c;
     }
-    let all: Geometry | undefined;
-    for (const p of parts) all = all ? await all.unionAsync(p) : p;
-    return all;
+    return all && ofKind(await all.differenceAsync(await boxPolygon(box)), 'polygon');
   } finally {
     ds.close();
   }
 }
 
-/**
- * Write the ocean shapefiles for the extract's sea `polygons` over `box` into `workDir`; resolves
- * with the tilemaker layers: for `'box'` the layer `ocean` at z14 (for the extract's run, whose box is
- * the tile box), for `'around'` the layers `ocean_z<z>` for z6…13 (for the shapefile runs, shape-runs.ts).
- */
-export async function oceanLayers(polygons: WaterPolygon[], box: BBox, workDir: string, which: 'box' | 'around'): Promise<Record<string, ShapeLayer>> {
+/** The area of zoom z6's tiles covering the box, grown by their buffers (the world's tiles lie around them). */
+function worldSeamArea(box: BBox): BBox {
+  const r = tileRangeForBBox(box, NE_MAXZOOM);
+  const nw = clipBox(NE_MAXZOOM, r.minX, r.minY);
+  const se = clipBox(NE_MAXZOOM, r.maxX, r.maxY);
+  return [nw[0], se[1], se[2], nw[3]];
+}
+
+/** The ocean's tiles: those it covers by zoom (cut.ts `tileIndex`), and the coastal ones as tilemaker wrote them (plain MVT, by `z/x/y`). */
+export interface OceanTiles {
+  fills: Map<number, Set<number>>;
+  tiles: Map<string, Uint8Array>;
+  /** Coastal tiles cut (GEOS) and written by tilemaker. */
+  pieces: number;
+}
+
+/** What `oceanTiles` needs. */
+export interface OceanJob {
+  /** The extract's sea (sea.ts). */
+  polygons: WaterPolygon[];
+  /** The extract's tile box. */
+  box: BBox;
+  /** Only these tiles (`z/x/y`), when not all. */
+  only?: ReadonlySet<string>;
+  tilemaker: string;
+  osmium: string;
+  workDir: string;
+  pidFile: string;
+  label: string;
+}
+
+/** The ocean of an extract's tiles: its sea inside the tile box, Natural Earth's around it (out to z6's buffers), as one polygon. */
+export async function oceanGeometry(polygons: WaterPolygon[], box: BBox): Promise<Geometry | undefined> {
   const sea = await seaGeometry(polygons);
+  const outside = await oceanOutside(worldSeamArea(box), box);
+  return sea && outside ? ofKind(await sea.unionAsync(outside), 'polygon') : (sea ?? outside);
+}
+
+/** The ocean of the extract's tiles at z6–14 (see the module comment). */
+export async function oceanTiles(job: OceanJob): Promise<OceanTiles> {
+  const { box } = job;
+  const seam = worldSeamArea(box);
+  const all = await oceanGeometry(job.polygons, box);
+  const fills = new Map<number, Set<number>>();
+  if (!all) return { fills, tiles: new Map(), pieces: 0 };
+  const area = (z: number): BBox => (z <= NE_MAXZOOM ? seam : z >= MAX_ZOOM ? box : clipArea(box, z));
+  const only = job.only && new Set([...job.only].filter((k) => Number(k.split('/')[0]) >= NE_MAXZOOM));
+  if (only?.size === 0) return { fills, tiles: new Map(), pieces: 0 };
+  // The tiles of each zoom that cover the box (their ancestors are the tiles that cover it at lower zooms).
+  const keep = inTileBox(box, MAX_ZOOM);
+  const cut = await cutPolygons({ features: [{ geometry: all, attributes: OCEAN }], minzoom: NE_MAXZOOM, maxzoom: MAX_ZOOM, area, only, keep });
+  await mkdir(job.workDir, { recursive: true });
   const layers: Record<string, ShapeLayer> = {};
-  const write = async (name: string, z: number, g: Geometry) => {
-    const source = join(workDir, `${name}.shp`);
-    await writeShapefile(source, 'polygon', OCEAN_COLUMNS, [{ geometry: g, attributes: { class: 'ocean' } }]);
-    layers[name] = { minzoom: z, maxzoom: z, source, write_to: 'water', source_columns: ['class'], ...SHAPE_SIMPLIFY };
-  };
-  if (which === 'box') {
-    if (sea) await write('ocean', MAX_ZOOM, sea);
-    return layers;
+  let pieces = 0;
+  for (const [z, c] of cut) {
+    fills.set(z, new Set(c.fills.keys()));
+    if (c.pieces.length === 0) continue;
+    const name = `ocean_z${z}`;
+    const source = join(job.workDir, `${name}.shp`);
+    await writeShapefile(source, 'polygon', OCEAN_COLUMNS, c.pieces);
+    layers[name] = { minzoom: z, maxzoom: z, source, write_to: 'water', source_columns: Object.keys(OCEAN_COLUMNS), ...SHAPE_SIMPLIFY };
+    pieces += c.pieces.length;
   }
-  const outside = await oceanOutside(clipArea(box, NE_MAXZOOM), box);
-  const all = sea && outside ? await sea.unionAsync(outside) : (sea ?? outside);
-  for (let z = NE_MAXZOOM; z < MAX_ZOOM && all; z++) {
-    const g = await clipTo(all, await boxPolygon(clipArea(box, z)), 'polygon');
-    if (g) await write(`ocean_z${z}`, z, g);
-  }
-  return layers;
+  const tiles = await runShapeLayers({
+    tilemaker: job.tilemaker, osmium: job.osmium, box, layers, workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} ocean`,
+    runBox: (first) => (first <= NE_MAXZOOM ? seam : zoomArea(box, first)),
+  });
+  return { fills, tiles, pieces };
 }

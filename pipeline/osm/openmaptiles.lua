@@ -821,8 +821,7 @@ end
 
 -- Shapefile layers (pipeline/osm/natural-earth.ts, ocean.ts): the ocean ("ocean", "ocean_z<z>") and
 -- Natural Earth ("ne_<layer>_z<z>"), written with their OpenMapTiles attributes in short columns.
-function attribute_function(attr, layer)
-  local target = string.match(layer, "^ne_(%a+)_z%d+$")
+local function ne_attributes(attr, target)
   if target == "boundary" then
     local out = { admin_level = attr.admin, disputed = attr.disputed, maritime = attr.maritime }
     if attr.adm0_l and attr.adm0_l ~= "" then out.adm0_l = attr.adm0_l end
@@ -844,4 +843,12 @@ function attribute_function(attr, layer)
     return { class = attr.class, subclass = attr.subclass }
   end
   return { class = attr.class }
+end
+
+function attribute_function(attr, layer)
+  local out = ne_attributes(attr, string.match(layer, "^ne_(%a+)_z%d+$"))
+  -- A polygon cut into tiles (pipeline/osm/cut.ts): the tile its piece was cut for (tilebake keeps a
+  -- piece in that tile only and removes the tag).
+  if attr._tile and attr._tile ~= "" then out._tile = attr._tile end
+  return out
 end

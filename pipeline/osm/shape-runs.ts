@@ -1,14 +1,16 @@
 /**
- * tilemaker runs for the shapefile layers of one zoom each (Natural Earth, the ocean beyond the
- * extract): tilemaker 2.2 clips shapefiles to its box and indexes them at its base zoom, so a layer
- * for zoom z covering the tiles of zoom z around the extract is cheap in a run whose base zoom is a
- * little above z and whose box is those tiles, and ruinous in the extract's run (base zoom 14).
- * Zooms are grouped GROUP at a time; the runs read an empty OSM file.
+ * tilemaker runs for the shapefile layers of one zoom each (Natural Earth, the ocean): tilemaker 2.2
+ * clips shapefiles to its box and indexes them at its base zoom, so a layer for zoom z is cheap in a
+ * run whose base zoom is a little above z and whose box is the tiles of zoom z it covers, and ruinous
+ * in the extract's run (base zoom 14). Zooms are grouped GROUP at a time; the runs read an empty OSM
+ * file. A polygon cut into tiles (cut.ts) reaches its neighbours' buffers too: each tile keeps only the
+ * pieces cut for it (`ownFeatures`).
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BBox } from '../../lib/tile-math.ts';
-import { decodeTile } from '../../lib/mvt.ts';
+import { decodeTile, encodeTile, type RawLayer } from '../../lib/mvt.ts';
+import { TILE_TAG } from './cut.ts';
 import { openMbtiles } from '../sources/mbtiles.ts';
 import type { ShapeLayer } from './natural-earth.ts';
 import { zoomArea } from './natural-earth.ts';
@@ -26,24 +28,21 @@ export interface ShapeRunsJob {
   /** The extract's tile box. */
   box: BBox;
   layers: Record<string, ShapeLayer>;
+  /** tilemaker's box for the run of zooms first…last (default: the tiles of zoom `first` covering `box`). */
+  runBox?: (first: number, last: number) => BBox;
   workDir: string;
   pidFile: string;
   label: string;
 }
 
-/** The zooms of the run that generates zoom `z`. */
-const runOf = (z: number) => Math.floor(z / GROUP);
-
-/**
- * The layers of the runs that generate any of `zooms` (whole runs: a run's tiles are the same with or
- * without the other runs, but not necessarily with some of its own layers left out).
- */
-export function layersForZooms(layers: Record<string, ShapeLayer>, zooms: ReadonlySet<number>): Record<string, ShapeLayer> {
-  const runs = new Set([...zooms].map(runOf));
-  return Object.fromEntries(Object.entries(layers).filter(([, l]) => runs.has(runOf(l.minzoom))));
+/** The layers of tile `key` without the pieces cut for other tiles (cut.ts), and without empty layers. */
+export function ownFeatures(layers: RawLayer[], key: string): RawLayer[] {
+  return layers
+    .map((l) => ({ ...l, features: l.features.filter((f) => { const t = f.tags.get(TILE_TAG); return t === undefined || t === '' || t === key; }) }))
+    .filter((l) => l.features.length > 0);
 }
 
-/** Run tilemaker over the layers; resolves with the tiles that have features, by `z/x/y`. */
+/** Run tilemaker over the layers; resolves with the tiles that have features of their own, by `z/x/y` (plain MVT). */
 export async function runShapeLayers(job: ShapeRunsJob): Promise<Map<string, Uint8Array>> {
   const tiles = new Map<string, Uint8Array>();
   const entries = Object.entries(job.layers);
@@ -58,7 +57,7 @@ export async function runShapeLayers(job: ShapeRunsJob): Promise<Map<string, Uin
     const layers = Object.fromEntries(entries.filter(([, l]) => l.minzoom >= first && l.maxzoom <= last));
     if (Object.keys(layers).length === 0) continue;
     const output = join(job.workDir, `shapes-z${first}-${last}.mbtiles`);
-    const box = zoomArea(job.box, first);
+    const box = job.runBox?.(first, last) ?? zoomArea(job.box, first);
     await runTilemaker(job.tilemaker, { input: emptyPbf, output, box, shapeLayers: layers, zooms: [first, last], languages: [], workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} z${first}-${last}` });
     let source;
     try {
@@ -68,8 +67,10 @@ export async function runShapeLayers(job: ShapeRunsJob): Promise<Map<string, Uin
     }
     try {
       for await (const t of source.tiles()) {
-        // Tiles of a run's box that only the layers of other zooms reached are empty.
-        if (decodeTile(t.data[0] === 0x1f ? gunzipSync(t.data) : t.data).some((l) => l.features.length > 0)) tiles.set(`${t.z}/${t.x}/${t.y}`, t.data);
+        // Tiles of a run's box that only the layers of other zooms, or others' pieces, reached are empty.
+        const key = `${t.z}/${t.x}/${t.y}`;
+        const layers = ownFeatures(decodeTile(t.data[0] === 0x1f ? gunzipSync(t.data) : t.data), key);
+        if (layers.length > 0) tiles.set(key, encodeTile(layers));
       }
     } finally {
       await source.close();

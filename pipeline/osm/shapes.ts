@@ -74,7 +74,8 @@ export async function writeShapefile(path: string, kind: ShapeKind, columns: Rec
   const gdal = await loadGdal();
   const ds = gdal.open(path, 'w', 'ESRI Shapefile');
   try {
-    const layer = ds.layers.create('shapes', gdal.SpatialReference.fromEPSG(4326), OGR_TYPES(gdal)[kind]);
+    // UTF-8 strings as they are (tilemaker reads the bytes; the driver's default, ISO-8859-1, garbled "Zürich").
+    const layer = ds.layers.create('shapes', gdal.SpatialReference.fromEPSG(4326), OGR_TYPES(gdal)[kind], ['ENCODING=UTF-8']);
     for (const [name, type] of Object.entries(columns)) layer.fields.add(new gdal.FieldDefn(name, type === 'string' ? gdal.OFTString : gdal.OFTInteger));
     for (const s of shapes) {
       const f = new gdal.Feature(layer);

@@ -64,7 +64,10 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
   if (!tileset) throw new UserError(`${config.file}: styles.${s.id}.tileset: tileset "${s.tileset}" has not been built (run \`tilebake build --only vector\` first)`);
   const language = s.language ? { code: s.language, field: `${config.file}: $.styles.${s.id}.language` } : undefined;
   const prep = await prepareStyle(s.id, s.style, outDir, { tilesets: manifest.tilesets, defaultTileset: s.tileset!, fonts: fontsDir, scales: s.scales, language });
+  // A configured bbox at every zoom; else what the tileset covers, zoom by zoom (the world's low zooms, the region beyond).
   const bbox = s.bbox ?? tileset.bounds;
+  const world = !s.bbox && tileset.world_maxzoom !== undefined && tileset.region ? { world_maxzoom: tileset.world_maxzoom, region: tileset.region } : undefined;
+  const focus = world?.region ?? bbox;
   const entry: StyleEntry = {
     style: `styles/${s.id}/style.json`,
     sprite: prep.sprite ? `styles/${s.id}/sprite` : undefined,
@@ -73,7 +76,8 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     minzoom: s.minzoom,
     maxzoom: s.maxzoom,
     bounds: bbox,
-    center: [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))],
+    ...world,
+    center: [(focus[0] + focus[2]) / 2, (focus[1] + focus[3]) / 2, Math.max(s.minzoom, Math.min(s.maxzoom, tileset.center[2]))],
     archives: {},
     ...(s.maxzoom_served !== undefined ? { maxzoom_served: s.maxzoom_served } : {}),
     // Rendered on demand above maxzoom with the settings baked with, so the tiles match a deeper build.
@@ -93,7 +97,7 @@ export async function archiveFingerprints(config: BuildConfig, outDir: string, f
   const { s, prep, entry } = job;
   const r = config.render;
   // The attribution is in the archive's metadata: a new credit writes the archive again.
-  const settings = { bbox: entry.bounds, minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: { png: r.png, jpg: r.jpeg, webp: r.webp }[format], attribution: entry.attribution };
+  const settings = { bbox: entry.bounds, ...(entry.world_maxzoom !== undefined ? { world_maxzoom: entry.world_maxzoom, region: entry.region } : {}), minzoom: s.minzoom, maxzoom: s.maxzoom, metatile: r.metatile, margin: r.margin, scale, format, encoder: { png: r.png, jpg: r.jpeg, webp: r.webp }[format], attribution: entry.attribution };
   const styleDir = join(outDir, 'styles', s.id);
   return renderFingerprints({ style: prep.style, spriteDir: styleDir, fontsDir: prep.glyphs ? fontsDir : undefined, tilesetArchives: job.tilesetArchives, settings });
 }

@@ -18,6 +18,9 @@ export interface SourceMetadata {
   version?: string;
   /** [west, south, east, north] in degrees. */
   bounds: [number, number, number, number];
+  /** Tiles cover `bounds` (the world) up to this zoom and `region` only above it (an OSM tileset with the world's low zooms). */
+  world_maxzoom?: number;
+  region?: [number, number, number, number];
   /** [lon, lat, zoom]. */
   center: [number, number, number];
   minzoom: number;

@@ -68,6 +68,9 @@ export async function openTileSource(path: string, opts: OpenOptions = {}): Prom
   if (kind !== 'osm' && opts.osm?.languages) {
     throw new UserError(`${opts.osm.languagesField ?? 'languages'}: choosing the name languages applies to .osm.pbf sources only (${path} is ${describeKind(kind)}: its tiles carry the languages they were made with)`);
   }
+  if (kind !== 'osm' && opts.osm?.worldMaxzoom !== undefined) {
+    throw new UserError(`${opts.osm.worldMaxzoomField ?? 'world_maxzoom'}: the world's low zooms apply to .osm.pbf sources only (${path} is a tile archive or folder: its tiles are served as they are)`);
+  }
   switch (kind) {
     case 'osm': {
       const { workDir, label } = opts.osm ?? {};

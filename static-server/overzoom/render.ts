@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { Coalescer, Memo } from '../../lib/coalesce.ts';
 import { availableCpus } from '../../lib/cpus.ts';
 import { UserError } from '../../lib/errors.ts';
-import type { StyleArchive, StyleEntry, RenderSettings } from '../../lib/manifest.ts';
+import { boundsAtZoom, type StyleArchive, type StyleEntry, type RenderSettings } from '../../lib/manifest.ts';
 import { metatileContaining, metatileKey, type Metatile } from '../../lib/metatiles.ts';
 import { hasOpaqueBackground, sliceMetatile, type RasterFormat, type RawImage } from '../../lib/raster-encode.ts';
 import { assertChromium } from '../../workers/chromium.ts';
@@ -140,7 +140,7 @@ export class OnDemandRenderer {
   /** Tile z/x/y (z above the baked maxzoom) of `archive`, or null outside the style's bounds. Throws 503, 504 or 502 HttpErrors. */
   async tile(id: string, entry: StyleEntry, archive: StyleArchive, z: number, x: number, y: number): Promise<TileBody | null> {
     const settings = settingsOf(id, entry);
-    const meta = metatileContaining(entry.bounds, z, x, y, settings.metatile);
+    const meta = metatileContaining((zz) => boundsAtZoom(entry, zz), z, x, y, settings.metatile);
     if (!meta) return null;
     const rel = this.tilePath(id, archive.scale, archive.format, z, x, y);
     const key = `${KEY_PREFIX}${rel}`;

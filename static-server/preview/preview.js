@@ -60,7 +60,7 @@ async function start() {
   const map = new maplibregl.Map({
     container: 'map',
     style: styleOfView(),
-    bounds: state.points.length > 1 ? lineBounds(state.points) : first.bounds,
+    bounds: state.points.length > 1 ? lineBounds(state.points) : first.region,
     fitBoundsOptions: { padding: 20 },
     // Each view's sources carry their own attribution (the raster style's from the catalog, the others' from
     // their TileJSON), so the control shows what the map shows, once.

@@ -4,7 +4,7 @@
  * `GoogleMapsCompatible_512`, the same grid at twice the pixel density), the built formats, bounds and
  * zoom range from the manifest, and ResourceURL templates at the raster tile routes.
  */
-import type { StyleEntry } from '../../lib/manifest.ts';
+import { boundsAtZoom, type StyleEntry } from '../../lib/manifest.ts';
 import { tileRangeForBBox } from '../../lib/tile-math.ts';
 import { TILE_CONTENT_TYPES } from '../tile-response.ts';
 import { FORMAT_PREFERENCE, TILE_SIZE_1X } from './raster-tilejson.ts';
@@ -66,7 +66,7 @@ function layer(style: WmtsStyle, scale: 1 | 2, baseUrl: string): string | undefi
   const [w, s, e, n] = entry.bounds;
   const limits: string[] = [];
   for (let z = entry.minzoom; z <= maxzoom; z++) {
-    const r = tileRangeForBBox(entry.bounds, z);
+    const r = tileRangeForBBox(boundsAtZoom(entry, z), z);
     limits.push(`        <TileMatrixLimits>
           <TileMatrix>${z}</TileMatrix>
           <MinTileRow>${r.minY}</MinTileRow>
