@@ -1,0 +1,209 @@
+/**
+ * The tiles of an area (a box or polygons, in degrees), every zoom of a range, as sorted ranges of
+ * PMTiles tile ids. Geometry in Web Mercator world coordinates (0 … 1 from the north-west corner,
+ * where tiles are squares and a box's edges fall exactly on tile edges): a tile belongs to the area
+ * when its interior meets the area's interior. The walk starts at zoom 0 and descends only into tiles
+ * the area's outline crosses; a tile wholly inside adds all its descendants at once, which are one
+ * range of tile ids at each deeper zoom (the Hilbert curve fills each tile's quarter before the next).
+ */
+import { zxyToTileId } from 'pmtiles';
+import { lonLatToWorld, type BBox } from './tile-math.ts';
+
+/** A polygon: its outer ring, then its holes; each ring `[lon, lat]` points (closed or not). */
+export type PolygonRings = readonly (readonly (readonly [number, number])[])[];
+
+/** An area: a box, optionally narrowed to polygons (whose union is the area; `bbox` is their extent). */
+export interface Area {
+  bbox: BBox;
+  polygons?: readonly PolygonRings[];
+}
+
+/** Sorted, disjoint, non-touching ranges `[start, end)` of tile ids. */
+export interface TileIdRanges {
+  starts: Float64Array;
+  ends: Float64Array;
+  /** Number of tile ids in all ranges. */
+  tiles: number;
+}
+
+/** A segment in world coordinates. */
+type Edge = [number, number, number, number];
+
+/** First tile id of zoom `z` (ids count the tiles of lower zooms first). */
+function zoomBase(z: number): number {
+  return (4 ** z - 1) / 3;
+}
+
+/** True when the segment meets the open rectangle's interior (a segment along its border does not). */
+function edgeCrossesInterior(e: Edge, x0: number, y0: number, x1: number, y1: number): boolean {
+  // Liang–Barsky clip to the closed rectangle, then test the clipped part's midpoint against the open one:
+  // a segment within a convex set touches the border with its inside only when it lies along the border.
+  const [ax, ay, bx, by] = e;
+  const dx = bx - ax;
+  const dy = by - ay;
+  let t0 = 0;
+  let t1 = 1;
+  const clip = (p: number, q: number): boolean => {
+    if (p === 0) return q >= 0;
+    const r = q / p;
+    if (p < 0) {
+      if (r > t1) return false;
+      if (r > t0) t0 = r;
+    } else {
+      if (r < t0) return false;
+      if (r < t1) t1 = r;
+    }
+    return true;
+  };
+  if (!clip(-dx, ax - x0) || !clip(dx, x1 - ax) || !clip(-dy, ay - y0) || !clip(dy, y1 - ay)) return false;
+  const t = (t0 + t1) / 2;
+  const mx = ax + t * dx;
+  const my = ay + t * dy;
+  return mx > x0 && mx < x1 && my > y0 && my < y1;
+}
+
+/** Even-odd test of point (x, y) against rings (the polygon's outer ring and holes). */
+function insideRings(rings: readonly Edge[], x: number, y: number): boolean {
+  let inside = false;
+  for (const [ax, ay, bx, by] of rings) {
+    if (ay > y !== by > y && x < ((bx - ax) * (y - ay)) / (by - ay) + ax) inside = !inside;
+  }
+  return inside;
+}
+
+/** True when edge `e` crosses the segment (ax, ay)–(bx, by) (orientation test; touching counts as crossing only at one end). */
+function segmentsCross(e: Edge, ax: number, ay: number, bx: number, by: number): boolean {
+  const side = (px: number, py: number, qx: number, qy: number, rx: number, ry: number) => (qx - px) * (ry - py) - (qy - py) * (rx - px);
+  const [ex, ey, fx, fy] = e;
+  const d1 = side(ax, ay, bx, by, ex, ey);
+  const d2 = side(ax, ay, bx, by, fx, fy);
+  if (d1 > 0 === d2 > 0) return false;
+  const d3 = side(ex, ey, fx, fy, ax, ay);
+  const d4 = side(ex, ey, fx, fy, bx, by);
+  return d3 > 0 !== d4 > 0;
+}
+
+/** The area in world coordinates: its polygons' edges (each polygon's rings together). */
+function worldPolygons(area: Area): Edge[][] {
+  const rings: PolygonRings[] = area.polygons?.length
+    ? [...area.polygons]
+    : [[[[area.bbox[0], area.bbox[1]], [area.bbox[2], area.bbox[1]], [area.bbox[2], area.bbox[3]], [area.bbox[0], area.bbox[3]]]]];
+  return rings.map((polygon) => {
+    const edges: Edge[] = [];
+    for (const ring of polygon) {
+      const pts = ring.map(([lon, lat]) => lonLatToWorld(lon, lat));
+      for (let i = 0; i < pts.length; i++) {
+        const a = pts[i];
+        const b = pts[(i + 1) % pts.length];
+        if (a.x !== b.x || a.y !== b.y) edges.push([a.x, a.y, b.x, b.y]);
+      }
+    }
+    return edges;
+  });
+}
+
+/**
+ * Tile ids of every tile of zooms `minzoom … maxzoom` that meets `area`, as sorted ranges. Zooms
+ * above 26 or below 0 are the caller's bug (RangeError).
+ */
+export function coverArea(area: Area, minzoom: number, maxzoom: number): TileIdRanges {
+  if (!(Number.isInteger(minzoom) && Number.isInteger(maxzoom) && minzoom >= 0 && minzoom <= maxzoom && maxzoom <= 26)) {
+    throw new RangeError(`coverArea: zooms ${minzoom}–${maxzoom} must be whole numbers with 0 ≤ min ≤ max ≤ 26`);
+  }
+  const polygons = worldPolygons(area);
+  const ranges: [number, number][] = [];
+  const addInside = (z: number, x: number, y: number) => {
+    const d = zxyToTileId(z, x, y) - zoomBase(z);
+    for (let zz = Math.max(z, minzoom); zz <= maxzoom; zz++) {
+      const k = 4 ** (zz - z);
+      ranges.push([zoomBase(zz) + d * k, zoomBase(zz) + (d + 1) * k]);
+    }
+  };
+  // Per polygon: the edges crossing the tile, and whether the tile's centre is inside the polygon.
+  const visit = (z: number, x: number, y: number, crossing: Edge[][], inside: boolean[]) => {
+    const crossed = crossing.some((c) => c.length > 0);
+    if (!crossed) {
+      // No outline crosses it: all of it is inside a polygon (the union needs only one), or none of it.
+      if (inside.some(Boolean)) addInside(z, x, y);
+      return;
+    }
+    if (z >= minzoom) {
+      const id = zxyToTileId(z, x, y);
+      ranges.push([id, id + 1]);
+    }
+    if (z === maxzoom) return;
+    const n = 2 ** (z + 1);
+    const [cx, cy] = [(x + 0.5) / 2 ** z, (y + 0.5) / 2 ** z];
+    for (const [qx, qy] of [[2 * x, 2 * y], [2 * x + 1, 2 * y], [2 * x, 2 * y + 1], [2 * x + 1, 2 * y + 1]]) {
+      const x0 = qx / n, x1 = (qx + 1) / n, y0 = qy / n, y1 = (qy + 1) / n;
+      const mx = (x0 + x1) / 2, my = (y0 + y1) / 2;
+      // The child's centre is inside when the way from the parent's centre crosses the outline an even number of times
+      // more; only edges crossing the parent can cross that way, which lies within the parent.
+      visit(
+        z + 1,
+        qx,
+        qy,
+        crossing.map((c) => c.filter((e) => edgeCrossesInterior(e, x0, y0, x1, y1))),
+        crossing.map((c, p) => inside[p] !== (c.filter((e) => segmentsCross(e, cx, cy, mx, my)).length % 2 === 1)),
+      );
+    }
+  };
+  visit(
+    0,
+    0,
+    0,
+    polygons.map((edges) => edges.filter((e) => edgeCrossesInterior(e, 0, 0, 1, 1))),
+    polygons.map((edges) => insideRings(edges, 0.5, 0.5)),
+  );
+  ranges.sort((a, b) => a[0] - b[0]);
+  const starts: number[] = [];
+  const ends: number[] = [];
+  let tiles = 0;
+  for (const [s, e] of ranges) {
+    const last = ends.length - 1;
+    if (last >= 0 && s <= ends[last]) {
+      if (e > ends[last]) {
+        tiles += e - ends[last];
+        ends[last] = e;
+      }
+      continue;
+    }
+    starts.push(s);
+    ends.push(e);
+    tiles += e - s;
+  }
+  return { starts: Float64Array.from(starts), ends: Float64Array.from(ends), tiles };
+}
+
+/** True when tile ids `[start, end)` meet one of the ranges. */
+export function rangesMeet(r: TileIdRanges, start: number, end: number): boolean {
+  // The first range ending after `start`.
+  let lo = 0;
+  let hi = r.ends.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (r.ends[mid] <= start) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < r.starts.length && r.starts[lo] < end;
+}
+
+/**
+ * The parts of the run `[start, start + length)` inside the ranges, as `[start, length]` pairs in order;
+ * `from` is a hint (index of a range at or before the first one that can meet the run), returned
+ * updated for a walk in tile-id order.
+ */
+export function clipRun(r: TileIdRanges, start: number, length: number, from = 0): { parts: [number, number][]; next: number } {
+  const end = start + length;
+  let i = from;
+  while (i < r.ends.length && r.ends[i] <= start) i++;
+  const parts: [number, number][] = [];
+  let j = i;
+  for (; j < r.starts.length && r.starts[j] < end; j++) {
+    const s = Math.max(start, r.starts[j]);
+    const e = Math.min(end, r.ends[j]);
+    if (e > s) parts.push([s, e - s]);
+    if (r.ends[j] > end) break;
+  }
+  return { parts, next: i };
+}
