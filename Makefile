@@ -5,11 +5,13 @@ OUT ?= build/sample
 PORT ?= 8080
 TILEBAKE := node bin/tilebake.js
 
-.PHONY: setup setup-test build-js build-native demo build test typecheck bench clean
+.PHONY: setup setup-test build-js demo build test typecheck bench clean
 
-# What tilebake needs to build and serve (Debian packages, npm packages, dist/).
+# What tilebake needs to build and serve (Debian packages, npm packages, dist/), then the sample's glyph
+# PBFs from Debian's Noto fonts (scripts/glyphs.ts; a no-op while the fonts are unchanged).
 setup:
 	@bash scripts/setup.sh
+	@if [ -f pipeline/glyphs/generate.ts ]; then node --import tsx scripts/glyphs.ts; fi
 
 # What only the tests and benchmarks start (nginx, wrk, Slurm, Swift, Redis), on top of setup.
 setup-test: setup
@@ -18,10 +20,6 @@ setup-test: setup
 # The CLI and its worker threads as compiled JavaScript in dist/ (also run by setup; a no-op when current).
 build-js:
 	@node scripts/build-js.mjs
-
-# The native PNG encoder in lib/native/ (also run by setup; a no-op when current; needs a C compiler).
-build-native:
-	@node scripts/build-native.mjs
 
 build: setup
 	$(TILEBAKE) build --config $(CONFIG) --out $(OUT)

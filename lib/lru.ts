@@ -1,8 +1,7 @@
 /**
  * A least-recently-used cache bounded by the total byte size of its values.
  * `get` refreshes an entry; `set` evicts the oldest entries until the total fits `maxBytes`.
- * A single value larger than the bound is not kept at all. `onDrop` (optional) hears of every value that
- * leaves (evicted, replaced, not kept, cleared), e.g. to hand pooled memory back.
+ * A single value larger than the bound is not kept at all.
  */
 export class ByteLru<K, V> {
   private readonly map = new Map<K, { value: V; bytes: number }>();
@@ -11,10 +10,7 @@ export class ByteLru<K, V> {
   hits = 0;
   misses = 0;
 
-  constructor(
-    readonly maxBytes: number,
-    private readonly onDrop?: (value: V) => void,
-  ) {}
+  constructor(readonly maxBytes: number) {}
 
   /** Bytes currently held. */
   get bytes(): number {
@@ -55,27 +51,20 @@ export class ByteLru<K, V> {
     if (old) {
       this.map.delete(key);
       this.total -= old.bytes;
-      if (old.value !== value) this.onDrop?.(old.value);
     }
-    if (bytes > this.maxBytes) {
-      this.onDrop?.(value);
-      return;
-    }
+    if (bytes > this.maxBytes) return;
     this.map.set(key, { value, bytes });
     this.total += bytes;
     for (const [k, e] of this.map) {
       if (this.total <= this.maxBytes) break;
       this.map.delete(k);
       this.total -= e.bytes;
-      this.onDrop?.(e.value);
     }
   }
 
   /** Drop everything. */
   clear(): void {
-    const values = this.onDrop ? [...this.map.values()] : [];
     this.map.clear();
     this.total = 0;
-    for (const e of values) this.onDrop!(e.value);
   }
 }

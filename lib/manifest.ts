@@ -90,6 +90,12 @@ export interface StyleEntry {
   overzoom?: 'upscale' | 'render';
   /** The render settings the build baked with (set with `overzoom: render`): an on-demand tile is the tile the build would bake. */
   render?: RenderSettings;
+  /** The style file it was prepared from, relative to the config file's folder: entries with the same one are language variants of one style. */
+  styleFile?: string;
+  /** The language its labels are baked in (the config's `language`: `name:xx` first, lib/style-language.ts). */
+  language?: string;
+  /** The label languages its vector tiles carry (their `name:xx` fields, sorted): what `style.json?language=` accepts. */
+  languages?: string[];
 }
 
 /** What decides a baked tile's bytes besides the style and data: the metatile grid and the encoders. */

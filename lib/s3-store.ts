@@ -28,6 +28,10 @@ const PART_BYTES = 16 * 1024 * 1024;
  */
 let sdkModule: Promise<typeof import('@aws-sdk/client-s3')> | undefined;
 function sdk(): Promise<typeof import('@aws-sdk/client-s3')> {
+  // The SDK warns on Node 20 that its releases after January 2027 need Node 22, on stderr, in every
+  // command that touches S3: the installed version is pinned by package-lock.json and supports Node 20
+  // (tilebake's engines). Silenced unless the user set the SDK's own switch.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   return (sdkModule ??= import('@aws-sdk/client-s3'));
 }
 

@@ -25,6 +25,9 @@ export interface PackOptions {
   bboxField?: string;
   /** For an .osm.pbf input: the work folder of the generator (default: `.work/osm-<output name>` beside the output). */
   workDir?: string;
+  /** For an .osm.pbf input: the `name:xx` languages written (default: DEFAULT_LANGUAGES); `languagesField` names where they were configured. */
+  languages?: readonly string[];
+  languagesField?: string;
 }
 
 /** What `packVectorTiles` wrote. */

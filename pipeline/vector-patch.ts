@@ -7,6 +7,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
 import { zxyToTileId } from '../lib/pmtiles/index.ts';
 import type { BBox } from '../lib/tile-math.ts';
 import { changedTiles } from './osm/changed-tiles.ts';
@@ -75,7 +76,7 @@ async function patchIn(source: string, prevArchive: string, output: string, patc
   const [osmium, tilemaker] = [await findTool(OSMIUM), await findTool(TILEMAKER)];
   const changed = await changedTiles({
     osmium, tilemaker, before: patch.previous, after: source, changes: patch.changes, box, keep: inTileBox(box),
-    workDir: join(opts.workDir, 'changes'), pidFile: opts.pidFile, label: `${opts.label} changes`,
+    workDir: join(opts.workDir, 'changes'), pidFile: opts.pidFile, label: `${opts.label} changes`, languages: opts.languages ?? DEFAULT_LANGUAGES,
   });
   const found = (performance.now() - t0) / MS_PER_S;
   if (!changed) {
@@ -86,7 +87,7 @@ async function patchIn(source: string, prevArchive: string, output: string, patc
   if (changed.size === 0) return { unchanged: true };
 
   const fresh = new Map<number, SourceTile>();
-  const generated = await openOsm(source, { workDir: join(opts.workDir, 'tiles'), label: opts.label, only: changed });
+  const generated = await openOsm(source, { workDir: join(opts.workDir, 'tiles'), label: opts.label, only: changed, languages: opts.languages });
   try {
     for await (const t of generated.tiles()) fresh.set(zxyToTileId(t.z, t.x, t.y), t);
   } finally {

@@ -1,5 +1,6 @@
 import { rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
 import { readManifestOrEmpty, setOsmState, updateManifest, type TilesetEntry } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
 import { packSource, type PackOptions, type PackResult } from './pack.ts';
@@ -32,7 +33,7 @@ export async function packVectorTiles(input: string, output: string, opts: PackO
   const workDir = opts.workDir ?? join(dirname(resolve(output)), '.work', `osm-${basename(output)}`);
   try {
     const source = await openTileSource(input, {
-      osm: { bbox: opts.bbox, bboxField: opts.bboxField, workDir, label: opts.label ?? `vector ${basename(output)}` },
+      osm: { bbox: opts.bbox, bboxField: opts.bboxField, languages: opts.languages, languagesField: opts.languagesField, workDir, label: opts.label ?? `vector ${basename(output)}` },
     });
     try {
       return await packSource(source, output, opts);
@@ -81,7 +82,8 @@ async function tilesetRecipe(t: BuildConfig['tilesets'][string]): Promise<string
   const osm = /\.osm\.pbf$/i.test(t.source);
   // The profile's names relative to its folder: where tilebake is installed does not count (a new
   // release unpacked elsewhere would otherwise generate every tile of the next night again).
-  return `${PACK_VERSION}:${osm ? await hashInputs(OSM_PROFILE, dirname(OSM_PROFILE[0])) : ''}:${JSON.stringify([t.name, t.attribution, t.description, t.bbox])}`;
+  const languages = osm ? (t.languages ?? DEFAULT_LANGUAGES) : undefined;
+  return `${PACK_VERSION}:${osm ? await hashInputs(OSM_PROFILE, dirname(OSM_PROFILE[0])) : ''}:${JSON.stringify([t.name, t.attribution, t.description, t.bbox, languages])}`;
 }
 
 /** The fingerprint of an archive made by `recipe` from the bytes of `source` (whatever its name). */
@@ -137,7 +139,7 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
       continue;
     }
     const workDir = join(opts.workDir ?? join(outDir, '.work'), 'osm', t.id);
-    const packOpts: PackOptions = { name: t.name, attribution: t.attribution, description: t.description, label };
+    const packOpts: PackOptions = { name: t.name, attribution: t.attribution, description: t.description, label, languages: t.languages, languagesField: `${config.file}: $.tilesets.${t.id}.languages` };
     const patch = opts.patches?.[t.id];
     let r: PackResult | undefined;
     const patchable = patch && opts.previous && prevEntry && !t.bbox && prevDeps[`vector:${t.id}`] === (await fingerprintOf(recipe, patch.previous));

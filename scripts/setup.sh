@@ -11,7 +11,7 @@ source scripts/apt.sh
 # chromium: the renderer; gdal-bin, libgdal-dev: DEMs (gdal-async links Debian's GDAL); tilemaker,
 # osmium-tool, osmcoastline: OpenStreetMap input; fonts-dejavu-core: static map labels; gcc, g++,
 # make, python3: node-gyp builds of better-sqlite3 and gdal-async.
-need_packages setup gcc g++ make python3 chromium fonts-dejavu-core gdal-bin libgdal-dev tilemaker osmium-tool osmcoastline
+need_packages setup gcc g++ make python3 chromium fonts-dejavu-core fonts-noto-core fonts-noto-cjk gdal-bin libgdal-dev tilemaker osmium-tool osmcoastline
 
 # gdal-async must link Debian's GDAL; without these settings it compiles its bundled GDAL (~37 min).
 # They are set here only (not in .npmrc, where npm warns about unknown keys on every command), and
@@ -29,10 +29,6 @@ if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt
   touch "$stamp"
 fi
 node -e "if (require('gdal-async').bundled) { console.error('setup: gdal-async was built with its bundled GDAL; remove node_modules and rerun'); process.exit(1) }"
-
-# The native addon (lib/native.ts: PNG encoder, resamplers, overlays; a no-op when current). Not when the sources are not there
-# yet (the container image copies them after set-up and builds it then).
-if [ -d lib/native ]; then node scripts/build-native.mjs; fi
 
 # The CLI and its worker threads compiled to dist/, so that they start without tsx (a no-op when dist/
 # is current). Not when the sources are not there yet (the container image copies them after set-up).

@@ -42,13 +42,10 @@ export const TILE_CONTENT_TYPES: Readonly<Record<string, string>> = Object.freez
   webp: 'image/webp',
 });
 
-/**
- * Wrap stored bytes with their strong ETag: a hash of the bytes, or `digest` when the caller has one
- * that changes with any byte (lib/png-fast.ts `pngDigest`: a PNG's own checksums).
- */
-export function tileBody(bytes: Uint8Array, digest?: Uint8Array): TileBody {
+/** Wrap stored bytes with their strong ETag: a hash of the bytes (node:crypto's SHA-256, shortened). */
+export function tileBody(bytes: Uint8Array): TileBody {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const hash = (digest ? Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength) : createHash('sha256').update(buf).digest().subarray(0, ETAG_HASH_BYTES)).toString('base64url');
+  const hash = createHash('sha256').update(buf).digest().subarray(0, ETAG_HASH_BYTES).toString('base64url');
   return { bytes: buf, etag: `"${hash}"` };
 }
 

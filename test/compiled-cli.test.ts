@@ -4,7 +4,7 @@
  * elevation stages, a shard rendering it, publish) and `serve` of the result run without tsx in any
  * process or thread, and find every file they read beside the sources from the compiled chunks: the
  * OSM profile, data/naturalearth, package.json, the render page, the preview page, maplibre-gl's
- * dist, the native PNG encoder. A dist/ older than its sources runs the sources through tsx instead.
+ * dist. A dist/ older than its sources runs the sources through tsx instead.
  *
  * The checkout is a temp folder of symlinks to this one's sources with its own bin/ and dist/ (so the
  * test neither needs nor touches this checkout's dist/). Every command runs with the preload
@@ -130,7 +130,7 @@ describe.sequential('the compiled CLI', () => {
       expect(maplibre.status).toBe(200);
       expect(maplibre.body.equals(await readFile(join(REPO, 'node_modules/maplibre-gl/dist/maplibre-gl.mjs')))).toBe(true);
       expect((await request(`${server.url}/styles/osm-bright/0/0/0.png`)).body.equals(Buffer.from(png))).toBe(true);
-      // Above the baked zoom: upscaled, encoded by the native PNG encoder (lib/native/) loaded from the chunks.
+      // Above the baked zoom: upscaled by sharp from the compiled chunks.
       const upscaled = await request(`${server.url}/styles/osm-bright/1/0/0.png`);
       expect(upscaled.status).toBe(200);
       expect(upscaled.headers['x-tilebake-source-zoom']).toBe('0');

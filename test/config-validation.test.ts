@@ -59,7 +59,7 @@ describe('parseConfig', () => {
 
   it('names unknown nested fields with the allowed ones, and bad ids', () => {
     const msg = userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a', sorce: 'b' }, 'bad id': 'c' } }, file));
-    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description, bbox, replication)');
+    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description, bbox, replication, languages)');
     expect(msg).toMatch(/\$\.tilesets\["bad id"\]: invalid key: expected an id/);
   });
 
@@ -68,6 +68,22 @@ describe('parseConfig', () => {
     expect(ok.tilesets.omt.replication).toBe('https://download.geofabrik.de/europe/liechtenstein-updates/');
     expect(parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', replication: 'file:///srv/updates' } } }, file).tilesets.omt.replication).toBe('file:///srv/updates');
     expect(userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', replication: 'ftp://x/' } } }, file))).toMatch(/\$\.tilesets\.omt\.replication: expected an https:\/\/, http:\/\/ or file:\/\/ URL/);
+  });
+
+  it("takes a tileset's languages and a style's language; a malformed, repeated or script code names its JSON path", () => {
+    const ok = parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', languages: ['de', 'zh-Hant', 'ja_kana'] } }, styles: { de: { style: 's.json', language: 'de' } } }, file);
+    expect(ok.tilesets.omt.languages).toEqual(['de', 'zh-Hant', 'ja_kana']);
+    expect(ok.styles.de.language).toBe('de');
+    // Absent: the OSM source writes OpenMapTiles' list (lib/languages.ts); not filled in here.
+    expect(parseConfig({ tilesets: { omt: { source: 'a.osm.pbf' } } }, file).tilesets.omt.languages).toBeUndefined();
+    const msg = userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', languages: ['de', 'EN', 'latin', 7] } }, styles: { x: { style: 's.json', language: 'german' } } }, file));
+    expect(msg).toContain(file);
+    expect(msg).toContain('$.tilesets.omt.languages[1]: "EN" is not a language code as in name:xx');
+    expect(msg).toContain('$.tilesets.omt.languages[2]: "latin" is not a language: name:latin is always written');
+    expect(msg).toContain('$.tilesets.omt.languages[3]: expected a language code');
+    expect(msg).toContain('$.styles.x.language: "german" is not a language code');
+    expect(userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', languages: ['de', 'fr', 'de'] } } }, file))).toContain('$.tilesets.omt.languages[2]: "de" is listed twice');
+    expect(userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a.osm.pbf', languages: 'de' } } }, file))).toContain('$.tilesets.omt.languages: expected a list of language codes');
   });
 
   it('checks zoom order, bbox and the style → tileset reference', () => {

@@ -48,6 +48,11 @@ function square(lon: number, lat: number, d: number, tags: Tags): number {
   return way([a, node(lon + d, lat), node(lon + d, lat + d), node(lon, lat + d), a], tags);
 }
 
+/** The `name:xx` languages the run writes. */
+const LANGUAGES = ['ja', 'nds', 'zh-Hant'];
+/** The archive's TileJSON layers. */
+let vectorLayers: { id: string; fields: Record<string, string> }[] = [];
+
 /** Every z14 feature: [layer, properties, geometry type]. */
 let features: [string, Record<string, unknown>, number][] = [];
 const find = (layer: string, props: Record<string, unknown>) =>
@@ -61,7 +66,7 @@ describe.sequential('the profile on tilemaker 2.2', () => {
     node(x + 0.002, y + 0.002, { place: 'city', name: 'Testville', population: '600000', capital: 'yes' });
     node(x + 0.003, y + 0.002, { place: 'country', name: 'Testland', country_code_iso3166_1_alpha_2: 'QT', population: '30000000' });
     node(x + 0.0031, y + 0.0025, { place: 'country', name: 'Schweiz', 'ISO3166-1:alpha2': 'CH', population: '8700000' });
-    node(x + 0.004, y + 0.002, { place: 'town', name: 'Москва', 'name:en': 'Moscow' });
+    node(x + 0.004, y + 0.002, { place: 'town', name: 'Москва', 'name:en': 'Moscow', 'name:ja': 'モスクワ', 'name:zh-Hant': '莫斯科', 'name:nds': 'Moskau', 'name:fr': 'Moscou', 'name:ru': 'Москва' });
     node(x + 0.005, y + 0.002, { natural: 'peak', name: 'Testberg', ele: '1234 m' });
     node(x + 0.006, y + 0.002, { place: 'sea', name: 'Test Sea' });
     node(x + 0.007, y + 0.002, { amenity: 'restaurant', name: 'Chez Test' });
@@ -92,7 +97,9 @@ describe.sequential('the profile on tilemaker 2.2', () => {
     const pbf = join(dir, 'synthetic.osm.pbf');
     await promisify(execFile)('osmium', ['cat', '-o', pbf, text]);
     const out = join(dir, 'synthetic.pmtiles');
-    await packVectorTiles(pbf, out);
+    // Languages of the tileset's own choosing: one of OpenMapTiles' (ja), one with a script (zh-Hant), one
+    // it does not list (nds); name:en is written as name_en and name:latin whatever the list.
+    vectorLayers = (await packVectorTiles(pbf, out, { languages: LANGUAGES })).metadata.vector_layers as typeof vectorLayers;
     const r = await openArchiveFile(out);
     try {
       for await (const e of r.entries()) {
@@ -112,6 +119,20 @@ describe.sequential('the profile on tilemaker 2.2', () => {
     // Natural Earth's rank (labelrank 4: 2), not the population's (3), as OpenMapTiles ranks it.
     expect(find('place', { name: 'Schweiz' })[0]).toMatchObject({ class: 'country', iso_a2: 'CH', rank: 2 });
     expect(find('place', { name: 'Москва' })[0]).toMatchObject({ class: 'town', 'name:nonlatin': 'Москва', 'name:latin': 'Moscow', name_en: 'Moscow', name_int: 'Moscow', rank: 11 });
+  });
+
+  test('names: name:xx of the configured languages only, each listed in the TileJSON of every named layer', () => {
+    const moscow = find('place', { name: 'Москва' })[0];
+    expect(moscow).toMatchObject({ 'name:ja': 'モスクワ', 'name:zh-Hant': '莫斯科', 'name:nds': 'Moskau', 'name:latin': 'Moscow', 'name:nonlatin': 'Москва' });
+    // Tagged but not configured: not written.
+    expect(Object.keys(moscow).filter((k) => /^name:/.test(k)).sort()).toEqual(['name:ja', 'name:latin', 'name:nds', 'name:nonlatin', 'name:zh-Hant']);
+    for (const [, p] of features) expect(Object.keys(p).filter((k) => /^name:/.test(k) && !['latin', 'nonlatin', ...LANGUAGES].includes(k.slice(5)))).toEqual([]);
+    // Every layer with names lists the languages (whether or not a feature of it has one), the others none.
+    for (const l of vectorLayers) {
+      const langs = Object.keys(l.fields).filter((k) => /^name:/.test(k) && k !== 'name:latin' && k !== 'name:nonlatin').map((k) => k.slice(5));
+      expect(langs, l.id).toEqual('name' in l.fields ? LANGUAGES : []);
+    }
+    expect(vectorLayers.filter((l) => 'name' in l.fields).map((l) => l.id)).toEqual(expect.arrayContaining(['place', 'poi', 'water_name', 'transportation_name', 'waterway']));
   });
 
   test('peaks, seas, POIs and house numbers', () => {

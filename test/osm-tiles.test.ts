@@ -12,6 +12,7 @@ import { VectorTile, type VectorTileFeature } from '@mapbox/vector-tile';
 import { PbfReader } from 'pbf';
 import { Color } from '@maplibre/maplibre-gl-style-spec';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { DEFAULT_LANGUAGES, languagesOfLayers } from '../lib/languages.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { openArchiveFile, tileIdToZxy } from '../lib/pmtiles/index.ts';
 import { lonLatToTile, tileCountInBBox } from '../lib/tile-math.ts';
@@ -98,6 +99,17 @@ describe.sequential('Monaco from OpenStreetMap', () => {
     expect(layers.map((l) => l.id).sort()).toEqual([...OMT_LAYERS].sort());
     for (const l of layers) expect(Object.keys(l.fields).filter((k) => k.startsWith('_'))).toEqual([]);
     expect(layers.find((l) => l.id === 'poi')!.fields.rank).toBe('Number');
+  });
+
+  test("names in OpenMapTiles' languages by default: listed on every named layer, written where the extract tags them", async () => {
+    const v = (await currentVersionDir(out))!.dir;
+    const layers = (await readManifestOrEmpty(v)).tilesets.openmaptiles.vector_layers as { id: string; fields: Record<string, string> }[];
+    expect(languagesOfLayers(layers)).toEqual([...DEFAULT_LANGUAGES].sort());
+    const written = new Set<string>();
+    for (const [, p] of await z14Features()) for (const k of Object.keys(p)) if (k.startsWith('name:')) written.add(k.slice(5));
+    // Monaco is tagged in dozens of languages, in several scripts; nothing outside the list is written.
+    expect([...written]).toEqual(expect.arrayContaining(['latin', 'en', 'fr', 'it', 'ru', 'ja', 'zh', 'ar', 'he', 'ko']));
+    expect([...written].filter((c) => c !== 'latin' && c !== 'nonlatin' && !DEFAULT_LANGUAGES.includes(c))).toEqual([]);
   });
 
   test('tiles exist at z0, 4, 8, 10, 12 and 14, with places, boundaries, roads and water at low zooms', async () => {

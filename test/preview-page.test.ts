@@ -179,6 +179,24 @@ describe('preview page', () => {
       expect(await page.locator('li[data-style="osm-bright"] button[aria-pressed="true"]').textContent()).toBe('Vector');
       // A real map from the vector tiles: many colours (land, roads, labels).
       expect((await canvasPixels(page)).colours).toBeGreaterThan(200);
+
+      // The language menu lists the languages the style's tiles carry; choosing one loads style.json?language=.
+      await page.locator('#language-box').waitFor({ state: 'visible' });
+      expect(await page.locator('#language option').count()).toBeGreaterThan(50);
+      const localized = page.waitForResponse((r) => r.url().endsWith('/styles/osm-bright/style.json?language=it') && r.status() === 200, { timeout: LOAD_TIMEOUT_MS });
+      await page.locator('#language').selectOption('it');
+      await localized;
+      await page.waitForFunction(
+        () => JSON.stringify((window as unknown as { tilebakePreview: { map: { getStyle(): { layers: { layout?: Record<string, unknown> }[] } } } }).tilebakePreview.map.getStyle().layers).includes('"name:it"'),
+        undefined,
+        { timeout: LOAD_TIMEOUT_MS },
+      );
+      await mapIdle(page);
+      expect(page.url()).toContain('language=it');
+      // The fixture bakes no Italian rasters: in raster mode the page says so.
+      await page.locator('li[data-style="osm-bright"] button', { hasText: 'Raster' }).click();
+      await page.locator('#language-note').waitFor({ state: 'visible' });
+      expect(await page.locator('#language-note').textContent()).toContain('No raster tiles of this style are baked in it');
       expect(errors).toEqual([]);
     } finally {
       await page.close();

@@ -3,6 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import type { TilesetEntry } from '../lib/manifest.ts';
+import { localizeStyle } from '../lib/style-language.ts';
 import { prepareStyle } from '../pipeline/render/style.ts';
 import { enumerateMetatiles, metatileView, tileRect } from '../lib/metatiles.ts';
 import { renderOrder } from '../pipeline/render/metatiles.ts';
@@ -32,6 +33,20 @@ describe('prepareStyle', () => {
     expect(p.tilesets).toEqual(['openmaptiles']);
     const written = JSON.parse(await readFile(join(out, 'styles/osm-bright/style.json'), 'utf8'));
     expect(written.sources).toEqual(p.style.sources);
+  });
+
+  test('a language: the same rewrite as style.json?language= (lib/style-language.ts); a language the tiles lack fails naming the field', async () => {
+    const carrying = { openmaptiles: { ...vector, vector_layers: [{ id: 'place', fields: { name: 'String', 'name:it': 'String', 'name:de': 'String', 'name:latin': 'String' } }] } };
+    const out = await tempDir('style-lang');
+    const p = await prepareStyle('osm-bright-it', OSM_BRIGHT, out, { ...opts, tilesets: carrying, language: { code: 'it', field: 'c.json: $.styles.osm-bright-it.language' } });
+    expect(p.languages).toEqual(['de', 'it']);
+    const plain = await prepareStyle('osm-bright', OSM_BRIGHT, out, { ...opts, tilesets: carrying });
+    expect(p.style).toEqual(localizeStyle({ ...plain.style, sprite: 'tilebake://styles/osm-bright-it/sprite' }, 'it'));
+    expect(JSON.parse(await readFile(join(out, 'styles/osm-bright-it/style.json'), 'utf8'))).toEqual(p.style);
+    await expect(prepareStyle('x', OSM_BRIGHT, out, { ...opts, tilesets: carrying, language: { code: 'fr', field: 'c.json: $.styles.x.language' } })).rejects.toThrow(
+      'c.json: $.styles.x.language: the tiles of tileset "openmaptiles" have no name:fr (they carry de, it)',
+    );
+    await expect(prepareStyle('x', OSM_BRIGHT, out, { ...opts, language: { code: 'it', field: 'c.json: $.styles.x.language' } })).rejects.toThrow(/have no name:it \(they carry no name:xx fields\)/);
   });
 
   test('a TileJSON URL naming a configured tileset resolves to it', async () => {

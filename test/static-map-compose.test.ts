@@ -1,179 +1,176 @@
-// Static map composition without HTTP (static-server/static-map/compose.ts, tile-mask.ts): images
-// reaching beyond the build are resampled as RGB with the alpha of the missing tiles computed from the
-// tile grid; they must match what sharp gives resampling the stitched RGBA region itself.
+// Static map composition without HTTP (static-server/static-map/compose.ts) on synthetic tiles whose
+// pixels are a smooth function of the world position, so the colour every image pixel must have is
+// known without sharp: views between the baked zooms (downsized), above them (upsized), beyond the
+// build (transparent; white in a JPEG), over tiles with alpha of their own, rotated, with overlays.
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import type { Camera } from '../static-server/static-map/camera.ts';
-import { resizeLanczos3, resizeLinear } from '../lib/resample-fast.ts';
-import { composeBase, planRegion, resampling, stitchRegion, type RasterSource } from '../static-server/static-map/compose.ts';
+import { composeImage, planRegion, stitchRegion, type RasterSource } from '../static-server/static-map/compose.ts';
 import type { DecodedTile } from '../static-server/static-map/decoded-tiles.ts';
-import { pixelPool } from '../static-server/static-map/pixel-pool.ts';
-import { resampledMask } from '../static-server/static-map/tile-mask.ts';
+import { overlaySvg } from '../static-server/static-map/overlay.ts';
+import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest } from '../static-server/static-map/params.ts';
 
 const T = 256;
 const Z = 3;
+const WORLD = T * 2 ** Z;
 
-/** Deterministic tile pixels: gradients, hard-edged stripes and noise, so kernels' differences show. */
-function tilePixels(x: number, y: number, alpha: boolean): DecodedTile {
-  const rgb = Buffer.alloc(T * T * 3);
-  const a = alpha ? Buffer.alloc(T * T) : null;
+/** The straight RGBA of world pixel (wx, wy) at zoom Z: gradients of 1 unit per 8 px; alpha of its own on translucent tiles. */
+function worldPixel(wx: number, wy: number, translucent: boolean): [number, number, number, number] {
+  return [Math.floor(wx / 8) % 256, Math.floor(wy / 8) % 256, 100, translucent ? 80 + (Math.floor(wy / 16) % 128) : 255];
+}
+
+function tilePixels(x: number, y: number, translucent: boolean, alpha: boolean): DecodedTile {
+  const channels = translucent || alpha ? 4 : 3;
+  const data = Buffer.alloc(T * T * channels);
   for (let j = 0; j < T; j++) {
     for (let i = 0; i < T; i++) {
-      const k = j * T + i;
-      const noise = ((k * 2654435761 + x * 97 + y * 13) >>> 24) & 63;
-      const stripe = ((i >> 4) + (j >> 5)) % 2 ? 180 : 40;
-      const v = [(i + x * 60) & 255, (stripe + noise) & 255, (j + y * 50) & 255];
-      const av = a ? (i < 128 ? 255 : 64 + (j % 128)) : 255;
-      if (a) a[k] = av;
-      for (let c = 0; c < 3; c++) rgb[k * 3 + c] = Math.round((v[c] * av) / 255);
+      const p = worldPixel(x * T + i, y * T + j, translucent);
+      for (let c = 0; c < channels; c++) data[(j * T + i) * channels + c] = p[c];
     }
   }
-  return { rgb, alpha: a, size: T };
+  return { data, channels, size: T };
 }
 
 /** Tiles of zoom Z; `missing` and `translucent` name x/y of tiles absent or with alpha of their own. */
 function source(missing: string[], translucent: string[] = []): RasterSource {
-  const cache = new Map<string, DecodedTile>();
   return {
     tileSize: T,
     minzoom: 0,
     maxzoom: Z,
-    tile: async (z, x, y) => {
-      if (z !== Z || missing.includes(`${x}/${y}`)) return null;
-      const key = `${x}/${y}`;
-      if (!cache.has(key)) cache.set(key, tilePixels(x, y, translucent.includes(key)));
-      return cache.get(key)!;
-    },
+    tile: async (z, x, y, alpha = false) => (z !== Z || missing.includes(`${x}/${y}`) ? null : tilePixels(x, y, translucent.includes(`${x}/${y}`), alpha)),
   };
 }
 
-/** The reference: the stitched region as straight RGBA, resampled by sharp itself (which premultiplies). */
-async function reference(cam: Camera, src: RasterSource, kernel: 'lanczos3' | 'linear'): Promise<Buffer> {
-  const plan = planRegion(cam, src, cam.width, cam.height);
-  const st = await stitchRegion(src, plan);
-  const n = st.width * st.height;
-  const rgba = Buffer.alloc(n * 4);
-  for (let k = 0; k < n; k++) {
-    const a = st.alpha ? st.alpha[k] : 255;
-    for (let c = 0; c < 3; c++) rgba[k * 4 + c] = a === 0 ? 0 : Math.min(255, Math.round((st.rgb[k * 3 + c] * 255) / a));
-    rgba[k * 4 + 3] = a;
-  }
-  const f = plan.f;
-  const sw = Math.round(st.width * f), sh = Math.round(st.height * f);
-  const left = Math.min(sw - plan.w, Math.max(0, Math.round((plan.sxL - plan.x0) * f)));
-  const top = Math.min(sh - plan.h, Math.max(0, Math.round((plan.syT - plan.y0) * f)));
-  return sharp(rgba, { raw: { width: st.width, height: st.height, channels: 4 } })
-    .resize(sw, sh, { fit: 'fill', kernel })
-    .extract({ left, top, width: plan.w, height: plan.h })
-    .raw()
-    .toBuffer();
+/** A camera over world pixel (x, y) of zoom Z at zoom `zoom`. */
+function camera(x: number, y: number, zoom: number, width = 300, height = 200): Camera {
+  return { cx: x / WORLD, cy: y / WORLD, zoom, bearing: 0, width, height, scale: 1 };
 }
 
-/** Worst differences of the composed image from the reference: alpha, colour where opaque, colour where alpha ≥ 64. */
-async function compare(cam: Camera, src: RasterSource, kernel: 'lanczos3' | 'linear'): Promise<{ alpha: number; opaque: number; edge: number; partial: number; transparent: number }> {
-  const got = await composeBase(cam, src);
-  const want = await reference(cam, src, kernel);
-  const r = { alpha: 0, opaque: 0, edge: 0, partial: 0, transparent: 0 };
-  for (let k = 0; k < cam.width * cam.height; k++) {
-    const a = got.alpha ? got.alpha[k] : 255;
-    r.alpha = Math.max(r.alpha, Math.abs(a - want[k * 4 + 3]));
-    if (a === 0) r.transparent++;
-    else if (a < 255) r.partial++;
-    if (a < 64) continue;
-    for (let c = 0; c < 3; c++) {
-      const v = Math.min(255, Math.round((got.rgb[k * 3 + c] * 255) / a));
-      const d = Math.abs(v - want[k * 4 + c]);
-      if (a === 255 && want[k * 4 + 3] === 255) r.opaque = Math.max(r.opaque, d);
-      else r.edge = Math.max(r.edge, d);
+/** The image's pixels as RGBA. */
+async function rgba(png: Buffer): Promise<{ data: Buffer; channels: number }> {
+  const { channels } = await sharp(png).metadata();
+  return { data: await sharp(png).ensureAlpha().raw().toBuffer(), channels: channels! };
+}
+
+/** The world pixel (zoom Z) under image pixel (i, j). */
+function worldAt(cam: Camera, i: number, j: number): [number, number] {
+  const f = 2 ** (cam.zoom - Z);
+  return [cam.cx * WORLD + (i + 0.5 - cam.width / 2) / f, cam.cy * WORLD + (j + 0.5 - cam.height / 2) / f];
+}
+
+/** Counts of transparent, partial and opaque pixels, and the worst colour and alpha errors where a pixel is 3 world px or more from a tile edge. */
+async function check(cam: Camera, src: RasterSource, missing: string[], translucent: string[] = []) {
+  const { data } = await rgba((await composeImage(cam, src, undefined, 'png')).bytes);
+  const r = { transparent: 0, partial: 0, opaque: 0, colour: 0, alpha: 0 };
+  for (let j = 0; j < cam.height; j++) {
+    for (let i = 0; i < cam.width; i++) {
+      const k = (j * cam.width + i) * 4;
+      const a = data[k + 3];
+      if (a === 0) r.transparent++;
+      else if (a < 255) r.partial++;
+      else r.opaque++;
+      const [wx, wy] = worldAt(cam, i, j);
+      const near = (v: number) => Math.abs(v - Math.round(v / T) * T) < 3 * Math.max(1, 2 ** (Z - cam.zoom));
+      if (near(wx) || near(wy) || wy < 0 || wy >= WORLD) continue;
+      const key = `${Math.floor(wx / T)}/${Math.floor(wy / T)}`;
+      if (missing.includes(key)) {
+        r.alpha = Math.max(r.alpha, a);
+        continue;
+      }
+      const want = worldPixel(wx, wy, translucent.includes(key));
+      r.alpha = Math.max(r.alpha, Math.abs(a - want[3]));
+      for (let c = 0; c < 3; c++) r.colour = Math.max(r.colour, Math.abs(data[k + c] - want[c]));
     }
   }
   return r;
 }
 
-/** A camera over world pixel (x, y) of zoom Z at zoom `zoom`. */
-function camera(x: number, y: number, zoom: number, width = 300, height = 200): Camera {
-  const world = T * 2 ** Z;
-  return { cx: x / world, cy: y / world, zoom, bearing: 0, width, height, scale: 1 };
-}
-
-describe('images reaching beyond the build', () => {
-  // Tiles 3/4 and 4/3 missing: the views below straddle their edges and the corner between them.
-  const src = source(['4/3', '3/4', '4/4']);
-  for (const zoom of [2.3, 2.76, 2.95, 3.4, 4.2, 5.1]) {
-    it(`zoom ${zoom}: alpha from the tile grid matches sharp's RGBA resampling`, async () => {
-      const r = await compare(camera(1024 + 7.3, 1024 - 3.1, zoom), src, zoom < Z ? 'lanczos3' : 'linear');
+describe('static images composed by sharp', () => {
+  // Tiles 4/3, 3/4 and 4/4 missing: the views straddle their edges and the corner between them.
+  const missing = ['4/3', '3/4', '4/4'];
+  const src = source(missing);
+  for (const zoom of [2.3, 2.76, 3.4, 5.1]) {
+    it(`zoom ${zoom} (${zoom < Z ? 'downsized' : 'upsized'}): the tiles' colours, transparent beyond the build`, async () => {
+      const r = await check(camera(1024 + 7.3, 1024 - 3.1, zoom), src, missing);
       expect(r.transparent).toBeGreaterThan(1000);
+      expect(r.opaque).toBeGreaterThan(1000);
       expect(r.partial).toBeGreaterThan(0);
-      expect(r.alpha).toBeLessThanOrEqual(3);
-      expect(r.opaque).toBeLessThanOrEqual(1);
-      expect(r.edge).toBeLessThanOrEqual(8);
+      expect(r.alpha).toBe(0);
+      expect(r.colour).toBeLessThanOrEqual(2);
     });
   }
 
-  // Down: libvips' reduce's bytes too; up (bilinear): the native resampler's, libvips' within a unit.
-  for (const zoom of [2.05, 2.3, 2.76, 2.95, 3.4, 4.2, 5.1]) {
-    const kernel = zoom < Z ? 'lanczos3' : 'linear';
-    it(`zoom ${zoom}: the ${kernel} tile mask is the region's alpha plane resampled natively, byte for byte`, async () => {
-      const cam = camera(1024 + 7.3, 1024 - 3.1, zoom, 333, 211);
-      const plan = planRegion(cam, src, cam.width, cam.height);
-      const region = await stitchRegion(src, plan);
-      const { x, y } = resampling(region, plan);
-      const want = Buffer.alloc(x.m * y.m);
-      await (kernel === 'linear' ? resizeLinear : resizeLanczos3)(region.alpha!, region.width, region.height, 1, want, x.m, y.m, x, y);
-      const got = resampledMask(region.mask, x, y, kernel);
-      expect(got.equals(want)).toBe(true);
-      expect(want.includes(0) && want.some((a) => a > 0 && a < 255)).toBe(true);
-    });
-  }
-
-  it('the world\'s top edge is transparent above it', async () => {
-    const r = await compare(camera(300, 20, 2.6), source([]), 'lanczos3');
-    expect(r.transparent).toBeGreaterThan(300 * 20);
-    expect(r.alpha).toBeLessThanOrEqual(3);
-    expect(r.opaque).toBeLessThanOrEqual(1);
+  it('tiles with alpha of their own keep it, next to opaque and missing tiles', async () => {
+    const translucent = ['3/3', '4/3'];
+    for (const zoom of [2.7, 3.6]) {
+      const r = await check(camera(1024 + 100, 1024 - 50, zoom), source(['4/4'], translucent), ['4/4'], translucent);
+      expect(r.partial).toBeGreaterThan(10_000);
+      expect(r.alpha).toBeLessThanOrEqual(1);
+      expect(r.colour).toBeLessThanOrEqual(3);
+    }
   });
 
-  // Resampled natively both ways (lib/resample-fast.ts): the alpha plane like the colour.
-  for (const [zoom, kernel] of [[2.7, 'lanczos3'], [3.6, 'linear']] as const) {
-    it(`tiles with alpha of their own are resampled with their alpha plane (zoom ${zoom}, ${kernel})`, async () => {
-      const r = await compare(camera(1024 + 100, 1024 - 50, zoom), source(['4/4'], ['3/3', '4/3']), kernel);
-      expect(r.partial).toBeGreaterThan(10_000);
-      expect(r.alpha).toBeLessThanOrEqual(3);
-      expect(r.opaque).toBeLessThanOrEqual(1);
-      // Colours of translucent pixels come back through premultiplication: a few units off where alpha is low.
-      expect(r.edge).toBeLessThanOrEqual(12);
-    });
-  }
+  it('the world\'s top edge is transparent above it', async () => {
+    const r = await check(camera(300, 20, 2.6), source([]), []);
+    expect(r.transparent).toBeGreaterThan(300 * 20);
+    expect(r.colour).toBeLessThanOrEqual(2);
+  });
 
-  it('a region stitched into reused pool buffers is 0 where tiles are missing and the tiles\' pixels elsewhere', async () => {
+  it('on the tile grid the region is the tiles\' pixels, 0 where tiles are missing', async () => {
     const src = source(['4/4']);
-    // At the tile grid at zoom Z: the region is the image, 2x2 tiles from 3/3.
     const plan = planRegion(camera(1024, 1024, Z, 2 * T, 2 * T), src, 2 * T, 2 * T);
     expect(plan.exact).toBe(true);
-    // Dirty buffers of the sizes the region takes go back to the pool first.
-    const dirty = [pixelPool.acquire(4 * T * T * 3).fill(0xab), pixelPool.acquire(4 * T * T).fill(0xab)];
-    for (const b of dirty) pixelPool.release(b);
-    const st = await stitchRegion(src, plan);
-    expect(st.rgb.buffer === dirty[0].buffer || st.alpha!.buffer === dirty[1].buffer).toBe(true);
-    const t33 = (await src.tile(Z, 3, 3))!;
+    const region = await stitchRegion(src, plan);
+    expect(region.channels).toBe(4);
     for (let row = 0; row < 2 * T; row += 17) {
       for (let col = 0; col < 2 * T; col += 13) {
-        const k = row * 2 * T + col;
-        const missing = row >= T && col >= T;
-        expect(st.alpha![k]).toBe(missing ? 0 : 255);
-        if (missing) expect([st.rgb[k * 3], st.rgb[k * 3 + 1], st.rgb[k * 3 + 2]]).toEqual([0, 0, 0]);
-        if (row < T && col < T) expect(st.rgb.subarray(k * 3, k * 3 + 3)).toEqual(t33.rgb.subarray((row * T + col) * 3, (row * T + col) * 3 + 3));
+        const k = (row * 2 * T + col) * 4;
+        const want = row >= T && col >= T ? [0, 0, 0, 0] : worldPixel(3 * T + col, 3 * T + row, false);
+        expect([...region.data.subarray(k, k + 4)]).toEqual(want);
       }
     }
+    // All tiles present and opaque: RGB.
+    expect((await stitchRegion(source([]), plan)).channels).toBe(3);
   });
 
   it('a rotated view keeps the missing tiles transparent and the rest opaque', async () => {
     const cam = { ...camera(1024, 1024, 2.5, 200, 200), bearing: 45 };
-    const img = await composeBase(cam, source(['4/4']));
-    expect(img.alpha).not.toBeNull();
+    const { data } = await rgba((await composeImage(cam, source(['4/4']), undefined, 'png')).bytes);
     // Bearing 45: north-east is up, so the missing south-east tile 4/4 is right of the centre, tile 3/3 left.
-    expect(img.alpha![100 * 200 + 140]).toBe(0);
-    expect(img.alpha![100 * 200 + 60]).toBe(255);
-    expect(img.alpha![60 * 200 + 100]).toBe(255);
+    expect(data[(100 * 200 + 140) * 4 + 3]).toBe(0);
+    expect(data[(100 * 200 + 60) * 4 + 3]).toBe(255);
+    expect(data[(60 * 200 + 100) * 4 + 3]).toBe(255);
+  });
+
+  it('a JPEG is white beyond the build', async () => {
+    const cam = camera(1024 + 7.3, 1024 - 3.1, 2.76);
+    const jpg = (await composeImage(cam, source(missing), undefined, 'jpg')).bytes;
+    const { data, info } = await sharp(jpg).raw().toBuffer({ resolveWithObject: true });
+    expect(info.channels).toBe(3);
+    // Image pixel (280, 190) is world pixel (1185, 1128): inside the missing tile 4/4.
+    const k = (190 * cam.width + 280) * 3;
+    expect([...data.subarray(k, k + 3)].every((v) => v >= 250)).toBe(true);
+  });
+
+  it('overlays keep an opaque image RGB and a translucent one RGBA, and draw the path and pin', async () => {
+    const at = (wx: number, wy: number) => {
+      const lon = (wx / WORLD) * 360 - 180;
+      const lat = (Math.atan(Math.sinh(Math.PI * (1 - (2 * wy) / WORLD))) * 180) / Math.PI;
+      return `${lon},${lat}`;
+    };
+    const req = parseStaticMapRequest(`${at(1024, 1024)},3`, '300x200.png', { path: [`stroke:%23ff0000|width:6|${at(900, 1000)}|${at(1000, 1000)}`].map(decodeURIComponent), marker: [at(1100, 1060)] }, DEFAULT_STATIC_MAP_LIMITS);
+    const cam = camera(1024, 1024, 3);
+    const overlay = overlaySvg(cam, req.paths, req.markers);
+    for (const [src, channels] of [[source([]), 3], [source(['4/4']), 4]] as const) {
+      const { data, channels: got } = await rgba((await composeImage(cam, src, overlay, 'png')).bytes);
+      expect(got).toBe(channels);
+      // The path's middle: image pixel (150 - 74, 100 - 24) is world (950, 1000).
+      const k = ((100 - 24) * 300 + 150 - 74) * 4;
+      expect([...data.subarray(k, k + 4)]).toEqual([255, 0, 0, 255]);
+      // The pin's head, 20 px above its tip at world (1100, 1060): the marker's default colour, opaque.
+      const p = ((100 + 36 - 27) * 300 + 150 + 76) * 4;
+      expect(data[p + 3]).toBe(255);
+      expect([...data.subarray(p, p + 3)]).not.toEqual(worldPixel(1100, 1060 - 27, false).slice(0, 3));
+    }
   });
 });

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { UserError } from '../lib/errors.ts';
+import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
 import { emptyManifest, setOsmState } from '../lib/manifest.ts';
 import { asTilemakerReads, changedTiles } from '../pipeline/osm/changed-tiles.ts';
 import { copyWithHeaderBBox } from '../pipeline/osm/pbf-bounds.ts';
@@ -152,7 +153,7 @@ describe('objects as tilemaker reads them', () => {
       const before = await referenceExtract(LIECHTENSTEIN, 2434, 2436, join(dir, '2436.osm.pbf'));
       const after = await referenceExtract(LIECHTENSTEIN, 2434, 2437, join(dir, '2437.osm.pbf'));
       const box = tileBox((await readOsmHeader(after)).bbox!);
-      const job = { osmium: 'osmium', tilemaker: 'tilemaker', before, after, changes: [fixtureFile(LIECHTENSTEIN, 2437, 'osc.gz')], box, keep: inTileBox(box), workDir: join(dir, 'work'), pidFile: join(dir, 'pids'), label: 'test' };
+      const job = { osmium: 'osmium', tilemaker: 'tilemaker', before, after, changes: [fixtureFile(LIECHTENSTEIN, 2437, 'osc.gz')], box, keep: inTileBox(box), workDir: join(dir, 'work'), pidFile: join(dir, 'pids'), label: 'test', languages: DEFAULT_LANGUAGES };
       // The route's members present in the extract are the same before and after; its list changed elsewhere.
       const small = async (file: string, out: string) => {
         // Exit code 1: some members are beyond the extract.

@@ -65,6 +65,13 @@ describe('vector stage in build()', () => {
     }
   });
 
+  it('refuses "languages" on a tile source (its tiles carry what they were made with), naming the field', async () => {
+    const config = parseConfig({ tilesets: { monaco: { source: 'monaco.mbtiles', languages: ['de'] } } }, join(dir, 'config.json'));
+    await expect(build(config, { out: join(dir, 'out-languages'), only: 'vector' })).rejects.toThrow(
+      `${join(dir, 'config.json')}: $.tilesets.monaco.languages: choosing the name languages applies to .osm.pbf sources only (${join(dir, 'monaco.mbtiles')} is an MBTiles file`,
+    );
+  });
+
   it('skips the vector stage when --only names another stage or no tileset is configured', async () => {
     const out = join(dir, 'out-skip');
     const config = parseConfig({ tilesets: { monaco: 'monaco.mbtiles' } }, join(dir, 'config.json'));

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { access, constants } from 'node:fs/promises';
-import type { Browser } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { UserError } from '../lib/errors.ts';
 import { packageRequire } from '../lib/package-root.ts';
 import { processesWith } from '../lib/process-tree.ts';
@@ -31,9 +31,11 @@ const CLOSE_TIMEOUT_MS = 5_000;
 /** A switch Chromium ignores, naming one launch: its processes are found by it and killed (killChromium). */
 const MARKER_SWITCH = '--tilebake-browser=';
 
-/** A browser started by launchChromium, with the mark of its processes. */
+/** A browser started by launchChromium: its one (persistent) context, and the mark of its processes. */
 export interface LaunchedChromium {
-  browser: Browser;
+  context: BrowserContext;
+  /** False once the browser is gone (closed, killed or crashed). */
+  readonly connected: boolean;
   /** The marker switch on its command line (killChromium). */
   marker: string;
 }
@@ -66,10 +68,15 @@ export async function assertChromium(path = CHROMIUM_PATH): Promise<void> {
   }
 }
 
-/** Start headless Chromium through playwright-core, with tilebake's switches and a marker switch of its own. */
-export async function launchChromium(): Promise<LaunchedChromium> {
+/**
+ * Start headless Chromium through playwright-core, with tilebake's switches and a marker switch of
+ * its own, in a persistent context on a throw-away profile that playwright-core creates and removes
+ * (an incognito context would keep every Blob in memory: the render page's uploads are large).
+ */
+export async function launchChromium(viewport: { width: number; height: number }): Promise<LaunchedChromium> {
   const marker = `${MARKER_SWITCH}${process.pid}-${randomUUID()}`;
-  const browser = await playwrightChromium().launch({
+  const context = await playwrightChromium().launchPersistentContext('', {
+    viewport,
     executablePath: CHROMIUM_PATH,
     args: [...CHROMIUM_ARGS, marker],
     headless: true,
@@ -79,18 +86,28 @@ export async function launchChromium(): Promise<LaunchedChromium> {
     handleSIGTERM: false,
     handleSIGHUP: false,
   });
-  return { browser, marker };
+  let connected = true;
+  context.once('close', () => (connected = false));
+  return {
+    context,
+    marker,
+    get connected() {
+      return connected;
+    },
+  };
 }
 
 /**
  * Close a launched browser: gracefully, and when that takes longer than CLOSE_TIMEOUT_MS (a hung
- * browser) by SIGKILL of every process carrying its marker (browser, renderer, GPU, utilities).
+ * browser) or `graceful` is false, by SIGKILL of its process group (playwright-core starts the
+ * browser as a group leader: renderer, GPU and utility processes go with it). The browser process
+ * is the one carrying the launch's marker switch.
  */
 export async function killChromium(launched: LaunchedChromium, graceful = true): Promise<void> {
   if (graceful) {
     let timer: NodeJS.Timeout | undefined;
     const closed = await Promise.race([
-      launched.browser.close().then(() => true, () => false),
+      launched.context.close().then(() => true, () => false),
       new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_TIMEOUT_MS))),
     ]);
     clearTimeout(timer);
@@ -98,10 +115,14 @@ export async function killChromium(launched: LaunchedChromium, graceful = true):
   }
   for (const pid of processesWith(launched.marker)) {
     try {
-      process.kill(pid, 'SIGKILL');
+      process.kill(-pid, 'SIGKILL');
     } catch {
-      // Already exited.
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Already exited.
+      }
     }
   }
-  await launched.browser.close().catch(() => undefined);
+  await launched.context.close().catch(() => undefined);
 }

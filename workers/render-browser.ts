@@ -106,7 +106,7 @@ export class BrowserRenderer {
 
   /** Start the browser and wait for the page with MapLibre (idempotent while it runs). */
   open(): Promise<Page> {
-    if (this.page && this.launched?.browser.isConnected()) return Promise.resolve(this.page);
+    if (this.page && this.launched?.connected) return Promise.resolve(this.page);
     this.opening ??= this.launch().finally(() => (this.opening = undefined));
     return this.opening;
   }
@@ -119,7 +119,7 @@ export class BrowserRenderer {
       for (let attempt = 1; ; attempt++) {
         this.starts++;
         try {
-          this.launched = await launchChromium();
+          this.launched = await launchChromium(VIEWPORT);
           break;
         } catch (e) {
           // Now and then Chromium hangs at start with nothing on stderr (seen twice in five full test
@@ -127,7 +127,7 @@ export class BrowserRenderer {
           if (!isStartTimeout(e) || attempt >= START_ATTEMPTS) throw e;
         }
       }
-      const page = await this.launched.browser.newPage({ viewport: VIEWPORT });
+      const page = this.launched.context.pages()[0] ?? (await this.launched.context.newPage());
       page.on('crash', () => void this.kill());
       await page.goto(pageUrl, { waitUntil: 'commit' });
       await pageReady(page);

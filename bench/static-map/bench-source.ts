@@ -1,5 +1,5 @@
 /**
- * What the in-process static-map benches (encoder.ts, profile.ts, resampler.ts) share: their options,
+ * What the in-process static-map benches (profile.ts, overlay-renderers.ts) share: their options,
  * the CPU clock, the build's server context, the bench style's @2x PNG archive and a raster source over it.
  */
 import { resolve } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * A/B of static-image code: the server's compose path (composeBase + encodeImage, no HTTP) over the
+ * A/B of static-image code: the server's compose path (composeImage, no HTTP) over the
  * bench's views, for several checkouts of tilebake in one process, alternating whole rounds between
  * them so that a shared, loaded machine weighs on each alike. Prints CPU ms per image (process CPU,
  * libvips threads and V8's GC threads included), GC pauses and output bytes per round, and the mean
@@ -46,7 +46,7 @@ interface Variant {
 /** The compose path of the checkout at `dir`, over the build at `out`. */
 async function variant(dir: string): Promise<Variant> {
   const m = (p: string) => import(pathToFileURL(resolve(dir, p)).href);
-  const [{ archivesOf }, { styleRasterSource }, { createServerContext }, { cameraFor }, { composeBase, encodeImage }, { DecodedTiles }, { overlaySvg }, params] = await Promise.all(
+  const [{ archivesOf }, { styleRasterSource }, { createServerContext }, { cameraFor }, compose, { DecodedTiles }, { overlaySvg }, params] = await Promise.all(
     ['archives', 'overzoom/upscale', 'serve', 'static-map/camera', 'static-map/compose', 'static-map/decoded-tiles', 'static-map/overlay', 'static-map/params'].map((f) => m(`static-server/${f}.ts`)),
   );
   const ctx = await createServerContext({ out, port: 0, host: '127.0.0.1', auth: false, cors: '', cacheMb: 256, logLevel: 'warn' });
@@ -65,8 +65,11 @@ async function variant(dir: string): Promise<Variant> {
     async image(i) {
       const req = requests[i];
       const cam = cameraFor(req, entry.maxzoom);
-      const base = await composeBase(cam, styleRasterSource(archives, decoded, entry, archive));
-      return encodeImage(base, overlaySvg(cam, req.paths, req.markers), req.format);
+      const src = styleRasterSource(archives, decoded, entry, archive);
+      const overlay = overlaySvg(cam, req.paths, req.markers);
+      if (compose.composeImage) return (await compose.composeImage(cam, src, overlay, req.format)).bytes;
+      // Checkouts up to aa3559d (the native code): composeBase + encodeImage.
+      return compose.encodeImage(await compose.composeBase(cam, src), overlay, req.format);
     },
   };
 }

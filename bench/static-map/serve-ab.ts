@@ -8,8 +8,7 @@
  *
  *   node --import tsx bench/static-map/serve-ab.ts [--rounds 3] [--duration 15] [--warmup 3] [--connections 32] CHECKOUT...
  *
- * A checkout needs node_modules and its dist/ and native addon built (scripts/build-js.mjs,
- * scripts/build-native.mjs).
+ * A checkout needs node_modules and its dist/ built (scripts/build-js.mjs).
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';

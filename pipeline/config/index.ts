@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { UserError } from '../../lib/errors.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { elevationSchema } from './elevation.ts';
-import { bboxSchema, renderSchema, styleSchema } from './render.ts';
+import { bboxSchema, languageSchema, renderSchema, styleSchema } from './render.ts';
 
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
 
@@ -20,8 +20,14 @@ export const tilesetSchema = z.union([
     bbox: bboxSchema.optional(),
     /** Replication server of an .osm.pbf source for `tilebake update` (default: the extract header's osmosis_replication_base_url). */
     replication: z.string().regex(/^(https?|file):\/\/./i, 'expected an https://, http:// or file:// URL of a replication folder (the one holding state.txt)').optional(),
+    /** The `name:xx` an .osm.pbf source's tiles carry (default: OpenMapTiles' list, lib/languages.ts DEFAULT_LANGUAGES). */
+    languages: z.array(languageSchema, { error: 'expected a list of language codes, e.g. ["en", "de", "zh-Hant"]' }).superRefine((codes, ctx) => {
+      codes.forEach((c, i) => {
+        if (codes.indexOf(c) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `"${c}" is listed twice` });
+      });
+    }).optional(),
   }),
-], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "replication"?}' });
+], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "replication"?, "languages"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -50,6 +56,8 @@ export interface TilesetConfig {
   bbox?: BBox;
   /** Replication folder URL of an .osm.pbf source (`tilebake update`). */
   replication?: string;
+  /** The `name:xx` languages an .osm.pbf source's tiles carry, as configured (absent: DEFAULT_LANGUAGES). */
+  languages?: string[];
 }
 
 /** A validated config with every path made absolute. */
@@ -106,17 +114,17 @@ export function fieldsAt(path: readonly PropertyKey[], def: SchemaDef = (configS
   return d.type === 'object' && d.shape ? Object.keys(d.shape) : undefined;
 }
 
-/** One line per problem: `$.path: what was expected`. */
-function issueLines(issue: z.core.$ZodIssue): string[] {
+/** One line per problem: `$.path: what was expected`, with the fields `schema` allows where a field is unknown. */
+export function issueLines(issue: z.core.$ZodIssue, schema: z.ZodType = configSchema): string[] {
   if (issue.code === 'unrecognized_keys') {
-    const allowed = fieldsAt(issue.path);
+    const allowed = fieldsAt(issue.path, (schema as unknown as { _zod: { def: SchemaDef } })._zod.def);
     const hint = allowed ? ` (expected one of: ${allowed.join(', ')})` : '';
     return issue.keys.map((k) => `${jsonPath([...issue.path, k])}: unknown field${hint}`);
   }
   if (issue.code === 'invalid_union') {
     // `section | false` and the like: report the branch the value was meant for (the one that got past its root).
     const meant = issue.errors.filter((b) => !b.every((i) => i.path.length === 0));
-    if (meant.length === 1) return meant[0].flatMap((i) => issueLines({ ...i, path: [...issue.path, ...i.path] } as z.core.$ZodIssue));
+    if (meant.length === 1) return meant[0].flatMap((i) => issueLines({ ...i, path: [...issue.path, ...i.path] } as z.core.$ZodIssue, schema));
   }
   if (issue.code === 'invalid_key') {
     const why = issue.issues.map((i) => i.message).join('; ');
@@ -129,7 +137,7 @@ function issueLines(issue: z.core.$ZodIssue): string[] {
 export function parseConfig(raw: unknown, file: string): BuildConfig {
   const r = configSchema.safeParse(raw);
   if (!r.success) {
-    const lines = r.error.issues.flatMap(issueLines).map((l) => `  ${l}`);
+    const lines = r.error.issues.flatMap((i) => issueLines(i)).map((l) => `  ${l}`);
     throw new UserError(`${file}: invalid config\n${lines.join('\n')}`, { exitCode: 2 });
   }
   const c = r.data;

@@ -1,9 +1,20 @@
 import { z } from 'zod';
+import { isLanguageCode, LANGUAGE_CODE_HINT } from '../../lib/languages.ts';
 
 /** Bounding box [west, south, east, north] in degrees. */
 export const bboxSchema = z
   .tuple([z.number().min(-180).max(180), z.number().min(-85.0511287798066).max(85.0511287798066), z.number().min(-180).max(180), z.number().min(-85.0511287798066).max(85.0511287798066)])
   .refine((b) => b[0] < b[2] && b[1] < b[3], { message: 'expected [west, south, east, north] with west < east and south < north' });
+
+/** A label language: the `xx` of `name:xx` (lib/languages.ts). */
+export const languageSchema = z
+  .string({ error: `expected ${LANGUAGE_CODE_HINT}` })
+  .refine(isLanguageCode, {
+    error: (issue) =>
+      issue.input === 'latin' || issue.input === 'nonlatin'
+        ? `"${issue.input}" is not a language: name:${issue.input} is always written`
+        : `${JSON.stringify(issue.input)} is not ${LANGUAGE_CODE_HINT}`,
+  });
 
 /** One style to pre-render. */
 export const styleSchema = z.strictObject({
@@ -24,6 +35,11 @@ export const styleSchema = z.strictObject({
   bbox: bboxSchema.optional(),
   scales: z.array(z.union([z.literal(1), z.literal(2)], { error: 'expected 1 or 2' })).min(1).default([1, 2]),
   formats: z.array(z.enum(['png', 'jpg'], { error: 'expected "png" or "jpg"' })).min(1).default(['png', 'jpg']),
+  /**
+   * Bake the labels in this language: every label that shows a name reads `name:xx` first, then the
+   * style's own choice (lib/style-language.ts; the tileset must carry `name:xx`). Otherwise an ordinary style.
+   */
+  language: languageSchema.optional(),
 });
 
 /** Renderer settings shared by every style. */

@@ -46,6 +46,8 @@ export interface ChangedTilesJob {
   workDir: string;
   pidFile: string;
   label: string;
+  /** The `name:xx` languages the full run writes. */
+  languages: readonly string[];
   /** Run tilemaker over both small extracts even when they hold the same objects for it (tests compare the two ways). */
   alwaysGenerate?: boolean;
 }
@@ -121,7 +123,7 @@ async function generate(job: ChangedTilesJob, which: string, small: string | nul
   const tiles = new Map<string, Uint8Array>();
   if (small === null) return tiles;
   const output = join(job.workDir, `${which}.mbtiles`);
-  await runTilemaker(job.tilemaker, { input: small, output, box: job.box, zooms: [FIRST_ZOOM, MAX_ZOOM], workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} ${which}` });
+  await runTilemaker(job.tilemaker, { input: small, output, box: job.box, zooms: [FIRST_ZOOM, MAX_ZOOM], languages: job.languages, workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} ${which}` });
   let source;
   try {
     source = await openMbtiles(output);

@@ -15,8 +15,14 @@ local Z0_RESOLUTION = 156543.03
 -- Metres per building level (OpenMapTiles).
 local LEVEL_HEIGHT = 3.66
 
--- Name languages written as name:xx besides name, name_en, name_de, name_int, name:latin, name:nonlatin.
-local NAME_LANGUAGES = { "en", "de", "fr", "it", "es" }
+-- Name languages written as name:xx besides name, name_en, name_de, name_int, name:latin, name:nonlatin:
+-- the tileset's "languages" (pipeline/osm/tilemaker.ts passes them, comma-separated; lib/languages.ts).
+local NAME_LANGUAGES = {}
+do
+  local list = os.getenv("TILEBAKE_NAME_LANGUAGES")
+  if list == nil then error("TILEBAKE_NAME_LANGUAGES is not set (the tileset's name:xx languages)") end
+  for code in string.gmatch(list, "[^,]+") do NAME_LANGUAGES[#NAME_LANGUAGES + 1] = code end
+end
 
 local function Set(list)
   local set = {}

@@ -59,7 +59,7 @@ export async function runShapeLayers(job: ShapeRunsJob): Promise<Map<string, Uin
     if (Object.keys(layers).length === 0) continue;
     const output = join(job.workDir, `shapes-z${first}-${last}.mbtiles`);
     const box = zoomArea(job.box, first);
-    await runTilemaker(job.tilemaker, { input: emptyPbf, output, box, shapeLayers: layers, zooms: [first, last], workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} z${first}-${last}` });
+    await runTilemaker(job.tilemaker, { input: emptyPbf, output, box, shapeLayers: layers, zooms: [first, last], languages: [], workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} z${first}-${last}` });
     let source;
     try {
       source = await openMbtiles(output);

@@ -30,6 +30,8 @@ export interface TilemakerJob {
   shapeLayers?: Record<string, ShapeLayer>;
   /** The zooms of the run (the deepest is its base zoom), when not the profile's. */
   zooms?: [number, number];
+  /** The `name:xx` languages the profile writes (the tileset's `languages`). */
+  languages: readonly string[];
   workDir: string;
   pidFile: string;
   /** Progress label prefix. */
@@ -114,8 +116,9 @@ export async function runTilemaker(tilemaker: string, job: TilemakerJob): Promis
   try {
     await runTool(tilemaker, args, {
       pidFile: job.pidFile,
-      // The profile ranks the extract's country nodes as Natural Earth's countries are ranked.
-      env: { TILEBAKE_COUNTRY_RANKS: await countryRanks() },
+      // The profile ranks the extract's country nodes as Natural Earth's countries are ranked, and
+      // writes the names of the tileset's languages.
+      env: { TILEBAKE_COUNTRY_RANKS: await countryRanks(), TILEBAKE_NAME_LANGUAGES: job.languages.join(',') },
       onLine: (l) => {
         progress.line(l);
         if (!PROGRESS_LINE.test(l)) {

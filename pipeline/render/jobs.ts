@@ -5,7 +5,7 @@
  * the same preparation (renderPlan) to record the fingerprints a shard must match.
  */
 import { cp, mkdir, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
 import { readManifestOrEmpty, type Manifest, type StyleEntry } from '../../lib/manifest.ts';
 import { LocalStore, type Store } from '../../lib/storage.ts';
@@ -62,7 +62,8 @@ export function styleAttribution(credits: (string | undefined)[]): string | unde
 async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifest, fontsDir: string | undefined, s: StyleConfig, dataStore: Store): Promise<StyleJob> {
   const tileset = manifest.tilesets[s.tileset!];
   if (!tileset) throw new UserError(`${config.file}: styles.${s.id}.tileset: tileset "${s.tileset}" has not been built (run \`tilebake build --only vector\` first)`);
-  const prep = await prepareStyle(s.id, s.style, outDir, { tilesets: manifest.tilesets, defaultTileset: s.tileset!, fonts: fontsDir, scales: s.scales });
+  const language = s.language ? { code: s.language, field: `${config.file}: $.styles.${s.id}.language` } : undefined;
+  const prep = await prepareStyle(s.id, s.style, outDir, { tilesets: manifest.tilesets, defaultTileset: s.tileset!, fonts: fontsDir, scales: s.scales, language });
   const bbox = s.bbox ?? tileset.bounds;
   const entry: StyleEntry = {
     style: `styles/${s.id}/style.json`,
@@ -77,6 +78,10 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
     ...(s.maxzoom_served !== undefined ? { maxzoom_served: s.maxzoom_served } : {}),
     // Rendered on demand above maxzoom with the settings baked with, so the tiles match a deeper build.
     ...(s.overzoom === 'render' ? { overzoom: 'render' as const, render: { metatile: config.render.metatile, margin: config.render.margin, png: config.render.png, jpeg: config.render.jpeg } } : {}),
+    // Language variants of one style share its file (static maps and rendered.json choose among them by ?language).
+    styleFile: relative(dirname(config.file), s.style).split(sep).join('/'),
+    ...(s.language ? { language: s.language } : {}),
+    ...(prep.languages.length ? { languages: prep.languages } : {}),
   };
   const archives = prep.tilesets.map((id) => tilesetArchiveRef(dataStore, manifest.tilesets[id]));
   const position = await positionRule(prep.style, join(outDir, 'styles', s.id));

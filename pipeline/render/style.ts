@@ -2,6 +2,8 @@ import { access, copyFile, mkdir, readFile, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { validateStyleMin } from '@maplibre/maplibre-gl-style-spec';
 import { UserError } from '../../lib/errors.ts';
+import { languagesOfLayers } from '../../lib/languages.ts';
+import { localizeStyle } from '../../lib/style-language.ts';
 import { writeFileAtomic } from '../../lib/atomic.ts';
 import type { TilesetEntry } from '../../lib/manifest.ts';
 import { NEUTRAL_PREFIX } from '../../lib/style-urls.ts';
@@ -21,6 +23,8 @@ export interface PreparedStyle {
   /** True when the style uses glyphs (the fonts folder must be copied). */
   glyphs: boolean;
   name?: string;
+  /** The label languages its vector tilesets carry (their `name:xx` fields), sorted. */
+  languages: string[];
 }
 
 type Json = Record<string, unknown>;
@@ -103,7 +107,14 @@ export async function prepareStyle(
   id: string,
   file: string,
   outDir: string,
-  opts: { tilesets: Record<string, TilesetEntry>; defaultTileset: string; fonts?: string; scales: number[] },
+  opts: {
+    tilesets: Record<string, TilesetEntry>;
+    defaultTileset: string;
+    fonts?: string;
+    scales: number[];
+    /** Bake labels in this language (lib/style-language.ts); `field` names where it was configured, for messages. */
+    language?: { code: string; field: string };
+  },
 ): Promise<PreparedStyle> {
   let text: string;
   try {
@@ -160,6 +171,9 @@ export async function prepareStyle(
     style.glyphs = `${NEUTRAL_PREFIX}fonts/{fontstack}/{range}.pbf`;
   }
 
+  const languages = [...new Set([...used].flatMap((t) => languagesOfLayers(opts.tilesets[t].vector_layers)))].sort();
+  if (opts.language) style = localize(file, style, opts.language, languages, [...used]);
+
   await writeFileAtomic(join(styleDir, 'style.json'), `${JSON.stringify(style, null, 2)}\n`);
   return {
     id,
@@ -168,5 +182,18 @@ export async function prepareStyle(
     sprite,
     glyphs,
     name: typeof style.name === 'string' ? style.name : undefined,
+    languages,
   };
+}
+
+/** `style` with its labels in `language` (lib/style-language.ts), checked: the tiles carry it, and the rewrite is a valid style. */
+function localize(file: string, style: Json, language: { code: string; field: string }, carried: string[], tilesets: string[]): Json {
+  if (!carried.includes(language.code)) {
+    const has = carried.length ? `they carry ${carried.join(', ')}` : 'they carry no name:xx fields';
+    throw new UserError(`${language.field}: the tiles of ${tilesets.map((t) => `tileset "${t}"`).join(', ') || 'no vector tileset'} have no name:${language.code} (${has})`);
+  }
+  const localized = localizeStyle(style, language.code);
+  const errors = validateStyleMin(localized as never).filter((e) => (e as { severity?: string }).severity !== 'warning').map((e) => e.message);
+  if (errors.length) throw new UserError(`${file}: its labels cannot be read in "${language.code}" (${language.field})\n  ${describeValidation(localized, errors).join('\n  ')}`);
+  return localized;
 }

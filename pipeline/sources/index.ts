@@ -49,6 +49,11 @@ export async function detectInputKind(path: string): Promise<InputKind> {
   throw new UserError(`${path}: unknown input (expected an MBTiles SQLite file, a PMTiles v3 archive, an OpenStreetMap .osm.pbf extract or a z/x/y tile folder)`);
 }
 
+/** What a tile input is, for messages. */
+function describeKind(kind: Exclude<InputKind, 'osm'>): string {
+  return kind === 'folder' ? 'a tile folder' : kind === 'mbtiles' ? 'an MBTiles file' : 'a PMTiles archive';
+}
+
 /** Options that apply to OSM extracts only (tile inputs are read as they are). */
 export interface OpenOptions {
   osm?: Partial<OsmSourceOptions>;
@@ -58,7 +63,10 @@ export interface OpenOptions {
 export async function openTileSource(path: string, opts: OpenOptions = {}): Promise<TileSource> {
   const kind = await detectInputKind(path);
   if (kind !== 'osm' && opts.osm?.bbox) {
-    throw new UserError(`${opts.osm.bboxField ?? 'bbox'}: clipping to a bbox applies to .osm.pbf sources only (${path} is ${kind === 'folder' ? 'a tile folder' : kind === 'mbtiles' ? 'an MBTiles file' : 'a PMTiles archive'})`);
+    throw new UserError(`${opts.osm.bboxField ?? 'bbox'}: clipping to a bbox applies to .osm.pbf sources only (${path} is ${describeKind(kind)})`);
+  }
+  if (kind !== 'osm' && opts.osm?.languages) {
+    throw new UserError(`${opts.osm.languagesField ?? 'languages'}: choosing the name languages applies to .osm.pbf sources only (${path} is ${describeKind(kind)}: its tiles carry the languages they were made with)`);
   }
   switch (kind) {
     case 'osm': {

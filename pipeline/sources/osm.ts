@@ -10,6 +10,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Compression } from 'pmtiles';
 import { UserError } from '../../lib/errors.ts';
+import { DEFAULT_LANGUAGES, nameField } from '../../lib/languages.ts';
 import { tileBounds, tileRangeForBBox, MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
 import { canonicalTile, publicVectorLayers } from '../osm/canonical.ts';
 import { NE_FIELDS, naturalEarthLayers, NE_MAXZOOM } from '../osm/natural-earth.ts';
@@ -39,6 +40,9 @@ export interface OsmSourceOptions {
    * zooms only; the source yields these tiles alone (those it lacks are empty).
    */
   only?: ReadonlySet<string>;
+  /** The `name:xx` languages written (default: DEFAULT_LANGUAGES, OpenMapTiles' list); `languagesField` names where they were configured. */
+  languages?: readonly string[];
+  languagesField?: string;
 }
 
 /** Zoom whose tile grid the generated tiles' box is aligned to (the deepest zoom generated). */
@@ -64,6 +68,22 @@ export function inTileBox(box: BBox): (z: number, x: number, y: number) => boole
     const r = ranges[z];
     return r !== undefined && x >= r.minX && x <= r.maxX && y >= r.minY && y <= r.maxY;
   };
+}
+
+/**
+ * The fields each generated layer lists besides tilemaker's: Natural Earth's, and a `name:xx` for every
+ * configured language in each layer that has names, as OpenMapTiles' TileJSON lists them: the fields
+ * say which languages the tiles carry (lib/languages.ts languagesOfLayers), whether or not this
+ * extract tags a feature in one.
+ */
+export function extraFields(layers: unknown[] | undefined, languages: readonly string[]): Record<string, Record<string, string>> {
+  const extra: Record<string, Record<string, string>> = { ...NE_FIELDS };
+  const names = Object.fromEntries(languages.map((code) => [nameField(code), 'String']));
+  for (const l of layers ?? []) {
+    const { id, fields } = (l ?? {}) as { id?: string; fields?: Record<string, unknown> };
+    if (id && fields && 'name' in fields) extra[id] = { ...extra[id], ...names };
+  }
+  return extra;
 }
 
 /** Parse `z/x/y`. */
@@ -120,6 +140,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
   if (unsupported.length) throw new UserError(`${path}: needs PBF features tilemaker does not read (${unsupported.join(', ')}); history files are not supported`);
 
   const { workDir } = opts;
+  const languages = opts.languages ?? DEFAULT_LANGUAGES;
   const pidFile = join(workDir, 'pids');
   await killLeftovers(pidFile, workDir);
   await rm(workDir, { recursive: true, force: true });
@@ -188,7 +209,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
         const runBox = only ? boxOfTiles(only, box, Object.keys(shapeLayers).length > 0) : box;
         // From the lowest zoom asked for: a run writing z0–2 costs seconds more (see osm/changed-tiles.ts).
         const first = zooms && Math.min(...zooms);
-        await runTilemaker(tilemaker, { input, output: mbtiles, box: runBox, shapeLayers, zooms: first ? [first, MAX_ZOOM] : undefined, workDir, pidFile, label: opts.label });
+        await runTilemaker(tilemaker, { input, output: mbtiles, box: runBox, shapeLayers, zooms: first ? [first, MAX_ZOOM] : undefined, languages, workDir, pidFile, label: opts.label });
       } catch (e) {
         throw new UserError(`${path}: ${(e as Error).message}`, { cause: e });
       }
@@ -214,7 +235,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       ...m,
       bounds,
       center: defaultCenter(bounds, m.minzoom, m.maxzoom),
-      vector_layers: publicVectorLayers(m.vector_layers, NE_FIELDS),
+      vector_layers: publicVectorLayers(m.vector_layers, extraFields(m.vector_layers, languages)),
     };
     return {
       path,

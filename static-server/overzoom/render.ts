@@ -25,6 +25,7 @@ import { assertChromium } from '../../workers/chromium.ts';
 import { MetatileRenderer } from '../../workers/metatile-renderer.ts';
 import type { RenderHost } from '../../workers/render-host/server.ts';
 import type { Archives } from '../archives.ts';
+import { BoundedQueue } from '../bounded-queue.ts';
 import { HttpError, type ServerContext } from '../context.ts';
 import { HttpStatus } from '../../lib/http-status.ts';
 import { serverMetrics } from '../metrics.ts';
@@ -109,8 +110,8 @@ export class OnDemandRenderer {
   private readonly cache: RenderCache;
   /** Renders waiting or running, by metatile job key: the requests for one metatile share it. */
   private readonly jobs = new Coalescer<string, RenderedTiles>();
-  private readonly waiting: (() => void)[] = [];
-  private running = 0;
+  /** The browsers' slots and the renders waiting for one. */
+  private readonly queue: BoundedQueue;
   private started?: Promise<Started>;
   private closed = false;
   /** Whether each style paints an opaque background (read once). */
@@ -126,6 +127,7 @@ export class OnDemandRenderer {
     private readonly startHost: () => Promise<RenderHost>,
   ) {
     this.cache = new RenderCache(opts.cacheDir, opts.cacheBytes, opts.processes);
+    this.queue = new BoundedQueue({ concurrency: opts.workers, queue: opts.queue, what: 'tile renders', retryAfterS: RETRY_AFTER_S });
     this.version = createHash('sha256').update(`${ctx.manifest.generatedAt}\n${JSON.stringify(ctx.manifest.styles)}`).digest('hex').slice(0, 16);
     this.unwatch = serverMetrics().watchRenderQueue(() => this.jobs.size);
   }
@@ -163,34 +165,25 @@ export class OnDemandRenderer {
     return tileBody(bytes);
   }
 
-  /** The render of metatile `meta` at `scale` (shared by its requests); refused with 503 when too many wait. */
+  /** The render of metatile `meta` at `scale` (shared by its requests); refused with 503 when the queue is full. */
   private render(id: string, entry: StyleEntry, settings: RenderSettings, meta: Metatile, scale: number): Promise<RenderedTiles> {
     const job = `${id}/${scale}/${metatileKey(meta)}`;
     const pending = this.jobs.get(job);
     if (pending) return pending;
     if (this.closed) throw new HttpError(HttpStatus.Unavailable, 'server is shutting down', {}, { 'retry-after': String(RETRY_AFTER_S) });
-    if (this.jobs.size >= this.opts.workers + this.opts.queue) {
+    let p: Promise<RenderedTiles>;
+    try {
+      p = this.jobs.run(job, () => this.queue.run(() => this.renderNow(id, entry, settings, meta, scale)));
+    } catch (e) {
+      // Refused by the queue (it throws before queueing anything).
       serverMetrics().rendered('refused');
-      throw new HttpError(HttpStatus.Unavailable, `too many tiles being rendered (${this.jobs.size}); retry in ${RETRY_AFTER_S} s`, {}, { 'retry-after': String(RETRY_AFTER_S) });
+      throw e;
     }
-    const p = this.jobs.run(job, () => this.slot(() => this.renderNow(id, entry, settings, meta, scale)));
     p.then(
       () => serverMetrics().rendered('rendered'),
       () => serverMetrics().rendered('failed'),
     );
     return p;
-  }
-
-  /** Run `fn` when one of the browsers is free (renders beyond them wait in order). */
-  private async slot<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.running >= this.opts.workers) await new Promise<void>((res) => this.waiting.push(res));
-    this.running++;
-    try {
-      return await fn();
-    } finally {
-      this.running--;
-      this.waiting.shift()?.();
-    }
   }
 
   private async renderNow(id: string, entry: StyleEntry, settings: RenderSettings, meta: Metatile, scale: number): Promise<RenderedTiles> {

@@ -1,13 +1,13 @@
 /**
  * Raster tiles above a style's baked maxzoom (`upscale` mode): the tile is the view of its own
  * extent composed from the deepest baked zoom (static-server/static-map/compose.ts: the ancestor's
- * quadrant with a pixel of its neighbours, resampled), encoded like the baked tiles and kept in the
+ * quadrant with a pixel of its neighbours, resampled by sharp), encoded and kept in the
  * server's tile cache. Where the build has no ancestor tile the answer is "no tile", as below maxzoom.
  */
 import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
 import type { Archives } from '../archives.ts';
 import type { Camera } from '../static-map/camera.ts';
-import { composeBase, encodeImage, type RasterSource } from '../static-map/compose.ts';
+import { composeImage, type RasterSource } from '../static-map/compose.ts';
 import type { DecodedTiles } from '../static-map/decoded-tiles.ts';
 import { TILE_SIZE_1X } from '../styles/raster-tilejson.ts';
 import { tileBody, type TileBody } from '../tile-response.ts';
@@ -18,9 +18,9 @@ export function styleRasterSource(archives: Archives, decoded: DecodedTiles, ent
     tileSize: TILE_SIZE_1X * archive.scale,
     minzoom: entry.minzoom,
     maxzoom: entry.maxzoom,
-    tile: async (z, x, y) => {
+    tile: async (z, x, y, alpha) => {
       const body = await archives.tile(archive.archive, z, x, y);
-      return body && decoded.get(`${archive.archive}/${z}/${x}/${y}`, body.bytes);
+      return body && decoded.get(`${archive.archive}/${z}/${x}/${y}`, body.bytes, alpha);
     },
   };
 }
@@ -47,7 +47,7 @@ export class Upscaler {
     const size = TILE_SIZE_1X * archive.scale;
     const n = 2 ** z;
     const cam: Camera = { cx: (x + 0.5) / n, cy: (y + 0.5) / n, zoom: z, bearing: 0, width: size, height: size, scale: archive.scale };
-    const base = await composeBase(cam, styleRasterSource(this.archives, this.decoded, entry, archive));
-    return tileBody(await encodeImage(base, undefined, archive.format));
+    const image = await composeImage(cam, styleRasterSource(this.archives, this.decoded, entry, archive), undefined, archive.format);
+    return tileBody(image.bytes);
   }
 }

@@ -1,6 +1,6 @@
 // The panel's style and tileset lists: a button per view, the current one pressed; choosing one shows it.
-import { $, el, state } from './session.js';
-import { rasterFormats, styleOfView } from './views.js';
+import { $, el, fragment, state, writeFragment } from './session.js';
+import { bakedStyleOf, rasterFormats, styleOfView } from './views.js';
 
 /** Show `view` on the map and press its button. */
 export function show(view) {
@@ -49,4 +49,39 @@ export function renderLists() {
     tilesets.append(li);
   }
   $('terrain-box').hidden = !state.catalog.tilesets.some((t) => t.kind === 'terrain');
+  renderLanguages();
+}
+
+/** A language's name in the reader's own language where the browser knows the code (`de — German`). */
+function languageLabel(code) {
+  try {
+    const name = new Intl.DisplayNames([navigator.language], { type: 'language' }).of(code);
+    return name && name !== code ? `${code} — ${name}` : code;
+  } catch {
+    return code; // not a BCP 47 tag (ja_kana)
+  }
+}
+
+/** The label language menu of the current style: the languages its tiles carry and those baked. */
+function renderLanguages() {
+  const v = state.view;
+  const style = v.kind === 'style' ? state.catalog.styles.find((s) => s.id === v.id) : undefined;
+  const codes = style ? [...new Set([...style.languages, ...Object.keys(style.baked ?? {})])].sort() : [];
+  $('language-box').hidden = codes.length === 0;
+  if (!style) return;
+  const select = $('language');
+  select.replaceChildren(el('option', { value: '' }, "the style's own"));
+  for (const c of codes) select.append(el('option', c === state.language ? { value: c, selected: '' } : { value: c }, languageLabel(c)));
+  select.onchange = () => {
+    state.language = select.value;
+    if (state.language) fragment.set('language', state.language);
+    else fragment.delete('language');
+    writeFragment();
+    show(state.view);
+  };
+  // Raster tiles show a language only where a variant was baked in it.
+  const note = $('language-note');
+  const unbaked = v.mode === 'raster' && state.language && bakedStyleOf(style, v.format) === style && style.language !== state.language;
+  note.hidden = !unbaked;
+  note.textContent = unbaked ? `No raster tiles of this style are baked in ${state.language}: they show its own labels; Vector draws them in ${state.language}.` : '';
 }

@@ -2,6 +2,7 @@
 // shows comes from the authenticated routes, with the token from `#token=` or the form (session.js).
 // This module starts the map and wires the page's controls; each part lives in its own module.
 import * as maplibregl from '/maplibre/maplibre-gl.mjs';
+import { MAP_TEXT_OPTIONS } from '/maplibre/tilebake-text.mjs';
 import { inspectAt } from './inspect.js';
 import { renderLists, show } from './lists.js';
 import { addProfileLayers, fragmentProfile, lineBounds, refreshProfile } from './profile-line.js';
@@ -65,6 +66,8 @@ async function start() {
     // their TileJSON), so the control shows what the map shows, once.
     attributionControl: { compact: true },
     transformRequest: (url) => (state.token && url.startsWith(`${ORIGIN}/`) ? { url, headers: { Authorization: `Bearer ${state.token}` } } : { url }),
+    // Labels drawn as the baked tiles draw them (workers/page/map-text.mjs).
+    ...MAP_TEXT_OPTIONS,
   });
   state.map = map;
   window.tilebakePreview = { map, state };

@@ -14,6 +14,8 @@ export const state = {
   catalog: null,
   /** What the map shows: { kind: 'style', id, mode: 'raster' | 'vector', format } or { kind: 'inspect', id }. */
   view: null,
+  /** The label language chosen (`name:xx` first), '' for the style's own labels. */
+  language: fragment.get('language') ?? '',
   terrain: false,
   /** Whether the terrain toggle also turns on 3D terrain (not on a software-rendered WebGL, see terrain.js). */
   terrain3d: true,
@@ -22,11 +24,16 @@ export const state = {
   points: [],
   map: null,
 };
+/** Show `fragment` in the address bar, replacing the history entry. */
+export function writeFragment() {
+  history.replaceState(null, '', `${location.pathname}${location.search}${fragment.size ? `#${fragment}` : ''}`);
+}
+
 // The token leaves the address bar (and the history) at once; the rest of the fragment stays.
 if (fragment.has('token')) {
   sessionStorage.setItem(TOKEN_KEY, state.token);
   fragment.delete('token');
-  history.replaceState(null, '', `${location.pathname}${location.search}${fragment.size ? `#${fragment}` : ''}`);
+  writeFragment();
 }
 
 /** Keep `token` for this tab. */

@@ -45,12 +45,21 @@ function inspectStyle(tileset) {
   return { version: 8, sources: { inspect: { type: 'vector', url: `${baseUrl()}/data/${encodeURIComponent(tileset.id)}.json` } }, layers };
 }
 
-/** The style document (or URL) of the current view. */
+/** The style whose raster tiles show the chosen language in `format`: the style's baked variant, else the style itself. */
+export function bakedStyleOf(style, format) {
+  const id = state.language ? style.baked?.[state.language] : undefined;
+  const variant = id && state.catalog.styles.find((s) => s.id === id);
+  return variant && variant.rasters.some((k) => k.endsWith(`.${format}`)) ? variant : style;
+}
+
+/** The style document (or URL) of the current view: labels in the chosen language where its tiles carry it. */
 export function styleOfView() {
   const v = state.view;
   if (v.kind === 'inspect') return inspectStyle(state.catalog.tilesets.find((t) => t.id === v.id));
   const style = state.catalog.styles.find((s) => s.id === v.id);
-  return v.mode === 'raster' ? rasterStyle(style, v.format) : `${baseUrl()}/styles/${encodeURIComponent(style.id)}/style.json`;
+  if (v.mode === 'raster') return rasterStyle(bakedStyleOf(style, v.format), v.format);
+  const language = state.language && style.languages.includes(state.language) ? `?language=${encodeURIComponent(state.language)}` : '';
+  return `${baseUrl()}/styles/${encodeURIComponent(style.id)}/style.json${language}`;
 }
 
 /** The raster formats a style was built in (`png`, `jpg`, …), from its archive names. */

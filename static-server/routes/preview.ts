@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { packagePath } from '../../lib/package-root.ts';
 import { servedBuild } from '../metrics.ts';
+import { bakedLanguages } from '../styles/language.ts';
 import type { ServerContext } from '../context.ts';
 import { StaticFolder } from '../static-files.ts';
 import { MAPLIBRE_PREFIX } from './maplibre.ts';
@@ -64,6 +65,10 @@ export function catalogOf(ctx: Pick<ServerContext, 'manifest'>): Record<string, 
       bounds: s.bounds,
       center: s.center,
       rasters: Object.keys(s.archives).sort(),
+      // Label languages: the one baked in, those style.json?language= draws, the baked variants by language.
+      ...(s.language ? { language: s.language } : {}),
+      languages: s.languages ?? [],
+      baked: bakedLanguages(m.styles, id),
     })),
     elevation: m.elevation ? { bounds: m.elevation.bounds, precision: m.elevation.precision } : null,
   };

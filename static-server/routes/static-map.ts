@@ -4,20 +4,23 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
-import { pngDigest } from '../../lib/png-fast.ts';
 import { archivesOf } from '../archives.ts';
+import { BoundedQueue } from '../bounded-queue.ts';
 import { HttpError, type RouteModule, type ServerContext } from '../context.ts';
 import { HttpStatus } from '../../lib/http-status.ts';
 import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { styleRasterSource } from '../overzoom/upscale.ts';
 import { cameraFor } from '../static-map/camera.ts';
-import { composeBase, encodeImage } from '../static-map/compose.ts';
+import { composeImage } from '../static-map/compose.ts';
 import { decodedTilesOf } from '../static-map/decoded-tiles.ts';
-import { allocateImage, lendImage, staticImage, staticImageKey, staticImagesOf } from '../static-map/image-cache.ts';
-import { WorkLimiter } from '../static-map/limiter.ts';
+import { staticImageKey, staticImagesOf } from '../static-map/image-cache.ts';
 import { overlaySvg } from '../static-map/overlay.ts';
 import { parseStaticMapRequest, staticMapLimitsFromEnv, type StaticMapLimits } from '../static-map/params.ts';
+import { bakedVariant } from '../styles/language.ts';
 import { sendTile, TILE_CONTENT_TYPES, tileBody } from '../tile-response.ts';
+
+/** Seconds a client refused by the queue is asked to wait. */
+const RETRY_AFTER_S = 1;
 
 /** The archive an image at `scale` is made from: that scale (PNG before JPEG), else the other scale. */
 function archiveFor(entry: StyleEntry, scale: 1 | 2): StyleArchive | undefined {
@@ -30,12 +33,13 @@ export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
     const archives = archivesOf(ctx);
     const decoded = decodedTilesOf(ctx);
     const images = staticImagesOf(ctx);
-    const limiter = new WorkLimiter(limits.concurrency, limits.queue, 'static images');
+    const queue = new BoundedQueue({ concurrency: limits.concurrency, queue: limits.queue, what: 'static images', retryAfterS: RETRY_AFTER_S });
     app.get<{ Params: { style: string; view: string; size: string } }>('/styles/:style/static/:view/:size', async (req, reply) => {
-      const { style: id, view, size } = req.params;
-      const entry = ctx.manifest.styles[id];
-      if (!entry) throw new HttpError(HttpStatus.NotFound, `unknown style "${id}"`, { styles: Object.keys(ctx.manifest.styles) });
+      const { style: asked, view, size } = req.params;
+      if (!ctx.manifest.styles[asked]) throw new HttpError(HttpStatus.NotFound, `unknown style "${asked}"`, { styles: Object.keys(ctx.manifest.styles) });
       const request = parseStaticMapRequest(view, size, req.query as Record<string, unknown>, limits);
+      // `?language=`: composed from the style's variant baked in it.
+      const { id, entry } = request.language === undefined ? { id: asked, entry: ctx.manifest.styles[asked] } : bakedVariant(ctx.manifest.styles, asked, request.language);
       const archive = archiveFor(entry, request.scale);
       if (!archive) throw new HttpError(HttpStatus.NotFound, `style "${id}" has no raster tiles to compose images from`);
       const cam = cameraFor(request, entry.maxzoom);
@@ -44,16 +48,13 @@ export function createStaticMapRoutes(limits: StaticMapLimits): RouteModule {
         const what = request.view.kind === 'center' ? `zoom ${cam.zoom}` : `the fitted zoom ${cam.zoom.toFixed(2)}`;
         throw new HttpError(HttpStatus.BadRequest, `${what} is outside the zoom range of style "${id}": ${entry.minzoom}-${maxzoom}`, { minzoom: entry.minzoom, maxzoom });
       }
-      // A cached image skips the limiter: only compositions are bounded.
+      // A cached image skips the queue: only compositions are bounded.
       const image = await images.getOrLoad(staticImageKey(id, archive.archive, request), () =>
-        limiter.run(async () => {
-          const base = await composeBase(cam, styleRasterSource(archives, decoded, entry, archive));
-          const bytes = await encodeImage(base, overlaySvg(cam, request.paths, request.markers), request.format, allocateImage);
-          // A PNG's ETag from its own checksums (hashing it was 3 % of the CPU).
-          return staticImage(tileBody(bytes, request.format === 'png' ? pngDigest(bytes) : undefined), base.sourceZoom);
+        queue.run(async () => {
+          const { bytes, sourceZoom } = await composeImage(cam, styleRasterSource(archives, decoded, entry, archive), overlaySvg(cam, request.paths, request.markers), request.format);
+          return { body: tileBody(bytes), sourceZoom };
         }),
       );
-      lendImage(image, reply.raw);
       reply.header(SOURCE_ZOOM_HEADER, String(image.sourceZoom));
       return sendTile(req, reply, image.body, { contentType: TILE_CONTENT_TYPES[request.format], gzip: false, cacheControl: ctx.cache.data });
     });

@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Memo } from '../../lib/coalesce.ts';
+import { localizeStyle } from '../../lib/style-language.ts';
 import type { StyleEntry } from '../../lib/manifest.ts';
 import { StoreBadAnswerError, StoreCorruptError } from '../../lib/store-read.ts';
 import { archivesOf } from '../archives.ts';
@@ -9,6 +10,7 @@ import { checkZoom, parseTileCoord, splitTileFile } from '../../lib/tile-coords.
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { FontService } from '../../lib/glyphs/font-stacks.ts';
 import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
+import { bakedVariant, checkCarried, queryLanguage } from '../styles/language.ts';
 import { rewriteNeutralUrls, type StyleUrls } from '../../lib/style-urls.ts';
 import { serverMetrics } from '../metrics.ts';
 import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
@@ -47,7 +49,8 @@ interface TileParams {
 /**
  * `/styles/{style}/{z}/{x}/{y}[@2x].{png|jpg}` (rendered raster tiles; above the baked maxzoom upscaled
  * or rendered on demand: static-server/overzoom/), `/styles/{style}/rendered.json` (raster TileJSON),
- * `/styles/{style}/style.json` (prepared style with absolute URLs on this server; `/styles/{style}.json` is its alias),
+ * `/styles/{style}/style.json` (prepared style with absolute URLs on this server; `/styles/{style}.json` is its alias;
+ * `?language=xx`: labels in that language first, styles/language.ts), `rendered.json?language=xx` (a baked variant's),
  * `/styles/{style}/sprite[@2x].{json,png}` and `/fonts/{fontstack}/{start}-{end}.pbf` (combined font stacks).
  */
 export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx: ServerContext) => {
@@ -94,10 +97,11 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
       }
     });
 
-  /** The style JSON with URLs on `base`, serialised once per style and base URL. */
-  const styleDocument = (id: string, entry: StyleEntry, base: string): Promise<TileBody> =>
-    files.getOrLoad(`style:${id}\n${base}`, async () => {
-      const style = rewriteNeutralUrls(await parsedStyle(id, entry), base);
+  /** The style JSON with URLs on `base` (labels in `language` first when given), serialised once per style, base URL and language. */
+  const styleDocument = (id: string, entry: StyleEntry, base: string, language?: string): Promise<TileBody> =>
+    files.getOrLoad(`style:${id}\n${base}\n${language ?? ''}`, async () => {
+      const parsed = await parsedStyle(id, entry);
+      const style = rewriteNeutralUrls(language === undefined ? parsed : localizeStyle(parsed, language), base);
       return tileBody(Buffer.from(JSON.stringify(style)));
     }) as Promise<TileBody>;
 
@@ -138,12 +142,17 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
     const { style: id, file } = req.params;
     const entry = styleOr404(id);
     if (file === STYLE_FILE) {
-      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req)), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
+      const language = queryLanguage(req.query);
+      if (language !== undefined) checkCarried(id, entry, language);
+      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req), language), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
     }
     if (file === RASTER_TILEJSON_FILE) {
+      // `?language=`: the raster tiles of the style's variant baked in that language.
+      const language = queryLanguage(req.query);
+      const shown = language === undefined ? { id, entry } : bakedVariant(ctx.manifest.styles, id, language);
       reply.header('cache-control', ctx.cache.metadata);
       if (ctx.cache.metadataVary) appendVary(reply, ctx.cache.metadataVary);
-      return rasterTileJson(id, entry, ctx.baseUrl(req));
+      return rasterTileJson(shown.id, shown.entry, ctx.baseUrl(req));
     }
     const m = SPRITE_FILE.exec(file);
     if (!m) {

@@ -1,13 +1,13 @@
 /**
  * Static map overlays as one SVG covering only the overlays' bounding box (in image pixels, clipped to
- * the image): paths as polylines or filled polygons, markers as pins with an optional label. Every
- * value written into the SVG is a number or a colour parsed into `#rrggbb`, and labels are letters
- * and digits, so no request text can change the SVG's structure. Rasterising the box instead of the
- * whole image saves most of librsvg's and the blend's work (docs/static-map-speed.md).
+ * the image): paths as polylines or filled polygons, markers as pins with an optional label. The one
+ * description of every overlay's geometry; librsvg draws it (static-map/compose.ts). Every value
+ * written into the SVG is a number or a colour parsed into `#rrggbb`, and labels are letters and
+ * digits, so no request text can change the SVG's structure. Drawing the box instead of the whole
+ * image saves most of the drawing (docs/static-map-speed.md).
  */
 import { project, type Camera } from './camera.ts';
 import type { Colour } from './colour.ts';
-import { overlayOps } from './overlay-ops.ts';
 import type { MarkerOverlay, PathOverlay } from './params.ts';
 
 /** Pin outline with its tip at 0,0, in logical pixels (20 px wide, 30 px tall). */
@@ -49,8 +49,6 @@ export interface OverlaySvg {
   top: number;
   width: number;
   height: number;
-  /** The same drawing for the native rasteriser (overlay-ops.ts), when it can draw it (no labels). */
-  ops?: Float64Array;
 }
 
 /** The box (image pixels, not clipped) every overlay draws inside. */
@@ -82,6 +80,5 @@ export function overlaySvg(cam: Camera, paths: readonly PathOverlay[], markers: 
   if (width <= 0 || height <= 0) return undefined;
   const body = [...paths.map((p) => pathSvg(cam, p)), ...markers.map((m) => markerSvg(cam, m))].join('');
   const svg = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="${left} ${top} ${width} ${height}">${body}</svg>`);
-  const ops = overlayOps(cam, paths, markers, left, top);
-  return { svg, left, top, width, height, ...(ops ? { ops } : {}) };
+  return { svg, left, top, width, height };
 }

@@ -7,13 +7,15 @@
  *   pitch `0`); `[…]` around the box is accepted; `auto` fits the paths and markers.
  * - query: `path` (repeatable): `[stroke:{colour}|][width:{px}|][fill:{colour}|]` then `enc:{polyline5}`
  *   or `{lon},{lat}|{lon},{lat}|…`; `stroke`, `width`, `fill` set the defaults of every path; `marker`
- *   (repeatable): `{lon},{lat}[|color:{colour}][|label:{text}]`; `padding` for `auto` and boxes.
+ *   (repeatable): `{lon},{lat}[|color:{colour}][|label:{text}]`; `padding` for `auto` and boxes;
+ *   `language`: the labels of the style's variant baked in that language.
  */
 import { decodePolyline, TooManyPointsError, type LatLon } from '../../lib/elevation/geo.ts';
 import { UserError } from '../../lib/errors.ts';
 import { MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
 import { HttpError } from '../context.ts';
 import { HttpStatus } from '../../lib/http-status.ts';
+import { queryLanguage } from '../styles/language.ts';
 import { parseColour, type Colour } from './colour.ts';
 
 /** Limits of static images (TILEBAKE_STATIC_* environment variables override some). */
@@ -85,6 +87,8 @@ export interface StaticMapRequest {
   markers: MarkerOverlay[];
   /** Share of width/height kept free around a box or `auto`'s overlays (0 … 0.45). */
   padding: number;
+  /** `language`: compose from the style's variant baked in this language (styles/language.ts). */
+  language?: string;
 }
 
 const SIZE = /^(\d{1,5})x(\d{1,5})(@2x)?\.(png|jpg|jpeg)$/;
@@ -256,5 +260,6 @@ export function parseStaticMapRequest(viewText: string, sizeText: string, query:
   const padding = pad === undefined ? DEFAULT_PADDING : num(pad, 'padding');
   if (padding < 0 || padding > MAX_PADDING) bad(`padding ${padding} is outside 0 … ${MAX_PADDING}`);
   if (view.kind === 'auto' && paths.length === 0 && markers.length === 0) bad('auto: give at least one path or marker to fit the view to');
-  return { view, ...size, paths, markers, padding };
+  const language = queryLanguage(query);
+  return { view, ...size, paths, markers, padding, ...(language === undefined ? {} : { language }) };
 }

@@ -1,7 +1,7 @@
 /**
- * Reused pixel buffers for composing images. Each image allocates megabytes of short-lived buffers,
- * and V8 answers that much fresh ArrayBuffer memory with a full mark-compact ("external memory
- * pressure"): with 4 images in flight that was about one per image, ~20 % of an image's CPU
+ * Reused buffers for the regions static images are composed from (compose.ts). Each image needs
+ * megabytes of short-lived pixels, and V8 answers that much fresh ArrayBuffer memory with full
+ * mark-compacts ("external memory pressure"): without the pool one every ~3.5 images of the bench
  * (docs/static-map-speed.md). Buffers handed back with `release` are lent out again instead.
  * A buffer never released is simply garbage-collected; releasing one the pool did not lend, or
  * twice, does nothing.
@@ -19,22 +19,18 @@ export class PixelPool {
   /**
    * @param maxFreeBytes most bytes kept while not lent out.
    * @param granule capacities are rounded up to a multiple of this.
-   * @param maxWaste a free buffer is lent only if its capacity is at most `bytes · (1 + maxWaste)` rounded
-   *   up to the granule (for buffers that are kept a while, such as cached images; default: any size).
    */
   constructor(
     private readonly maxFreeBytes: number,
     private readonly granule = GRANULE,
-    private readonly maxWaste = Infinity,
   ) {}
 
   /** A buffer of `bytes` bytes with undefined contents (fill what is read). */
   acquire(bytes: number): Buffer {
-    const most = this.capacityFor(bytes * (1 + this.maxWaste));
     let best = -1;
     for (let i = 0; i < this.free.length; i++) {
       const c = this.free[i].length;
-      if (c >= bytes && c <= most && (best < 0 || c < this.free[best].length)) best = i;
+      if (c >= bytes && (best < 0 || c < this.free[best].length)) best = i;
     }
     let whole: Buffer;
     if (best >= 0) {
@@ -72,14 +68,7 @@ export class PixelPool {
 }
 
 /**
- * The process's pool: 64 MB idle at most, enough for the regions and planes of the images in flight
- * at the default composition concurrency (a 1280×960 image downsized from 1.5× its size: ~10 MB).
+ * The process's pool: 64 MB idle at most, enough for the regions of the images in flight at the
+ * default composition concurrency (a 1280×960 image downsized from 1.5× its size: ~11 MB of RGBA).
  */
 export const pixelPool = new PixelPool(64 * 1024 * 1024);
-
-/**
- * The process's pool of encoded static images (static-map/image-cache.ts hands them back): 32 MB idle at
- * most, capacities in 16 KB steps, and a buffer lent only to an image of at least 4/5 of its capacity
- * (a cached image holds its whole buffer: a small one must not keep a large one).
- */
-export const encodedPool = new PixelPool(32 * 1024 * 1024, 16 * 1024, 0.25);

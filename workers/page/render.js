@@ -3,6 +3,7 @@
 // once per style, then renderViews(views) for each batch of metatiles and flush() for the receipts of
 // their uploads.
 import * as maplibregl from '/maplibre/maplibre-gl.mjs';
+import { MAP_TEXT_OPTIONS } from './map-text.mjs';
 import { MapInternals, runFramesImmediately } from './maplibre-adapter.mjs';
 import { PROTOCOL, connectNet, netLoad, netPost } from './net-client.mjs';
 
@@ -79,6 +80,8 @@ async function loadStyle(styleUrl, pixelRatio) {
       transformRequest,
       // The build validated the style before serving it (pipeline/render/style.ts); not again per load.
       validateStyle: false,
+      // Labels drawn as the preview page draws them (map-text.mjs).
+      ...MAP_TEXT_OPTIONS,
       center: [0, 0],
       zoom: 0,
     });
