@@ -1,13 +1,14 @@
 /**
  * The tiles of an area (a box or polygons, in degrees), every zoom of a range, as sorted ranges of
  * PMTiles tile ids. Geometry in Web Mercator world coordinates (0 … 1 from the north-west corner,
- * where tiles are squares and a box's edges fall exactly on tile edges): a tile belongs to the area
- * when its interior meets the area's interior. The walk starts at zoom 0 and descends only into tiles
+ * where tiles are squares): a tile belongs to the area when its interior meets the area's interior.
+ * A box (no polygons) takes at each zoom exactly the tiles tile-math's `tileRangeForBBox` gives (its
+ * tolerance for an edge on a tile edge, so a tile's own bounds do not pull in its neighbours). The walk starts at zoom 0 and descends only into tiles
  * the area's outline crosses; a tile wholly inside adds all its descendants at once, which are one
  * range of tile ids at each deeper zoom (the Hilbert curve fills each tile's quarter before the next).
  */
 import { zxyToTileId } from 'pmtiles';
-import { lonLatToWorld, type BBox } from './tile-math.ts';
+import { lonLatToWorld, tileRangeForBBox, type BBox, type TileRange } from './tile-math.ts';
 
 /** A polygon: its outer ring, then its holes; each ring `[lon, lat]` points (closed or not). */
 export type PolygonRings = readonly (readonly (readonly [number, number])[])[];
@@ -71,24 +72,9 @@ function insideRings(rings: readonly Edge[], x: number, y: number): boolean {
   return inside;
 }
 
-/** True when edge `e` crosses the segment (ax, ay)–(bx, by) (orientation test; touching counts as crossing only at one end). */
-function segmentsCross(e: Edge, ax: number, ay: number, bx: number, by: number): boolean {
-  const side = (px: number, py: number, qx: number, qy: number, rx: number, ry: number) => (qx - px) * (ry - py) - (qy - py) * (rx - px);
-  const [ex, ey, fx, fy] = e;
-  const d1 = side(ax, ay, bx, by, ex, ey);
-  const d2 = side(ax, ay, bx, by, fx, fy);
-  if (d1 > 0 === d2 > 0) return false;
-  const d3 = side(ex, ey, fx, fy, ax, ay);
-  const d4 = side(ex, ey, fx, fy, bx, by);
-  return d3 > 0 !== d4 > 0;
-}
-
 /** The area in world coordinates: its polygons' edges (each polygon's rings together). */
-function worldPolygons(area: Area): Edge[][] {
-  const rings: PolygonRings[] = area.polygons?.length
-    ? [...area.polygons]
-    : [[[[area.bbox[0], area.bbox[1]], [area.bbox[2], area.bbox[1]], [area.bbox[2], area.bbox[3]], [area.bbox[0], area.bbox[3]]]]];
-  return rings.map((polygon) => {
+function worldPolygons(polygons: readonly PolygonRings[]): Edge[][] {
+  return polygons.map((polygon) => {
     const edges: Edge[] = [];
     for (const ring of polygon) {
       const pts = ring.map(([lon, lat]) => lonLatToWorld(lon, lat));
@@ -110,7 +96,28 @@ export function coverArea(area: Area, minzoom: number, maxzoom: number): TileIdR
   if (!(Number.isInteger(minzoom) && Number.isInteger(maxzoom) && minzoom >= 0 && minzoom <= maxzoom && maxzoom <= 26)) {
     throw new RangeError(`coverArea: zooms ${minzoom}–${maxzoom} must be whole numbers with 0 ≤ min ≤ max ≤ 26`);
   }
-  const polygons = worldPolygons(area);
+  // A box: a tile whose descendants are within the box's tiles at every zoom to come is wholly inside;
+  // one in the box's tiles is added and its children visited while a deeper zoom's tiles meet it.
+  const visitBox = (z: number, x: number, y: number, rects: TileRange[]) => {
+    let all = true;
+    let meets = false;
+    for (let zz = z; zz <= maxzoom; zz++) {
+      const k = 2 ** (zz - z);
+      const r = rects[zz];
+      const inside = x * k >= r.minX && (x + 1) * k - 1 <= r.maxX && y * k >= r.minY && (y + 1) * k - 1 <= r.maxY;
+      const meetsAt = x * k <= r.maxX && (x + 1) * k - 1 >= r.minX && y * k <= r.maxY && (y + 1) * k - 1 >= r.minY;
+      if (zz >= minzoom && !inside) all = false;
+      if (zz > z && meetsAt) meets = true;
+    }
+    if (all) return addInside(z, x, y);
+    const r = rects[z];
+    if (z >= minzoom && x >= r.minX && x <= r.maxX && y >= r.minY && y <= r.maxY) {
+      const id = zxyToTileId(z, x, y);
+      ranges.push([id, id + 1]);
+    }
+    if (!meets) return;
+    for (const [qx, qy] of [[2 * x, 2 * y], [2 * x + 1, 2 * y], [2 * x, 2 * y + 1], [2 * x + 1, 2 * y + 1]]) visitBox(z + 1, qx, qy, rects);
+  };
   const ranges: [number, number][] = [];
   const addInside = (z: number, x: number, y: number) => {
     const d = zxyToTileId(z, x, y) - zoomBase(z);
@@ -119,12 +126,15 @@ export function coverArea(area: Area, minzoom: number, maxzoom: number): TileIdR
       ranges.push([zoomBase(zz) + d * k, zoomBase(zz) + (d + 1) * k]);
     }
   };
-  // Per polygon: the edges crossing the tile, and whether the tile's centre is inside the polygon.
-  const visit = (z: number, x: number, y: number, crossing: Edge[][], inside: boolean[]) => {
+  // Per polygon: the edges crossing the tile. A tile no edge crosses is wholly inside a polygon or wholly
+  // outside all of them, which its centre tells (no edge passes through it, or that edge would cross).
+  // Tested against all the polygon's edges: a parity carried from the parent's centre goes wrong when
+  // that centre lies on the outline (a box's corner at 0°, 0°).
+  const visit = (z: number, x: number, y: number, crossing: Edge[][], polygons: Edge[][]) => {
     const crossed = crossing.some((c) => c.length > 0);
     if (!crossed) {
-      // No outline crosses it: all of it is inside a polygon (the union needs only one), or none of it.
-      if (inside.some(Boolean)) addInside(z, x, y);
+      const [cx, cy] = [(x + 0.5) / 2 ** z, (y + 0.5) / 2 ** z];
+      if (polygons.some((edges) => insideRings(edges, cx, cy))) addInside(z, x, y);
       return;
     }
     if (z >= minzoom) {
@@ -133,28 +143,17 @@ export function coverArea(area: Area, minzoom: number, maxzoom: number): TileIdR
     }
     if (z === maxzoom) return;
     const n = 2 ** (z + 1);
-    const [cx, cy] = [(x + 0.5) / 2 ** z, (y + 0.5) / 2 ** z];
     for (const [qx, qy] of [[2 * x, 2 * y], [2 * x + 1, 2 * y], [2 * x, 2 * y + 1], [2 * x + 1, 2 * y + 1]]) {
       const x0 = qx / n, x1 = (qx + 1) / n, y0 = qy / n, y1 = (qy + 1) / n;
-      const mx = (x0 + x1) / 2, my = (y0 + y1) / 2;
-      // The child's centre is inside when the way from the parent's centre crosses the outline an even number of times
-      // more; only edges crossing the parent can cross that way, which lies within the parent.
-      visit(
-        z + 1,
-        qx,
-        qy,
-        crossing.map((c) => c.filter((e) => edgeCrossesInterior(e, x0, y0, x1, y1))),
-        crossing.map((c, p) => inside[p] !== (c.filter((e) => segmentsCross(e, cx, cy, mx, my)).length % 2 === 1)),
-      );
+      visit(z + 1, qx, qy, crossing.map((c) => c.filter((e) => edgeCrossesInterior(e, x0, y0, x1, y1))), polygons);
     }
   };
-  visit(
-    0,
-    0,
-    0,
-    polygons.map((edges) => edges.filter((e) => edgeCrossesInterior(e, 0, 0, 1, 1))),
-    polygons.map((edges) => insideRings(edges, 0.5, 0.5)),
-  );
+  if (area.polygons?.length) {
+    const polygons = worldPolygons(area.polygons);
+    visit(0, 0, 0, polygons.map((edges) => edges.filter((e) => edgeCrossesInterior(e, 0, 0, 1, 1))), polygons);
+  } else {
+    visitBox(0, 0, 0, Array.from({ length: maxzoom + 1 }, (_, z) => tileRangeForBBox(area.bbox, z)));
+  }
   ranges.sort((a, b) => a[0] - b[0]);
   const starts: number[] = [];
   const ends: number[] = [];
