@@ -16,10 +16,8 @@ import { aggTilesHashOfTiles, mbtilesMetadataOf, metadataDiff, writeMbtilesDelta
 import { planPmtiles, pmtilesBytes, writeChunksAtomic } from '../lib/packs/pmtiles-pack.ts';
 import { createProgress, progressQuiet, type Progress } from '../lib/progress.ts';
 import { openStore, type StoreOptions } from '../lib/storage.ts';
-import { Compression, TileType } from '../lib/pmtiles/index.ts';
-import type { WriterOptions } from '../lib/pmtiles/prelude.ts';
 import type { Area } from '../lib/tile-cover.ts';
-import { planPack, type PackPlan, type PackRequest } from '../static-server/packs/plan.ts';
+import { packWriterOptions, planPack, type PackPlan, type PackRequest } from '../static-server/packs/plan.ts';
 import { packFileName, selectPackSources, type PackSelection } from '../static-server/packs/sources.ts';
 import { openBuildVersion } from './build-source.ts';
 import { formatBytes } from './index.ts';
@@ -114,19 +112,6 @@ async function areaOf(o: PackOptions): Promise<{ area: Area; geojson?: string }>
   return { area: areaFromGeoJson(text, `--geojson ${o.geojson}`), geojson: basename(file) };
 }
 
-/** The PMTiles writer options of a plan (tile type and compression as the source archive has them). */
-export function pmtilesOptions(plan: PackPlan): WriterOptions {
-  const h = plan.reader.header;
-  const m = plan.metadata;
-  return {
-    tileType: h.tileType as TileType,
-    tileCompression: h.tileCompression as Compression,
-    metadata: plan.archiveMetadata(),
-    bounds: m.bounds as [number, number, number, number],
-    center: m.center as [number, number, number],
-  };
-}
-
 /** SHA-256 (hex) of a file. */
 export async function sha256File(path: string): Promise<string> {
   const h = createHash('sha256');
@@ -154,7 +139,7 @@ async function writeArchive(plan: PackPlan, dir: string, container: 'pmtiles' | 
   const path = join(dir, file);
   let sha256: string;
   if (container === 'pmtiles') {
-    const layout = planPmtiles(plan.content, pmtilesOptions(plan));
+    const layout = planPmtiles(plan.content, packWriterOptions(plan));
     const progress = createProgress(`pack ${file}`, Math.ceil(layout.result.bytes / 1024), 'kB');
     const hash = createHash('sha256');
     await writeChunksAtomic(path, watched(pmtilesBytes(layout, plan.reader), progress, hash));
@@ -231,7 +216,7 @@ export async function pack(o: PackOptions): Promise<PackResult> {
           estimates.push({
             file,
             tiles: plan.content.tiles,
-            bytes: pm ? planPmtiles(plan.content, pmtilesOptions(plan)).result.bytes : plan.content.bytes,
+            bytes: pm ? planPmtiles(plan.content, packWriterOptions(plan)).result.bytes : plan.content.bytes,
             exact: pm,
             ...(plan.delta ? { changed: plan.delta.tiles, removed: plan.delta.removedTiles } : {}),
           });

@@ -5,19 +5,19 @@
 // /v/{build}/packs/…, a version published while a pack streams). One build, one server, no browser.
 import { execFile } from 'node:child_process';
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import gdal from 'gdal-async';
-import { PMTiles, type RangeResponse, type Source } from 'pmtiles';
+import { PMTiles } from 'pmtiles';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILDS_DIR, newBuildId, publishVersion, pruneVersions, versionPath } from '../lib/build-version.ts';
 import { aggTilesHashOfDb } from '../lib/packs/mbtiles.ts';
-import { openArchiveFile, PMTilesWriter, tileIdToZxy } from '../lib/pmtiles/index.ts';
+import { openArchiveFile, PMTilesWriter, tileIdToZxy, writerOptionsOf } from '../lib/pmtiles/index.ts';
 import { tileRangeForBBox, type BBox } from '../lib/tile-math.ts';
 import { packsBuild, VADUZ_BOX, type PacksBuild } from './fixtures/packs.ts';
+import { NodeFileSource } from './fixtures/pmtiles-file-source.ts';
 import { CLI, ROOT, request, startServe, type RawResponse, type ServeProcess } from './fixtures/server/helpers.ts';
 import { tempDir } from './render-helpers.ts';
 
@@ -29,24 +29,6 @@ const APP = 'field-app-secret';
 const APP_QUOTA = 100;
 /** The server's --max-pack-tiles. */
 const MAX_PACK_TILES = 150;
-
-/** The `pmtiles` npm reader over a local file. */
-class NodeFileSource implements Source {
-  constructor(private readonly path: string) {}
-  getKey(): string {
-    return this.path;
-  }
-  async getBytes(offset: number, length: number): Promise<RangeResponse> {
-    const fh = await open(this.path, 'r');
-    try {
-      const b = Buffer.alloc(length);
-      const { bytesRead } = await fh.read(b, 0, length, offset);
-      return { data: b.buffer.slice(b.byteOffset, b.byteOffset + bytesRead) };
-    } finally {
-      await fh.close();
-    }
-  }
-}
 
 async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -275,8 +257,7 @@ describe.sequential('packs of the Liechtenstein build (2434, then the dailies 24
     const src = await openArchiveFile(join(cliOut, versionPath(b.v2), 'data/omt.pmtiles'));
     const gone = '14/8626/5753';
     try {
-      const h = src.header;
-      const w = await PMTilesWriter.create(join(cliOut, versionPath(v3), 'data/omt.pmtiles'), { tileType: h.tileType, tileCompression: h.tileCompression, metadata: await src.metadata(), bounds: [h.minLon, h.minLat, h.maxLon, h.maxLat], center: [h.centerLon, h.centerLat, h.centerZoom] });
+      const w = await PMTilesWriter.create(join(cliOut, versionPath(v3), 'data/omt.pmtiles'), writerOptionsOf(src.header, await src.metadata()));
       for await (const e of src.entries()) {
         const bytes = await src.readRange(e.offset, e.length);
         for (let t = 0; t < e.runLength; t++) if (tileIdToZxy(e.tileId + t).join('/') !== gone) await w.addTileId(e.tileId + t, bytes);

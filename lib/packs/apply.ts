@@ -7,7 +7,7 @@
 import { open } from 'node:fs/promises';
 import { zxyToTileId } from 'pmtiles';
 import { UserError } from '../errors.ts';
-import { openArchiveFile, PMTilesWriter, type ArchiveReader } from '../pmtiles/index.ts';
+import { openArchiveFile, PMTilesWriter, writerOptionsOf, type ArchiveReader } from '../pmtiles/index.ts';
 import { applyMbtilesDelta } from './mbtiles.ts';
 import { DELTA_KEY, type DeltaInfo } from './pmtiles-pack.ts';
 import { readInOrder, type ByteRange } from './read.ts';
@@ -108,16 +108,9 @@ export async function applyPmtilesDelta(oldPath: string, deltaPath: string, outP
     };
     for await (const e of old.entries()) if (e.length > 0) keepOld(e.tileId, e.runLength, { offset: e.offset, length: e.length });
     while (d < deltaRuns.length) runs.push(deltaRuns[d++]);
-    const h = delta.header;
     const metadata = { ...dm };
     delete metadata[DELTA_KEY];
-    const writer = await PMTilesWriter.create(outPath, {
-      tileType: h.tileType,
-      tileCompression: h.tileCompression,
-      metadata,
-      bounds: [h.minLon, h.minLat, h.maxLon, h.maxLat],
-      center: [h.centerLon, h.centerLat, h.centerZoom],
-    });
+    const writer = await PMTilesWriter.create(outPath, writerOptionsOf(delta.header, metadata));
     try {
       const fromOld = readInOrder(old, (function* () {
         for (const r of runs) if (!r.fromDelta) yield r.range;

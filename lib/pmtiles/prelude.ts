@@ -25,6 +25,17 @@ export interface WriterOptions {
   leafEntries?: number;
 }
 
+/** The options that describe an archive as `h` does (types, bounds, centre), with `metadata`. */
+export function writerOptionsOf(h: Header, metadata: Record<string, unknown>): WriterOptions {
+  return {
+    tileType: h.tileType,
+    tileCompression: h.tileCompression,
+    metadata,
+    bounds: [h.minLon, h.minLat, h.maxLon, h.maxLat],
+    center: [h.centerLon, h.centerLat, h.centerZoom],
+  };
+}
+
 /** Summary of a finished archive. */
 export interface WriterResult {
   addressedTiles: number;

@@ -10,7 +10,7 @@ import { UserError } from '../../lib/errors.ts';
 import { intersectBBox } from '../../lib/packs/area.ts';
 import { deltaTiles, selectTiles, type PackDelta, type PackTiles } from '../../lib/packs/select.ts';
 import { DELTA_KEY, type DeltaInfo } from '../../lib/packs/pmtiles-pack.ts';
-import { openStoreArchive, tileIdToZxy, type ArchiveReader } from '../../lib/pmtiles/index.ts';
+import { openStoreArchive, tileIdToZxy, type ArchiveReader, type WriterOptions } from '../../lib/pmtiles/index.ts';
 import type { Store } from '../../lib/storage.ts';
 import { coverArea, type Area } from '../../lib/tile-cover.ts';
 import { packMetadata, packSourceNamed, sourceExtent, type PackExtent, type PackSource } from './sources.ts';
@@ -127,4 +127,16 @@ export async function planPack(version: PackVersion, source: PackSource, req: Pa
     await close();
     throw e;
   }
+}
+
+/** The PMTiles writer options of a plan: the source archive's tile type and compression, the pack's metadata, bounds and centre. */
+export function packWriterOptions(plan: PackPlan): WriterOptions {
+  const h = plan.reader.header;
+  return {
+    tileType: h.tileType,
+    tileCompression: h.tileCompression,
+    metadata: plan.archiveMetadata(),
+    bounds: plan.metadata.bounds as [number, number, number, number],
+    center: plan.metadata.center as [number, number, number],
+  };
 }

@@ -20,8 +20,8 @@ import { coalesce, planPmtiles, pmtilesBytes } from '../../lib/packs/pmtiles-pac
 import { HttpError, type ServerContext } from '../context.ts';
 import { reservePackTiles } from '../keys/gate.ts';
 import { notePackTiles } from '../keys/usage.ts';
-import { PackInputError, planPack, type PackPlan, type PackVersion } from '../packs/plan.ts';
-import { allPackSources, packSourceNamed } from '../packs/sources.ts';
+import { PackInputError, packWriterOptions, planPack, type PackPlan, type PackVersion } from '../packs/plan.ts';
+import { allPackSources, packFileName, packSourceNamed } from '../packs/sources.ts';
 import { appendVary } from '../tile-response.ts';
 
 /** Default of `--max-pack-tiles`. */
@@ -93,13 +93,7 @@ export async function registerPackRoutes(app: FastifyInstance, ctx: ServerContex
     }
     let sending = false;
     try {
-      const layout = planPmtiles(plan.content, {
-        tileType: plan.reader.header.tileType,
-        tileCompression: plan.reader.header.tileCompression,
-        metadata: plan.archiveMetadata(),
-        bounds: plan.metadata.bounds as [number, number, number, number],
-        center: plan.metadata.center as [number, number, number],
-      });
+      const layout = planPmtiles(plan.content, packWriterOptions(plan));
       const estimate = { tiles: plan.content.tiles, bytes: layout.result.bytes };
       if (estimate.tiles > max) {
         throw new HttpError(HttpStatus.BadRequest, `a pack of ${estimate.tiles} tiles is over this server's limit of ${max} (--max-pack-tiles): ask for a smaller area or fewer zooms`, { estimate, limit: max });
@@ -107,7 +101,7 @@ export async function registerPackRoutes(app: FastifyInstance, ctx: ServerContex
       const refused = await reservePackTiles(req, estimate.tiles, estimate);
       if (refused) throw refused;
       notePackTiles(req, estimate.tiles);
-      const file = `${source.name.replace(/\//g, '-')}${plan.delta ? `-since-${plan.delta.since}` : ''}.pmtiles`;
+      const file = packFileName({ name: `${source.name}${plan.delta ? `-since-${plan.delta.since}` : ''}` }, 'pmtiles');
       reply
         .header('content-type', PMTILES_TYPE)
         .header('content-length', String(layout.result.bytes))
