@@ -8,6 +8,7 @@
  * range of tile ids at each deeper zoom (the Hilbert curve fills each tile's quarter before the next).
  */
 import { zxyToTileId } from 'pmtiles';
+import { clipSegment } from './segment-clip.ts';
 import { lonLatToWorld, tileRangeForBBox, type BBox, type TileRange } from './tile-math.ts';
 
 /** A polygon: its outer ring, then its holes; each ring `[lon, lat]` points (closed or not). */
@@ -37,26 +38,14 @@ function zoomBase(z: number): number {
 
 /** True when the segment meets the open rectangle's interior (a segment along its border does not). */
 function edgeCrossesInterior(e: Edge, x0: number, y0: number, x1: number, y1: number): boolean {
-  // Liang–Barsky clip to the closed rectangle, then test the clipped part's midpoint against the open one:
-  // a segment within a convex set touches the border with its inside only when it lies along the border.
+  // Clipped to the closed rectangle, the clipped part's midpoint tested against the open one: a
+  // segment within a convex set touches the border with its inside only when it lies along the border.
   const [ax, ay, bx, by] = e;
+  const c = clipSegment([ax, ay], [bx, by], [x0, y0, x1, y1]);
+  if (!c) return false;
+  const [t0, t1] = c;
   const dx = bx - ax;
   const dy = by - ay;
-  let t0 = 0;
-  let t1 = 1;
-  const clip = (p: number, q: number): boolean => {
-    if (p === 0) return q >= 0;
-    const r = q / p;
-    if (p < 0) {
-      if (r > t1) return false;
-      if (r > t0) t0 = r;
-    } else {
-      if (r < t0) return false;
-      if (r < t1) t1 = r;
-    }
-    return true;
-  };
-  if (!clip(-dx, ax - x0) || !clip(dx, x1 - ax) || !clip(-dy, ay - y0) || !clip(dy, y1 - ay)) return false;
   const t = (t0 + t1) / 2;
   const mx = ax + t * dx;
   const my = ay + t * dy;

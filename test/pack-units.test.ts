@@ -51,7 +51,7 @@ function clippedArea(pts: [number, number][], x0: number, y0: number, x1: number
 describe('the tiles of an area', () => {
   it('a box covers exactly the tiles tile-math gives for it, every zoom', () => {
     fc.assert(
-      fc.property(fc.double({ min: -179, max: 178, noNaN: true }), fc.double({ min: -80, max: 79, noNaN: true }), fc.double({ min: 0.001, max: 1 }), fc.double({ min: 0.001, max: 1 }), (w, s, dw, dh) => {
+      fc.property(fc.double({ min: -179, max: 178, noNaN: true }), fc.double({ min: -80, max: 79, noNaN: true }), fc.double({ min: 0.001, max: 1, noNaN: true }), fc.double({ min: 0.001, max: 1, noNaN: true }), (w, s, dw, dh) => {
         const box: BBox = [w, s, w + dw, s + dh];
         const got = tilesOf(coverArea({ bbox: box }, 0, 12));
         const want = new Set<string>();
