@@ -1,11 +1,12 @@
 /**
  * Benchmark (not a test): `tilebake pack` rate and delta size.
  *
- *   node --import tsx bench/pack/run.ts [--rounds N] [--belize]
+ *   node --import tsx bench/pack/run.ts [--rounds N] [--belize] [--build 'NAME=DIR=w,s,e,n']...
  *
  * Builds: the tests' Liechtenstein build (test/fixtures/packs.ts: v1 at sequence 2434, v2 after the real
  * dailies 2435–2436; omt z0–14, osm-bright z0–12 PNG + JPEG) and, with --belize, a vector-only build of
- * Belize (the shared 2015 extract, omt z0–14; made once into build/bench-pack/). Each build is packed
+ * Belize (the shared 2015 extract, omt z0–14; made once into build/bench-pack/); --build adds any
+ * other published build folder with the box to pack. Each build is packed
  * whole (its bounds, every archive, PMTiles) from the local folder and from OpenStack Swift's S3 API
  * (started as the tests start it, test/fixtures/swift.ts; the build uploaded once), in alternated
  * rounds; the rate is tiles ÷ wall seconds of `pack()` in this process, the median of the rounds.
@@ -27,7 +28,7 @@ import { startSwift } from '../../test/fixtures/swift.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, belize: { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, belize: { type: 'boolean', default: false }, build: { type: 'string', multiple: true, default: [] } } });
 const ROUNDS = Number(values.rounds);
 const LIECHTENSTEIN_BOX = '9.47,47.04,9.64,47.28';
 const BELIZE = { pbf: '/work/shared/data/regions/belize-2015-08-23.osm.pbf', box: '-89.22,15.89,-86.86,18.5' };
@@ -62,6 +63,11 @@ const say = (s: string) => process.stdout.write(`${s}\n`);
 const liechtenstein = await packsBuild();
 const builds: { name: string; dir: string; bbox: string }[] = [{ name: 'Liechtenstein (omt z0–14, osm-bright z0–12 png+jpg)', dir: liechtenstein.dir, bbox: LIECHTENSTEIN_BOX }];
 if (values.belize) builds.push({ name: 'Belize (omt z0–14, vector only)', dir: await belizeBuild(), bbox: BELIZE.box });
+for (const b of values.build) {
+  const [name, dir, bbox] = b.split('=');
+  if (!name || !dir || !bbox) throw new Error(`--build ${b}: expected NAME=DIR=w,s,e,n`);
+  builds.push({ name, dir: resolve(dir), bbox });
+}
 
 const swift = await startSwift('tilebake-bench-pack');
 Object.assign(process.env, swift.env);
