@@ -11,6 +11,8 @@ import { addElevationCommand } from './commands/elevation.ts';
 import { addExportCommand } from './commands/export.ts';
 import { addInspectCommand } from './commands/inspect.ts';
 import { addMergeCommand } from './commands/merge.ts';
+import { addPackApplyCommand } from './commands/pack-apply.ts';
+import { addPackCommand } from './commands/pack.ts';
 import { runCommands } from './commands/run.ts';
 import { addServeCommand } from './commands/serve.ts';
 import { updateCommand } from './commands/update.ts';
@@ -27,6 +29,8 @@ const COMMANDS: ReadonlyArray<(y: Argv) => Argv> = [
   (y) => y.command(runCommands),
   addServeCommand,
   addExportCommand,
+  addPackCommand,
+  addPackApplyCommand,
   (y) => y.command(usageCommand),
   (y) => y.command(updateCommand),
 ];

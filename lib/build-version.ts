@@ -19,10 +19,11 @@ import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic.ts';
+import { findManifest, type Manifest } from './manifest.ts';
 import { alive } from './process-tree.ts';
 import { UserError } from './errors.ts';
 import type { WritableStore } from './object-store.ts';
-import { SubStore, type Store } from './storage.ts';
+import { LocalStore, SubStore, type Store } from './storage.ts';
 import { uploadTree } from './store-tree.ts';
 
 /** The pointer file, relative to the output folder. */
@@ -136,6 +137,37 @@ export async function pollCurrentVersion(store: Store, known: CurrentVersion): P
   if (r === 'unchanged') return undefined;
   const next = r ? versionOf(r.bytes, r.etag, store) : await resolveCurrentVersion(store);
   return next.path === known.path ? (known.etag = next.etag, undefined) : next;
+}
+
+/**
+ * The versions kept in a build folder (local or object storage; ids sort by time), or undefined where
+ * a store cannot be listed (a plain HTTP base). A version counts once its manifest is there.
+ */
+export async function keptVersions(store: Store): Promise<string[] | undefined> {
+  if (store instanceof LocalStore) {
+    const ids = (await readdir(join(store.location, BUILDS_DIR)).catch(() => [] as string[])).filter((n) => !n.startsWith('.'));
+    const kept = await Promise.all(ids.map((id) => stat(join(store.location, BUILDS_DIR, id, 'manifest.json')).then(() => id, () => undefined)));
+    return kept.filter((id): id is string => id !== undefined).sort();
+  }
+  if ('list' in store && typeof (store as WritableStore).list === 'function') {
+    const objects = await (store as WritableStore).list(`${BUILDS_DIR}/`);
+    return objects.map((o) => /^builds\/([^/]+)\/manifest\.json$/.exec(o.path)?.[1]).filter((id): id is string => id !== undefined && !id.startsWith('.')).sort();
+  }
+  return undefined;
+}
+
+/**
+ * Version `id` of a build folder (its store and manifest), or a UserError that says which versions are
+ * kept (`what` says what the version was asked for, e.g. `--since 2025…`).
+ */
+export async function openVersion(root: Store, id: string, what: string): Promise<{ store: Store; manifest: Manifest }> {
+  const store = versionStore(root, { path: versionPath(id) });
+  const manifest = /^[\w.-]+$/.test(id) ? await findManifest(store) : undefined;
+  if (manifest) return { store, manifest };
+  const kept = await keptVersions(root);
+  const current = await resolveCurrentVersion(root).then((v) => v.id, () => undefined);
+  const list = kept === undefined ? 'the versions of an HTTP store cannot be listed' : `kept: ${kept.length ? kept.join(', ') : 'none'}`;
+  throw new UserError(`${what}: build ${id} is not kept in ${root.location} (${list}${current ? `; current: ${current}` : ''})`);
 }
 
 /** The files of one version as a store of their own (its `manifest.json` at the root). */

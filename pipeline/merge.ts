@@ -3,7 +3,7 @@
  * (`tilebake shard`; `tilebake publish` merges each archive with it) into one PMTiles archive.
  */
 import { UserError } from '../lib/errors.ts';
-import { openArchiveFile, PMTilesWriter, type ArchiveReader } from '../lib/pmtiles/index.ts';
+import { openArchiveFile, PMTilesWriter, writerOptionsOf, type ArchiveReader } from '../lib/pmtiles/index.ts';
 import { logLine } from '../lib/progress.ts';
 import { RENDER_METADATA_KEY, type RenderIdentity } from './render/archive.ts';
 
@@ -54,13 +54,7 @@ export async function mergeArchives(partials: string[], output: string): Promise
     // The identity of an unsharded render (fingerprint, then style: the key order a one-machine build
     // writes), so the merged archive is byte-identical to it and the next incremental build reuses it.
     if (id) metadata[RENDER_METADATA_KEY] = unsharded(id);
-    const w = await PMTilesWriter.create(output, {
-      tileType: h0.tileType,
-      tileCompression: h0.tileCompression,
-      metadata,
-      bounds: [h0.minLon, h0.minLat, h0.maxLon, h0.maxLat],
-      center: [h0.centerLon, h0.centerLat, h0.centerZoom],
-    });
+    const w = await PMTilesWriter.create(output, writerOptionsOf(h0, metadata));
     try {
       for (const [i, r] of readers.entries()) {
         for await (const e of r.entries()) {

@@ -7,6 +7,7 @@ import { useCheckedJsonParser } from './json-body.ts';
 import { registerHeightRoutes } from './routes/height.ts';
 import { registerMaplibreRoutes } from './routes/maplibre.ts';
 import { registerMetricsRoute } from './routes/metrics.ts';
+import { registerPackRoutes } from './routes/packs.ts';
 import { isPublicPreviewPath, registerPreviewRoutes } from './routes/preview.ts';
 import { routeKind, serverMetrics } from './metrics.ts';
 import { registerStaticMapRoutes } from './routes/static-map.ts';
@@ -92,7 +93,7 @@ class DebugRequestLogs extends LogController {
 
 /** Route modules per listener role: the tile host serves everything, the routing host only /height. */
 const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
-  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute, registerWmtsRoutes, registerStaticMapRoutes],
+  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute, registerWmtsRoutes, registerStaticMapRoutes, registerPackRoutes],
   routing: [registerHeightRoutes],
 };
 

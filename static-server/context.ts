@@ -60,12 +60,18 @@ export interface ServeOptions {
   versionedUrls?: boolean;
   /** How often to check for a newly published build version, ms (default 2000; 0: never). */
   versionPollMs?: number;
+  /** Largest pack `GET /packs/…` builds, in tiles (default 200,000); larger ones are refused before anything is sent. */
+  maxPackTiles?: number;
   logLevel: string;
 }
 
 /** What route modules get: the store, its manifest, options and URL helpers. */
 export interface ServerContext {
   store: Store;
+  /** The build folder `store` is a version of (packs read older versions from it for `?since=`); unset: only this version. */
+  root?: Store;
+  /** The id of the build version served (undefined: a legacy folder, or a context without versions). */
+  build?: string;
   manifest: Manifest;
   options: ServeOptions;
   /** Absolute base URL without trailing slash: --public-url, else from the request's Host. */

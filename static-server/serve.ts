@@ -110,6 +110,8 @@ export async function createServerContext(options: ServeOptions, logStream?: Nod
   const served = version ?? (await resolveCurrentVersion(root));
   store = versionStore(root, served);
   const ctx = contextOver(store, await loadManifest(store), options, { log, health });
+  ctx.root = root;
+  ctx.build = served.id;
   // Raster tiles above the baked zooms in `render` mode: the page reads this version's files (static-server/overzoom/render.ts).
   ctx.startRenderHost = () => startRenderHost({ store, manifest: ctx.manifest, pageDir: RENDER_PAGE_DIR, cacheMb: RENDER_HOST_CACHE_MB });
   if (options.versionedUrls && served.id !== undefined) useVersionedUrls(ctx, served.id);

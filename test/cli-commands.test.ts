@@ -39,7 +39,7 @@ afterAll(async () => {
 
 describe('--help', () => {
   const commands: [string[], string[]][] = [
-    [[], ['build', 'vector', 'inspect', 'serve', 'elevation', 'merge', 'plan', 'shard', 'publish', 'update', 'usage']],
+    [[], ['build', 'vector', 'inspect', 'serve', 'elevation', 'merge', 'plan', 'shard', 'publish', 'update', 'usage', 'pack', 'pack-apply']],
     [['plan'], ['--config', '--run', '--shards']],
     [['shard'], ['--run', '--index', '--scratch', 'SLURM_ARRAY_TASK_ID', 'JOB_COMPLETION_INDEX']],
     [['publish'], ['--run', '--out', '--archive']],
@@ -50,6 +50,7 @@ describe('--help', () => {
     [['elevation'], ['--out', '--precision']],
     [['merge'], ['<output>', '<partials..>']],
     [['update'], ['--config', '--out', '--keep', 'replication']],
+    [['pack'], ['--out', '--to', '--bbox', '--geojson', '--format', '--since', '--dry-run']],
   ];
   for (const [cmd, words] of commands) {
     it(`tilebake ${cmd.join(' ')} --help`, async () => {

@@ -232,7 +232,7 @@ describe('reload and usage', () => {
     const today = new Date().toISOString().slice(0, 10);
     const { stdout } = await run(process.execPath, [CLI, 'usage', '--state-dir', join(dir, 'state'), '--since', today], { cwd: ROOT });
     const lines = stdout.trim().split('\n');
-    expect(lines[0].split(/\s+/)).toEqual(['day', 'key', 'requests', 'bytes', 'points']);
+    expect(lines[0].split(/\s+/)).toEqual(['day', 'key', 'requests', 'bytes', 'points', 'pack_tiles']);
     const limited = lines.find((l) => l.startsWith(today) && l.split(/\s+/)[1] === 'limited')!.split(/\s+/);
     expect(limited[2]).toBe('3');
     expect(Number(limited[3])).toBeGreaterThan(0);

@@ -1,11 +1,12 @@
 import Database from 'better-sqlite3';
-import { mkdtemp, mkdir, readdir, rm, writeFile, open } from 'node:fs/promises';
+import { mkdtemp, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { PMTiles, Compression, TileType, type Source, type RangeResponse } from 'pmtiles';
+import { PMTiles, Compression, TileType } from 'pmtiles';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
+import { NodeFileSource } from './fixtures/pmtiles-file-source.ts';
 import { inspectArchive } from '../pipeline/inspect.ts';
 import { packVectorTiles } from '../pipeline/vector.ts';
 import { detectInputKind } from '../pipeline/sources/index.ts';
@@ -30,24 +31,6 @@ function mbtilesRows(path: string): Row[] {
     return db.prepare('SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles').all() as Row[];
   } finally {
     db.close();
-  }
-}
-
-/** The reference `pmtiles` reader on a local file (it decompresses tiles itself). */
-class NodeFileSource implements Source {
-  constructor(private readonly path: string) {}
-  getKey() {
-    return this.path;
-  }
-  async getBytes(offset: number, length: number): Promise<RangeResponse> {
-    const fh = await open(this.path, 'r');
-    try {
-      const buf = Buffer.alloc(length);
-      const { bytesRead } = await fh.read(buf, 0, length, offset);
-      return { data: buf.buffer.slice(buf.byteOffset, buf.byteOffset + bytesRead) };
-    } finally {
-      await fh.close();
-    }
   }
 }
 

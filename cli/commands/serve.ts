@@ -35,6 +35,7 @@ export function addServeCommand(y: Argv): Argv {
         .option('store-timeout-ms', { type: 'number', default: DEFAULT_READ_POLICY.timeoutMs, describe: 'Deadline of one read from the build folder or object storage, retries included (ms)' })
         .option('store-retries', { type: 'number', default: DEFAULT_READ_POLICY.retries, describe: 'Retries of a read after a transient failure (connection error, HTTP 5xx)' })
         .option('versioned-urls', { type: 'boolean', default: true, describe: 'Put the build version in the URLs of TileJSON and style.json (/v/{build}/…, cached for a year; --no-versioned-urls for plain URLs)' })
+        .option('max-pack-tiles', { type: 'number', default: 200_000, describe: 'Largest pack GET /packs/… answers, in tiles (larger ones: 400 with the estimate)' })
         .option('version-poll-ms', { type: 'number', default: 2000, describe: 'How often to check for a newly published build version (0: never; a local folder is also watched, SIGHUP checks at once)' })
         .option('log-level', { type: 'string', default: 'info', describe: 'pino log level' }),
     async (a) => {
@@ -64,6 +65,7 @@ export function addServeCommand(y: Argv): Argv {
         renderTimeoutMs: a['render-timeout-ms'],
         renderWorkers: a['render-workers'],
         versionPollMs: a['version-poll-ms'],
+        maxPackTiles: a['max-pack-tiles'],
         versionedUrls: a['versioned-urls'],
         logLevel: a['log-level'],
       });

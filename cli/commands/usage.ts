@@ -1,5 +1,5 @@
 /**
- * `tilebake usage --since 2026-11-01`: requests, body bytes and /height points per key and UTC day,
+ * `tilebake usage --since 2026-11-01`: requests, body bytes, /height points and pack tiles per key and UTC day,
  * from a server's state folder (static-server/keys/usage-store.ts).
  */
 import { existsSync } from 'node:fs';
@@ -17,24 +17,28 @@ interface UsageArgs {
   json: boolean;
 }
 
-/** The rows as an aligned table (day, key, requests, bytes, points) with a total per key. */
+/** The rows as an aligned table (day, key, requests, bytes, points, pack tiles) with a total per key. */
 export function usageTable(rows: readonly UsageRow[]): string {
   const totals = new Map<string, UsageRow>();
   for (const r of rows) {
-    const t = totals.get(r.key) ?? { day: 'total', key: r.key, requests: 0, bytes: 0, points: 0 };
+    const t = totals.get(r.key) ?? { day: 'total', key: r.key, requests: 0, bytes: 0, points: 0, packTiles: 0 };
     t.requests += r.requests;
     t.bytes += r.bytes;
     t.points += r.points;
+    t.packTiles += r.packTiles;
     totals.set(r.key, t);
   }
-  const lines = [['day', 'key', 'requests', 'bytes', 'points'], ...[...rows, ...[...totals.values()].sort((a, b) => a.key.localeCompare(b.key))].map((r) => [r.day, r.key, String(r.requests), String(r.bytes), String(r.points)])];
+  const lines = [
+    ['day', 'key', 'requests', 'bytes', 'points', 'pack_tiles'],
+    ...[...rows, ...[...totals.values()].sort((a, b) => a.key.localeCompare(b.key))].map((r) => [r.day, r.key, String(r.requests), String(r.bytes), String(r.points), String(r.packTiles)]),
+  ];
   const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
   return lines.map((l) => l.map((c, i) => (i < 2 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd()).join('\n') + '\n';
 }
 
 export const usageCommand: CommandModule<object, UsageArgs> = {
   command: 'usage',
-  describe: "Print requests, bytes and /height points per key and day from a server's state folder",
+  describe: "Print requests, bytes, /height points and pack tiles per key and day from a server's state folder",
   builder: (y) =>
     y
       .option('since', { type: 'string', describe: 'First UTC day, YYYY-MM-DD (default: the first of this month)' })

@@ -4,6 +4,7 @@
 export { Compression, TileType, zxyToTileId, tileIdToZxy } from 'pmtiles';
 export type { Header } from 'pmtiles';
 export { PMTilesWriter, type WriterOptions, type WriterResult } from './writer.ts';
+export { writerOptionsOf } from './prelude.ts';
 export { DuplicateTileError } from './tile-index.ts';
 export {
   openArchive,

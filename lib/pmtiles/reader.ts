@@ -49,8 +49,12 @@ export interface ArchiveReader {
   getTile(z: number, x: number, y: number): Promise<Uint8Array | undefined>;
   /** Where tile z/x/y's bytes are (for ETags: equal locations mean equal bytes); undefined when absent. */
   locateTile(z: number, x: number, y: number): Promise<TileLocation | undefined>;
-  /** Every tile entry in tile-id order, walking leaf directories (does not disturb the directory cache). */
-  entries(): AsyncIterable<ArchiveEntry>;
+  /**
+   * Every tile entry in tile-id order, walking leaf directories (does not disturb the directory cache).
+   * With `within`, a leaf directory is read only when `within(start, end)` says its tile ids
+   * `[start, end)` matter (entries of the root and of the leaves read are all yielded).
+   */
+  entries(within?: (start: number, end: number) => boolean): AsyncIterable<ArchiveEntry>;
   /** Raw bytes of the tile data section (`offset` relative to tileDataOffset). */
   readRange(offset: number, length: number): Promise<Uint8Array>;
   /** Release the underlying source. */
@@ -184,14 +188,16 @@ class Reader implements ArchiveReader {
     return bytes;
   }
 
-  async *entries(): AsyncIterable<ArchiveEntry> {
+  async *entries(within?: (start: number, end: number) => boolean): AsyncIterable<ArchiveEntry> {
     // A private two-slot cache: a full walk must not evict the server's hot leaves.
     const walkCache = new SharedPromiseCache(2, true, decodeInternal);
-    yield* this.walk(this.root, 0, walkCache);
+    yield* this.walk(this.root, 0, walkCache, Infinity, within);
   }
 
-  private async *walk(dir: Entry[], depth: number, cache: SharedPromiseCache): AsyncGenerator<ArchiveEntry> {
-    for (const e of dir) {
+  /** The entries of `dir`, whose tile ids end before `end`. */
+  private async *walk(dir: Entry[], depth: number, cache: SharedPromiseCache, end: number, within?: (start: number, end: number) => boolean): AsyncGenerator<ArchiveEntry> {
+    for (let i = 0; i < dir.length; i++) {
+      const e = dir[i];
       if (e.runLength > 0) {
         const [z, x, y] = tileIdToZxy(e.tileId);
         yield { tileId: e.tileId, z, x, y, offset: e.offset, length: e.length, runLength: e.runLength };
@@ -199,7 +205,9 @@ class Reader implements ArchiveReader {
         if (depth >= MAX_DIRECTORY_DEPTH) {
           throw new UserError(`${this.key}: corrupt PMTiles archive (directories nested deeper than ${MAX_DIRECTORY_DEPTH} levels)`);
         }
-        yield* this.walk(await this.leaf(e, cache), depth + 1, cache);
+        const leafEnd = i + 1 < dir.length ? dir[i + 1].tileId : end;
+        if (within && !within(e.tileId, leafEnd)) continue;
+        yield* this.walk(await this.leaf(e, cache), depth + 1, cache, leafEnd, within);
       }
     }
   }

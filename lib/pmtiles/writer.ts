@@ -7,39 +7,15 @@
 import { readSync } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { Compression, TileType, zxyToTileId, tileIdToZxy, type Header } from 'pmtiles';
+import { zxyToTileId, tileIdToZxy } from 'pmtiles';
 import { tempPathFor } from '../atomic.ts';
 import { UserError } from '../errors.ts';
-import { isValidTile, type BBox } from '../tile-math.ts';
-import { buildDirectories, gzipInternal } from './directory.ts';
-import { HEADER_SIZE, SPEC_VERSION, serializeHeader } from './header.ts';
+import { isValidTile } from '../tile-math.ts';
 import { contentHash } from './content-hash.ts';
+import { archivePrelude, checkOptions, type WriterOptions, type WriterResult } from './prelude.ts';
 import { TileIndex, type IndexLayout } from './tile-index.ts';
 
-/** How the archive is described; tile bytes are stored exactly as given. */
-export interface WriterOptions {
-  tileType: TileType;
-  /** How the caller already compressed each tile's bytes. */
-  tileCompression: Compression;
-  /** JSON metadata (name, attribution, vector_layers, …); `bounds`, `center`, `minzoom`, `maxzoom` are filled in when absent. */
-  metadata?: Record<string, unknown>;
-  /** `[w, s, e, n]`; default: the extent of the tiles at the deepest zoom written. */
-  bounds?: [number, number, number, number];
-  /** `[lon, lat, zoom]`; default: centre of the bounds at the min zoom. */
-  center?: [number, number, number];
-  /** Force leaf directories of this many entries (tests); default: automatic, root only when it fits. */
-  leafEntries?: number;
-}
-
-/** Summary of a finished archive. */
-export interface WriterResult {
-  addressedTiles: number;
-  tileEntries: number;
-  tileContents: number;
-  bytes: number;
-  minZoom: number;
-  maxZoom: number;
-}
+export type { WriterOptions, WriterResult } from './prelude.ts';
 
 /** Size of the append buffer for tile data and of the copy buffer in `finish()`. */
 const IO_BUFFER_BYTES = 1 << 20;
@@ -84,19 +60,6 @@ async function copyRange(src: FileHandle, srcPos: number, dst: FileHandle, dstPo
     await readExactly(src, buf, n, srcPos + done);
     await writeAll(dst, buf.subarray(0, n), dstPos + done);
     done += n;
-  }
-}
-
-function checkOptions(opts: WriterOptions): void {
-  if (TileType[opts.tileType] === undefined) throw new RangeError(`PMTiles writer: unknown tileType ${opts.tileType}`);
-  if (Compression[opts.tileCompression] === undefined) throw new RangeError(`PMTiles writer: unknown tileCompression ${opts.tileCompression}`);
-  const b = opts.bounds;
-  if (b && (b.length !== 4 || !b.every(Number.isFinite) || b[0] > b[2] || b[1] > b[3])) {
-    throw new RangeError(`PMTiles writer: bounds must be finite [w, s, e, n] with w ≤ e and s ≤ n, got ${JSON.stringify(b)}`);
-  }
-  const c = opts.center;
-  if (c && (c.length !== 3 || !c.every(Number.isFinite))) {
-    throw new RangeError(`PMTiles writer: center must be finite [lon, lat, zoom], got ${JSON.stringify(c)}`);
   }
 }
 
@@ -232,56 +195,12 @@ export class PMTilesWriter {
     await rm(this.archiveTmp, { force: true });
   }
 
-  private buildMetadata(h: Header): Uint8Array {
-    const meta: Record<string, unknown> = { ...(this.opts.metadata ?? {}) };
-    meta.bounds ??= [h.minLon, h.minLat, h.maxLon, h.maxLat];
-    meta.center ??= [h.centerLon, h.centerLat, h.centerZoom];
-    meta.minzoom ??= h.minZoom;
-    meta.maxzoom ??= h.maxZoom;
-    return gzipInternal(Buffer.from(JSON.stringify(meta), 'utf8'));
-  }
-
   private async assemble(layout: IndexLayout): Promise<WriterResult> {
-    const dirs = buildDirectories(layout.entries, this.opts.leafEntries);
-    const bounds: BBox = this.opts.bounds ?? layout.extent ?? [-180, -85.0511287798066, 180, 85.0511287798066];
-    const center = this.opts.center ?? [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2, layout.minZoom];
-    const header: Header = {
-      specVersion: SPEC_VERSION,
-      rootDirectoryOffset: HEADER_SIZE,
-      rootDirectoryLength: dirs.root.length,
-      jsonMetadataOffset: 0,
-      jsonMetadataLength: 0,
-      leafDirectoryOffset: 0,
-      leafDirectoryLength: dirs.leafBytes,
-      tileDataOffset: 0,
-      tileDataLength: layout.dataLength,
-      numAddressedTiles: layout.addressedTiles,
-      numTileEntries: layout.entries.count,
-      numTileContents: layout.tileContents,
-      clustered: true,
-      internalCompression: Compression.Gzip,
-      tileCompression: this.opts.tileCompression,
-      tileType: this.opts.tileType,
-      minZoom: layout.minZoom,
-      maxZoom: layout.maxZoom,
-      minLon: bounds[0],
-      minLat: bounds[1],
-      maxLon: bounds[2],
-      maxLat: bounds[3],
-      centerZoom: Math.round(center[2]),
-      centerLon: center[0],
-      centerLat: center[1],
-    };
-    const metadata = this.buildMetadata(header);
-    header.jsonMetadataOffset = HEADER_SIZE + dirs.root.length;
-    header.jsonMetadataLength = metadata.length;
-    header.leafDirectoryOffset = header.jsonMetadataOffset + metadata.length;
-    header.tileDataOffset = header.leafDirectoryOffset + dirs.leafBytes;
-
+    const { header, parts, result } = archivePrelude(layout, this.opts);
     const out = await open(this.archiveTmp, 'w');
     try {
       let pos = 0;
-      for (const part of [serializeHeader(header), dirs.root, metadata, ...dirs.leaves]) {
+      for (const part of parts) {
         await writeAll(out, part, pos);
         pos += part.length;
       }
@@ -290,14 +209,7 @@ export class PMTilesWriter {
     } finally {
       await out.close();
     }
-    return {
-      addressedTiles: layout.addressedTiles,
-      tileEntries: layout.entries.count,
-      tileContents: layout.tileContents,
-      bytes: header.tileDataOffset + layout.dataLength,
-      minZoom: layout.minZoom,
-      maxZoom: layout.maxZoom,
-    };
+    return result;
   }
 
   /**

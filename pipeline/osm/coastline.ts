@@ -8,6 +8,7 @@
  * Pure functions on lon/lat arrays: no I/O.
  */
 import type { BBox } from '../../lib/tile-math.ts';
+import { clipSegment } from '../../lib/segment-clip.ts';
 
 /** `[lon, lat]`. */
 export type Point = [number, number];
@@ -137,34 +138,7 @@ function inside(p: Point, b: BBox): boolean {
   return p[0] >= b[0] && p[0] <= b[2] && p[1] >= b[1] && p[1] <= b[3];
 }
 
-/** Liang–Barsky: the part [t0, t1] of segment p→q inside the (closed) box, or undefined. */
-export function clipSegment(p: Point, q: Point, b: BBox): [number, number] | undefined {
-  const dx = q[0] - p[0];
-  const dy = q[1] - p[1];
-  let t0 = 0;
-  let t1 = 1;
-  const edges: [number, number][] = [
-    [-dx, p[0] - b[0]],
-    [dx, b[2] - p[0]],
-    [-dy, p[1] - b[1]],
-    [dy, b[3] - p[1]],
-  ];
-  for (const [pp, qq] of edges) {
-    if (pp === 0) {
-      if (qq < 0) return undefined;
-      continue;
-    }
-    const r = qq / pp;
-    if (pp < 0) {
-      if (r > t1) return undefined;
-      if (r > t0) t0 = r;
-    } else {
-      if (r < t0) return undefined;
-      if (r < t1) t1 = r;
-    }
-  }
-  return [t0, t1];
-}
+export { clipSegment };
 
 const lerp = (p: Point, q: Point, t: number): Point => [p[0] + (q[0] - p[0]) * t, p[1] + (q[1] - p[1]) * t];
 const same = (a: Point, b: Point) => a[0] === b[0] && a[1] === b[1];

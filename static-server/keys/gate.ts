@@ -14,6 +14,8 @@ import { quotasOf, type Limiter, type LimitDecision } from './limits.ts';
 
 /** The key each identified request was let in with (for usage counting). */
 const requestKeys = new WeakMap<object, Key>();
+/** The limiter of the gate a request passed (for pack tiles, taken once the pack is known). */
+const requestLimiters = new WeakMap<object, Limiter>();
 
 /** The key a request was let in with, if any. */
 export function keyOf(req: FastifyRequest): Key | undefined {
@@ -24,6 +26,7 @@ export function keyOf(req: FastifyRequest): Key | undefined {
 export function scopeOf(kind: RouteKind, url: string): Scope {
   if (kind === 'height') return 'height';
   if (kind === 'metrics') return 'metrics';
+  if (kind === 'pack') return 'packs';
   return url.startsWith('/static/') ? 'static' : 'tiles';
 }
 
@@ -43,6 +46,20 @@ export function rateLimitHeaders(d: LimitDecision): Record<string, string> {
   };
   if (!d.allowed) h['retry-after'] = String(Math.max(1, Math.ceil(d.retryAfterS)));
   return h;
+}
+
+/**
+ * Take `n` pack tiles from the quota of the key `req` came with: nothing when it may go on (no key, or
+ * no pack-tile quota), else the 429 to answer, with `estimate` in its body, before anything is sent.
+ */
+export async function reservePackTiles(req: FastifyRequest, n: number, estimate: Record<string, unknown>): Promise<HttpError | undefined> {
+  const key = requestKeys.get(req);
+  const limiter = requestLimiters.get(req);
+  if (!key || !limiter || key.quota?.packTiles === undefined) return undefined;
+  const d = await limiter.reserve(key, n);
+  if (d.allowed) return undefined;
+  const headers = rateLimitHeaders(d);
+  return new HttpError(HttpStatus.TooManyRequests, `key "${key.name}": ${d.reason}`, { estimate, remaining: Math.floor(d.remaining), retryAfter: Number(headers['retry-after']) }, headers);
 }
 
 /**
@@ -67,6 +84,7 @@ export function checkKey(gate: KeyGate, req: FastifyRequest, reply: FastifyReply
   const scope = scopeOf(kind, req.url);
   if (!key.scopes.has(scope)) return new HttpError(HttpStatus.Forbidden, `key "${key.name}" does not have the "${scope}" scope`, { scope });
   requestKeys.set(req, key);
+  if (gate.limiter) requestLimiters.set(req, gate.limiter);
   const height = kind === 'height';
   // No rule for this request (no rate, and no quota that counts it: a height-point quota on a tile request).
   if (!gate.limiter || (!key.rate && quotasOf(key, height).length === 0)) return undefined;

@@ -4,7 +4,8 @@
  *     { "keys": [
  *         { "name": "website", "origins": ["https://maps.example.com", "https://*.example.com"], "rate": { "perSecond": 50, "burst": 100 } },
  *         { "name": "backend", "secret": "sha256:9f86d081…", "scopes": ["tiles", "height"], "quota": { "requests": 100000, "per": "day" } },
- *         { "name": "partner", "secret": "a-plain-secret-is-hashed-on-load", "quota": { "heightPoints": 5000000, "per": "month" } }
+ *         { "name": "partner", "secret": "a-plain-secret-is-hashed-on-load", "quota": { "heightPoints": 5000000, "per": "month" } },
+ *         { "name": "field-app", "secret": "sha256:…", "scopes": ["packs"], "quota": { "packTiles": 200000, "per": "day" } }
  *     ] }
  *
  * A key has either a `secret` (sent as `Authorization: Bearer <secret>`; only its SHA-256 is kept)
@@ -18,11 +19,11 @@ import { hashToken, type ConfiguredToken } from '../auth.ts';
 import { parseOriginPattern, type OriginPattern } from './origins.ts';
 
 /** What a key may be used for; a route's scope comes from its kind (keys/scopes.ts). */
-export const SCOPES = ['tiles', 'height', 'static', 'metrics'] as const;
+export const SCOPES = ['tiles', 'height', 'static', 'packs', 'metrics'] as const;
 export type Scope = (typeof SCOPES)[number];
 /** Scopes of a key that lists none: a secret key may do everything, an origin key everything but /metrics. */
 const DEFAULT_SECRET_SCOPES: readonly Scope[] = SCOPES;
-const DEFAULT_ORIGIN_SCOPES: readonly Scope[] = ['tiles', 'height', 'static'];
+const DEFAULT_ORIGIN_SCOPES: readonly Scope[] = ['tiles', 'height', 'static', 'packs'];
 /** Key names go into logs, metrics labels and the usage store. */
 const KEY_NAME = /^[A-Za-z0-9][\w.:-]{0,63}$/;
 const HASH_PREFIX = 'sha256:';
@@ -36,9 +37,10 @@ const quotaSchema = z
   .strictObject({
     requests: z.number().int().positive().optional(),
     heightPoints: z.number().int().positive().optional(),
+    packTiles: z.number().int().positive().optional(),
     per: z.enum(['day', 'month']),
   })
-  .refine((q) => q.requests !== undefined || q.heightPoints !== undefined, { message: 'a quota needs "requests" or "heightPoints"' });
+  .refine((q) => q.requests !== undefined || q.heightPoints !== undefined || q.packTiles !== undefined, { message: 'a quota needs "requests", "heightPoints" or "packTiles"' });
 const keySchema = z
   .strictObject({
     name: z.string().regex(KEY_NAME, 'expected a name of letters, digits, ".", "_", ":" or "-" (at most 64)'),
@@ -52,7 +54,7 @@ const keySchema = z
 const fileSchema = z.strictObject({ keys: z.array(keySchema) });
 
 export type RateRule = { perSecond: number; burst: number };
-export type QuotaRule = { requests?: number; heightPoints?: number; per: 'day' | 'month' };
+export type QuotaRule = { requests?: number; heightPoints?: number; packTiles?: number; per: 'day' | 'month' };
 
 /** One key as the server uses it. */
 export interface Key {

@@ -1,5 +1,5 @@
 /**
- * Rate limits (token bucket) and quotas (requests or /height points per UTC day or month) per key.
+ * Rate limits (token bucket) and quotas (requests, /height points or pack tiles per UTC day or month) per key.
  * One process decides for a whole server (the cluster primary, or the only process), so every worker
  * sees one budget; `--limits redis://…` moves the decision to Redis, shared by every server
  * (keys/redis-limits.ts). This file holds the rules and the in-memory implementation, whose quota
@@ -44,12 +44,20 @@ export interface Limiter {
   takeMany(takes: readonly Take[]): Promise<LimitDecision[]>;
   /** Count /height points answered for the key (against its height-point quota). */
   points(key: LimitedKey, n: number): void;
+  /**
+   * Take `n` pack tiles from the key's pack-tile quota if they all fit in what is left (a pack is
+   * refused whole before anything is sent, never cut short); the decision names what is left.
+   */
+  reserve(key: LimitedKey, n: number): Promise<LimitDecision>;
   status(): LimitsStatus;
   close(): Promise<void>;
 }
 
 /** The quota kinds. */
-export type QuotaKind = 'requests' | 'heightPoints';
+export type QuotaKind = 'requests' | 'heightPoints' | 'packTiles';
+
+/** How a quota kind is said in messages. */
+const QUOTA_UNITS: Readonly<Record<QuotaKind, string>> = { requests: 'requests', heightPoints: '/height points', packTiles: 'pack tiles' };
 
 /** Start and end (ms) of the UTC period containing `now`. */
 export function periodOf(per: QuotaRule['per'], now: number): { start: number; end: number; day: string } {
@@ -86,7 +94,25 @@ export function quotaVerdict(kind: QuotaKind, limit: number, per: QuotaRule['per
     remaining: limit - used - (allowed ? cost : 0),
     resetS,
     retryAfterS: allowed ? 0 : resetS,
-    reason: `quota of ${limit} ${kind === 'requests' ? 'requests' : '/height points'} per ${per} used up`,
+    reason: `quota of ${limit} ${QUOTA_UNITS[kind]} per ${per} used up`,
+  };
+}
+
+/**
+ * A pack-tile quota's verdict for `n` tiles with `used` counted before: allowed when all `n` fit. A
+ * refusal says how many are left; waiting helps only when the pack fits in a whole period.
+ */
+export function packTilesVerdict(limit: number, per: QuotaRule['per'], used: number, n: number, now: number): LimitDecision {
+  const allowed = used + n <= limit;
+  const resetS = (periodOf(per, now).end - now) / 1000;
+  const left = Math.max(0, limit - used);
+  return {
+    allowed,
+    limit,
+    remaining: allowed ? limit - used - n : left,
+    resetS,
+    retryAfterS: allowed ? 0 : resetS,
+    reason: `a pack of ${n} tiles is more than the ${left} left of its quota of ${limit} ${QUOTA_UNITS.packTiles} per ${per}`,
   };
 }
 
@@ -98,10 +124,10 @@ export function combine(verdicts: Verdict[]): LimitDecision {
 }
 
 /** The quota rules that apply to a request. */
-export function quotasOf(key: LimitedKey, height: boolean): { kind: QuotaKind; limit: number; cost: number }[] {
+export function quotasOf(key: LimitedKey, height: boolean): { kind: 'requests' | 'heightPoints'; limit: number; cost: number }[] {
   const q = key.quota;
   if (!q) return [];
-  const out: { kind: QuotaKind; limit: number; cost: number }[] = [];
+  const out: { kind: 'requests' | 'heightPoints'; limit: number; cost: number }[] = [];
   if (q.requests !== undefined) out.push({ kind: 'requests', limit: q.requests, cost: 1 });
   if (height && q.heightPoints !== undefined) out.push({ kind: 'heightPoints', limit: q.heightPoints, cost: 0 });
   return out;
@@ -130,8 +156,8 @@ export function decideOn(key: LimitedKey, quotas: readonly { kind: QuotaKind; li
   return d;
 }
 
-/** A key's state as a run of takes sees it: tokens, and the count of each quota kind (0 when the key has none). */
-export type RunState = { tokens: number } & Record<QuotaKind, number>;
+/** A key's state as a run of takes sees it: tokens, and the count of each per-request quota kind (0 when the key has none). */
+export type RunState = { tokens: number } & Record<'requests' | 'heightPoints', number>;
 
 /**
  * Decide one request of `key` on `state` (updated), as decideOn does with the quotas of its kind. A
@@ -220,6 +246,21 @@ export class LocalLimiter implements Limiter {
     if (key.quota?.heightPoints === undefined) return;
     const slot = this.counter(key.name, 'heightPoints', key.quota.per, this.now());
     this.counts.set(slot, this.counts.get(slot)! + n);
+  }
+
+  /** Synchronous `reserve`. */
+  decideReserve(key: LimitedKey, n: number): LimitDecision {
+    const q = key.quota;
+    const now = this.now();
+    if (q?.packTiles === undefined) return packTilesVerdict(Infinity, 'day', 0, n, now);
+    const slot = this.counter(key.name, 'packTiles', q.per, now);
+    const d = packTilesVerdict(q.packTiles, q.per, this.counts.get(slot)!, n, now);
+    if (d.allowed) this.counts.set(slot, this.counts.get(slot)! + n);
+    return d;
+  }
+
+  reserve(key: LimitedKey, n: number): Promise<LimitDecision> {
+    return Promise.resolve(this.decideReserve(key, n));
   }
 
   status(): LimitsStatus {

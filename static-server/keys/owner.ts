@@ -21,6 +21,9 @@ const enum Msg {
   Status = 'tilebake:limits-status',
   /** A worker's view of Redis: `{ up }`. */
   Redis = 'tilebake:limits-redis',
+  /** Pack tiles to take from a key's quota: `{ id, key, n }`, answered with `{ id, decision }`. */
+  Reserve = 'tilebake:limits-reserve',
+  Reserved = 'tilebake:limits-reserved',
 }
 /** How long a worker waits for the primary before deciding with its own local limits. */
 const ANSWER_TIMEOUT_MS = 2000;
@@ -94,7 +97,7 @@ export async function serveLimitsToWorkers(opts: OwnerOptions, log: Logger): Pro
   const redis = opts.limits ? new RedisStatus(log, redactedUrl(opts.limits), tellAll) : undefined;
   const status = () => redis?.status() ?? owner.limiter.status();
   if (redis) cluster.on('exit', (worker) => redis.set(worker.id, undefined));
-  cluster.on('message', (worker, m: { type?: string; key?: LimitedKey; n?: number; rows?: UsageRow[]; up?: boolean; batch?: number; keys?: TakeBatch['keys']; takes?: TakeBatch['takes'] }) => {
+  cluster.on('message', (worker, m: { type?: string; id?: number; key?: LimitedKey; n?: number; rows?: UsageRow[]; up?: boolean; batch?: number; keys?: TakeBatch['keys']; takes?: TakeBatch['takes'] }) => {
     if (m?.type === Msg.Take) {
       const { batch, keys, takes } = m as unknown as TakeBatch;
       const heights: boolean[][] = keys.map(() => []);
@@ -107,6 +110,9 @@ export async function serveLimitsToWorkers(opts: OwnerOptions, log: Logger): Pro
       if (worker.isConnected()) worker.send(answer);
     } else if (m?.type === Msg.Points) {
       local.points(m.key!, m.n!);
+    } else if (m?.type === Msg.Reserve) {
+      const decision = local.decideReserve(m.key!, m.n!);
+      if (worker.isConnected()) worker.send({ type: Msg.Reserved, id: m.id, decision });
     } else if (m?.type === Msg.Usage) {
       usage.add(m.rows!);
     } else if (m?.type === Msg.Status) {
@@ -153,8 +159,15 @@ export class IpcLimiter implements Limiter {
   private late = false;
   private readonly batcher = new TurnBatcher((takes) => this.send(takes));
   private last: LimitsStatus = { backend: 'local' };
-  private readonly onMessage = (m: { type?: string; status?: LimitsStatus; batch?: number; runs?: AnswerBatch['runs'] }) => {
-    if (m?.type === Msg.Answer) {
+  /** Reservations waiting for the primary, by id. */
+  private readonly reserved = new Map<number, (d: LimitDecision) => void>();
+  private nextReserve = 0;
+  private readonly onMessage = (m: { type?: string; status?: LimitsStatus; batch?: number; runs?: AnswerBatch['runs']; id?: number; decision?: LimitDecision }) => {
+    if (m?.type === Msg.Reserved) {
+      const answer = this.reserved.get(m.id!);
+      this.reserved.delete(m.id!);
+      answer?.(m.decision!);
+    } else if (m?.type === Msg.Answer) {
       // An answer after the timeout finds no handler: its takes were decided locally.
       const answer = this.answers.get(m.batch!);
       this.answers.delete(m.batch!);
@@ -216,6 +229,23 @@ export class IpcLimiter implements Limiter {
 
   points(key: LimitedKey, n: number): void {
     process.send?.({ type: Msg.Points, key: { name: key.name, rate: key.rate, quota: key.quota }, n });
+  }
+
+  /** Pack tiles taken by the primary (one budget for all workers); locally when it does not answer in time. */
+  reserve(key: LimitedKey, n: number): Promise<LimitDecision> {
+    if (!process.connected) return Promise.resolve(this.fallback.decideReserve(key, n));
+    const id = this.nextReserve++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.reserved.delete(id);
+        resolve(this.fallback.decideReserve(key, n));
+      }, ANSWER_TIMEOUT_MS);
+      this.reserved.set(id, (d) => {
+        clearTimeout(timer);
+        resolve(d);
+      });
+      process.send!({ type: Msg.Reserve, id, key: { name: key.name, rate: key.rate, quota: key.quota }, n });
+    });
   }
 
   status(): LimitsStatus {

@@ -8,7 +8,7 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { TurnBatcher } from './batch.ts';
-import { decideOn, periodOf, quotasOf, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus, type LimitState, type LocalLimiter, type Take } from './limits.ts';
+import { decideOn, packTilesVerdict, periodOf, quotasOf, type LimitDecision, type LimitedKey, type Limiter, type LimitsStatus, type LimitState, type LocalLimiter, type Take } from './limits.ts';
 
 /** Prefix of every Redis key tilebake writes. */
 const PREFIX = 'tilebake:';
@@ -64,6 +64,21 @@ return {allowed, string.format('%.17g', tokens), unpack(before)}
 `;
 
 type TakeCommand = (...args: (string | number)[]) => Promise<[number, string, ...number[]]>;
+
+/**
+ * KEYS[1]: a pack-tile quota counter; ARGV: limit, n, ttl seconds. Adds n when all of it fits; returns
+ * {1 if added, the count before}.
+ */
+const RESERVE_SCRIPT = `
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local limit = tonumber(ARGV[1]); local n = tonumber(ARGV[2])
+if used + n > limit then return {0, used} end
+redis.call('INCRBY', KEYS[1], n)
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+return {1, used}
+`;
+
+type ReserveCommand = (...args: (string | number)[]) => Promise<[number, number]>;
 
 /** A redis:// URL without its password, for messages. */
 export function redactedUrl(url: string): string {
@@ -151,6 +166,7 @@ export class RedisLimiter implements Limiter {
       enableAutoPipelining: true,
     });
     redis.defineCommand('tilebakeTake', { lua: TAKE_SCRIPT });
+    redis.defineCommand('tilebakeReserve', { numberOfKeys: 1, lua: RESERVE_SCRIPT });
     const l = new RedisLimiter(redis, fallback, onChange, statusOf);
     redis.on('ready', () => l.mark(true));
     redis.on('error', () => l.mark(false));
@@ -238,6 +254,25 @@ export class RedisLimiter implements Limiter {
         this.mark(false);
         this.fallback.points(key, n);
       });
+  }
+
+  async reserve(key: LimitedKey, n: number): Promise<LimitDecision> {
+    const q = key.quota;
+    if (q?.packTiles === undefined || !this.up) return this.fallback.reserve(key, n);
+    const now = Date.now();
+    const p = periodOf(q.per, now);
+    try {
+      const [, used] = await (this.redis as unknown as { tilebakeReserve: ReserveCommand }).tilebakeReserve(
+        `${PREFIX}quota:${key.name}:packTiles:${p.day}`,
+        q.packTiles,
+        n,
+        Math.ceil((p.end - now) / 1000) + 86_400,
+      );
+      return packTilesVerdict(q.packTiles, q.per, Number(used), n, now);
+    } catch {
+      this.mark(false);
+      return this.fallback.reserve(key, n);
+    }
   }
 
   status(): LimitsStatus {

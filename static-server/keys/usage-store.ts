@@ -1,5 +1,5 @@
 /**
- * Usage per key and UTC day (requests, body bytes, /height points), kept in SQLite in the server's
+ * Usage per key and UTC day (requests, body bytes, /height points, pack tiles), kept in SQLite in the server's
  * state folder (`<state>/usage.sqlite`): it survives restarts, local quotas count from it, and
  * `tilebake usage` reads it. Only the process that decides limits writes (the cluster primary).
  */
@@ -18,9 +18,11 @@ export interface UsageRow {
   requests: number;
   bytes: number;
   points: number;
+  /** Tiles of the packs (`/packs/…`) answered. */
+  packTiles: number;
 }
 
-const COLUMN: Readonly<Record<QuotaKind, string>> = { requests: 'requests', heightPoints: 'points' };
+const COLUMN: Readonly<Record<QuotaKind, string>> = { requests: 'requests', heightPoints: 'points', packTiles: 'pack_tiles' };
 
 /** The usage database of a state folder. */
 export class UsageStore implements QuotaHistory {
@@ -36,14 +38,18 @@ export class UsageStore implements QuotaHistory {
       this.db.pragma('journal_mode = WAL');
       this.db.exec(
         'CREATE TABLE IF NOT EXISTS usage (day TEXT NOT NULL, key TEXT NOT NULL, requests INTEGER NOT NULL DEFAULT 0, ' +
-          'bytes INTEGER NOT NULL DEFAULT 0, points INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (day, key))',
+          'bytes INTEGER NOT NULL DEFAULT 0, points INTEGER NOT NULL DEFAULT 0, pack_tiles INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (day, key))',
       );
+      // A state folder from before packs: the column is added (old rows count no pack tiles).
+      const columns = this.db.prepare("SELECT name FROM pragma_table_info('usage')").pluck().all() as string[];
+      if (!columns.includes('pack_tiles')) this.db.exec('ALTER TABLE usage ADD COLUMN pack_tiles INTEGER NOT NULL DEFAULT 0');
     }
     this.upsert = readonly
       ? this.db.prepare('SELECT 1')
       : this.db.prepare(
-          'INSERT INTO usage (day, key, requests, bytes, points) VALUES (@day, @key, @requests, @bytes, @points) ' +
-            'ON CONFLICT (day, key) DO UPDATE SET requests = requests + excluded.requests, bytes = bytes + excluded.bytes, points = points + excluded.points',
+          'INSERT INTO usage (day, key, requests, bytes, points, pack_tiles) VALUES (@day, @key, @requests, @bytes, @points, @packTiles) ' +
+            'ON CONFLICT (day, key) DO UPDATE SET requests = requests + excluded.requests, bytes = bytes + excluded.bytes, points = points + excluded.points, ' +
+            'pack_tiles = pack_tiles + excluded.pack_tiles',
         );
   }
 
@@ -62,7 +68,9 @@ export class UsageStore implements QuotaHistory {
 
   /** Every row from `sinceDay` on, by day then key. */
   report(sinceDay: string): UsageRow[] {
-    return this.db.prepare('SELECT day, key, requests, bytes, points FROM usage WHERE day >= ? ORDER BY day, key').all(sinceDay) as UsageRow[];
+    const hasPacks = (this.db.prepare("SELECT COUNT(*) FROM pragma_table_info('usage') WHERE name = 'pack_tiles'").pluck().get() as number) > 0;
+    const packTiles = hasPacks ? 'pack_tiles' : '0';
+    return this.db.prepare(`SELECT day, key, requests, bytes, points, ${packTiles} AS packTiles FROM usage WHERE day >= ? ORDER BY day, key`).all(sinceDay) as UsageRow[];
   }
 
   close(): void {

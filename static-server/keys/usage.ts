@@ -18,6 +18,13 @@ const REFUSED = 429;
 
 /** /height points of requests (set by the height route, read when the answer is done). */
 const requestPoints = new WeakMap<object, number>();
+/** Tiles of the pack a request answered (set by the packs route). */
+const requestPackTiles = new WeakMap<object, number>();
+
+/** Note the tiles of the pack answered for a request (called by the packs route once it sends the pack). */
+export function notePackTiles(req: FastifyRequest, n: number): void {
+  requestPackTiles.set(req, n);
+}
 
 /** Note the /height points answered for a request (called by the height route). */
 export function notePoints(req: FastifyRequest, n: number): void {
@@ -56,6 +63,7 @@ export class UsageRecorder {
   /** One answered request of `key`. */
   record(key: Key, kind: RouteKind, req: FastifyRequest, reply: FastifyReply): void {
     const points = pointsOf(req);
+    const packTiles = requestPackTiles.get(req) ?? 0;
     const bytes = Number(reply.getHeader('content-length')) || 0;
     const c = keyCounters();
     const status = reply.statusCode;
@@ -71,10 +79,11 @@ export class UsageRecorder {
     const day = this.day;
     const slot = `${day}\n${key.name}`;
     let row = this.pending.get(slot);
-    if (!row) this.pending.set(slot, (row = { day, key: key.name, requests: 0, bytes: 0, points: 0 }));
+    if (!row) this.pending.set(slot, (row = { day, key: key.name, requests: 0, bytes: 0, points: 0, packTiles: 0 }));
     row.requests++;
     row.bytes += bytes;
     row.points += points;
+    row.packTiles += packTiles;
   }
 
   /** Hand on what was recorded so far. */

@@ -1,0 +1,390 @@
+// Packs (issue 41) over the shared Liechtenstein build (fixtures/packs.ts: v1 at sequence 2434, v2 after
+// the real dailies 2435–2436): `tilebake pack` of a box against the served tiles, read back with the
+// `pmtiles` npm reader and GDAL's MBTiles driver; deltas across the nightly update and pack-apply; the
+// CLI's bad input; GET /packs/… behind keys (scope, pack-tile quota, --max-pack-tiles, ?since, .mbtiles,
+// /v/{build}/packs/…, a version published while a pack streams). One build, one server, no browser.
+import { execFile } from 'node:child_process';
+import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
+import gdal from 'gdal-async';
+import { PMTiles } from 'pmtiles';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUILDS_DIR, newBuildId, publishVersion, pruneVersions, versionPath } from '../lib/build-version.ts';
+import { aggTilesHashOfDb } from '../lib/packs/mbtiles.ts';
+import { openArchiveFile, PMTilesWriter, tileIdToZxy, writerOptionsOf } from '../lib/pmtiles/index.ts';
+import { tileRangeForBBox, type BBox } from '../lib/tile-math.ts';
+import { packsBuild, VADUZ_BOX, type PacksBuild } from './fixtures/packs.ts';
+import { NodeFileSource } from './fixtures/pmtiles-file-source.ts';
+import { CLI, ROOT, request, startServe, type RawResponse, type ServeProcess } from './fixtures/server/helpers.ts';
+import { tempDir } from './render-helpers.ts';
+
+const BOX = VADUZ_BOX.join(',');
+const ADMIN = 'admin-secret';
+const TILES_ONLY = 'tiles-only-secret';
+const APP = 'field-app-secret';
+/** The app key's pack tiles per day. */
+const APP_QUOTA = 100;
+/** The server's --max-pack-tiles. */
+const MAX_PACK_TILES = 150;
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await promisify(execFile)(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, CI: '1' }, maxBuffer: 64 * 1024 * 1024 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const x = e as { code: number; stdout: string; stderr: string };
+    return { code: x.code, stdout: x.stdout, stderr: x.stderr };
+  }
+}
+
+async function ok(args: string[]): Promise<void> {
+  const r = await cli(args);
+  expect(r.code, r.stderr).toBe(0);
+}
+
+/** Every tile of a PMTiles file as `z/x/y` → its stored bytes. */
+async function pmtilesTiles(path: string): Promise<Map<string, Buffer>> {
+  const ours = await openArchiveFile(path);
+  const out = new Map<string, Buffer>();
+  try {
+    for await (const e of ours.entries()) {
+      const bytes = Buffer.from(await ours.readRange(e.offset, e.length));
+      for (let t = 0; t < e.runLength; t++) out.set(tileIdToZxy(e.tileId + t).join('/'), bytes);
+    }
+  } finally {
+    await ours.close();
+  }
+  return out;
+}
+
+/** True when tile z/x/y is among tile-math's tiles of `box`. */
+function inBox(key: string, box: BBox): boolean {
+  const [z, x, y] = key.split('/').map(Number);
+  const r = tileRangeForBBox(box, z);
+  return x >= r.minX && x <= r.maxX && y >= r.minY && y <= r.maxY;
+}
+
+/** The tiles of a build archive (the build's own file) within `box`. */
+async function buildTilesIn(path: string, box: BBox): Promise<Map<string, Buffer>> {
+  const all = await pmtilesTiles(path);
+  return new Map([...all].filter(([k]) => inBox(k, box)));
+}
+
+describe.sequential('packs of the Liechtenstein build (2434, then the dailies 2435–2436)', () => {
+  let b: PacksBuild;
+  let dir: string;
+  /** A copy for CLI runs (versions are added and pruned here). */
+  let cliOut: string;
+  /** A copy the server serves. */
+  let srvOut: string;
+  let server: ServeProcess;
+  const auth = (secret: string) => ({ authorization: `Bearer ${secret}` });
+  const get = (path: string, secret = ADMIN) => request(`${server.url}${path}`, { headers: { ...auth(secret), 'accept-encoding': 'gzip' } });
+
+  beforeAll(async () => {
+    b = await packsBuild();
+    dir = await tempDir('packs');
+    cliOut = join(dir, 'cli-out');
+    srvOut = join(dir, 'srv-out');
+    for (const to of [cliOut, srvOut]) {
+      await mkdir(to, { recursive: true });
+      await cp(join(b.dir, BUILDS_DIR), join(to, BUILDS_DIR), { recursive: true });
+      await cp(join(b.dir, 'current.json'), join(to, 'current.json'));
+    }
+    // The server starts on v1; a test publishes v2 while a pack streams.
+    await publishVersion(srvOut, b.v1);
+    const keys = join(dir, 'keys.json');
+    await writeFile(
+      keys,
+      JSON.stringify({
+        keys: [
+          { name: 'admin', secret: ADMIN },
+          { name: 'tiles-only', secret: TILES_ONLY, scopes: ['tiles'] },
+          { name: 'field-app', secret: APP, scopes: ['packs'], quota: { packTiles: APP_QUOTA, per: 'day' } },
+        ],
+      }),
+    );
+    server = await startServe(['--out', srvOut, '--port', '0', '--host', '127.0.0.1', '--workers', '1', '--keys', keys, '--max-pack-tiles', String(MAX_PACK_TILES), '--version-poll-ms', '200']);
+  });
+  afterAll(async () => {
+    server?.proc.kill('SIGTERM');
+    if (server) await server.exited;
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a box: exactly the build\'s tiles in it, each byte for byte the served tile, metadata right (pmtiles npm reader)', async () => {
+    const to = join(dir, 'v1-pmtiles');
+    await ok(['pack', '--out', srvOut, '--to', to, '--bbox', BOX]);
+    const json = JSON.parse(await readFile(join(to, 'pack.json'), 'utf8'));
+    expect(json).toMatchObject({ format: 'tilebake-pack/1', build: b.v1, container: 'pmtiles', area: { bbox: VADUZ_BOX } });
+    expect(json.archives.map((a: { file: string }) => a.file)).toEqual(['omt.pmtiles', 'styles-osm-bright.jpg.pmtiles', 'styles-osm-bright.png.pmtiles']);
+    const served: Record<string, (k: string) => string> = {
+      'omt.pmtiles': (k) => `/data/omt/${k}.pbf`,
+      'styles-osm-bright.jpg.pmtiles': (k) => `/styles/osm-bright/${k}.jpg`,
+      'styles-osm-bright.png.pmtiles': (k) => `/styles/osm-bright/${k}.png`,
+    };
+    const manifest = JSON.parse(await readFile(join(srvOut, versionPath(b.v1), 'manifest.json'), 'utf8'));
+    for (const a of json.archives) {
+      const path = join(to, a.file);
+      const tiles = await pmtilesTiles(path);
+      // The build's tiles in the box, no others.
+      const source = a.file === 'omt.pmtiles' ? manifest.tilesets.omt.archive : Object.values(manifest.styles['osm-bright'].archives as Record<string, { archive: string; format: string }>).find((x) => a.file.includes(`.${x.format}.`))!.archive;
+      const want = await buildTilesIn(join(srvOut, versionPath(b.v1), source), VADUZ_BOX);
+      expect([...tiles.keys()].sort()).toEqual([...want.keys()].sort());
+      expect(tiles.size).toBe(a.tiles);
+      expect([...tiles.keys()].every((k) => inBox(k, VADUZ_BOX))).toBe(true);
+      // Stored bytes equal what is served gzip-encoded as stored; the npm reader's (decoded) tiles equal what is served decoded.
+      const npm = new PMTiles(new NodeFileSource(path));
+      for (const [k, bytes] of tiles) {
+        const r = await get(served[a.file](k));
+        expect(r.status, `${a.file} ${k}`).toBe(200);
+        expect(r.body.equals(bytes), `${a.file} ${k} equals the served tile`).toBe(true);
+        const plain = await request(`${server.url}${served[a.file](k)}`, { headers: auth(ADMIN) });
+        const [z, x, y] = k.split('/').map(Number);
+        expect(Buffer.from((await npm.getZxy(z, x, y))!.data).equals(plain.body), `${a.file} ${k} as the pmtiles reader reads it`).toBe(true);
+      }
+      // Metadata: the pack's box and zooms, the build, TileJSON fields of what is served.
+      const h = await npm.getHeader();
+      const m = (await npm.getMetadata()) as Record<string, any>;
+      expect([h.minLon, h.minLat, h.maxLon, h.maxLat].map((v) => Number(v.toFixed(6)))).toEqual(VADUZ_BOX);
+      expect([h.minZoom, h.maxZoom]).toEqual([a.minzoom, a.maxzoom]);
+      expect(m.tilebake).toMatchObject({ build: b.v1, source: a.source });
+      expect(m.bounds).toEqual(VADUZ_BOX);
+      const tj = (await get(a.file === 'omt.pmtiles' ? '/data/omt.json' : '/styles/osm-bright/rendered.json')).json();
+      expect(m.attribution).toBe(tj.attribution);
+      if (a.file === 'omt.pmtiles') expect(m.vector_layers).toEqual(tj.vector_layers);
+    }
+  });
+
+  it('MBTiles: the same tiles (TMS rows), Martin\'s agg_tiles_hash; GDAL\'s MBTiles driver reads the raster pack', async () => {
+    const to = join(dir, 'v1-mbtiles');
+    await ok(['pack', '--out', srvOut, '--to', to, '--bbox', BOX, '--format', 'mbtiles', '--build', b.v1]);
+    const pm = await pmtilesTiles(join(dir, 'v1-pmtiles', 'styles-osm-bright.png.pmtiles'));
+    const path = join(to, 'styles-osm-bright.png.mbtiles');
+    const db = new Database(path, { readonly: true });
+    const meta = Object.fromEntries((db.prepare('SELECT name, value FROM metadata').all() as { name: string; value: string }[]).map((r) => [r.name, r.value]));
+    expect(meta).toMatchObject({ format: 'png', bounds: BOX, minzoom: '0', maxzoom: '12', tilebake_build: b.v1, tilebake_source: 'styles/osm-bright.png' });
+    expect(meta.agg_tiles_hash).toBe(aggTilesHashOfDb(db));
+    const rows = db.prepare('SELECT zoom_level z, tile_column x, tile_row r, tile_data d FROM tiles').all() as { z: number; x: number; r: number; d: Buffer }[];
+    db.close();
+    expect(rows.length).toBe(pm.size);
+    for (const t of rows) expect(t.d.equals(pm.get(`${t.z}/${t.x}/${2 ** t.z - 1 - t.r}`)!)).toBe(true);
+    // GDAL: the driver, the zooms as overviews, and a z12 tile's pixels as sharp decodes the served PNG.
+    const ds = gdal.open(path);
+    try {
+      expect(ds.driver.description).toBe('MBTiles');
+      const band = ds.bands.get(1);
+      expect(band.overviews.count()).toBeGreaterThan(0);
+      const gt = ds.geoTransform!;
+      const span = 40075016.68557849 / 2 ** 12;
+      expect(gt[1]).toBeCloseTo(span / 256, 6);
+      // A z12 tile wholly inside the raster GDAL makes of the pack (its extent is the bounds').
+      const at = (k: string) => {
+        const [, x, y] = k.split('/').map(Number);
+        return { col: Math.round((x * span - 20037508.342789244 - gt[0]) / gt[1]), row: Math.round((gt[3] - (20037508.342789244 - y * span)) / -gt[5]) };
+      };
+      // Each z12 tile's part inside the raster GDAL makes of the pack (its extent is the bounds').
+      let compared = 0;
+      for (const key of [...pm.keys()].filter((k) => k.startsWith('12/'))) {
+        const { col, row } = at(key);
+        const [c0, r0, c1, r1] = [Math.max(col, 0), Math.max(row, 0), Math.min(col + 256, ds.rasterSize.x), Math.min(row + 256, ds.rasterSize.y)];
+        if (c1 <= c0 || r1 <= r0) continue;
+        const served = await sharp(pm.get(key)!).removeAlpha().raw().toBuffer();
+        for (let c = 1; c <= 3; c++) {
+          const px = ds.bands.get(c).pixels.read(c0, r0, c1 - c0, r1 - r0) as Uint8Array;
+          let differ = 0;
+          for (let j = 0; j < r1 - r0; j++) for (let i = 0; i < c1 - c0; i++) if (px[j * (c1 - c0) + i] !== served[((r0 - row + j) * 256 + (c0 - col + i)) * 3 + c - 1]) differ++;
+          expect(differ, `band ${c} of ${key}`).toBe(0);
+          compared += px.length;
+        }
+      }
+      expect(compared).toBeGreaterThan(3 * 100 * 100);
+    } finally {
+      ds.close();
+    }
+  });
+
+  it('a delta across the nightly update: old pack + delta = new pack (PMTiles byte for byte, MBTiles by agg_tiles_hash)', async () => {
+    for (const format of ['pmtiles', 'mbtiles']) {
+      const [v1, v2, delta, applied] = ['full1', 'full2', 'delta', 'applied'].map((n) => join(dir, `${format}-${n}`));
+      await ok(['pack', '--out', cliOut, '--to', v1, '--bbox', BOX, '--format', format, '--build', b.v1]);
+      await ok(['pack', '--out', cliOut, '--to', v2, '--bbox', BOX, '--format', format]);
+      await ok(['pack', '--out', cliOut, '--to', delta, '--bbox', BOX, '--format', format, '--since', b.v1]);
+      await ok(['pack-apply', v1, delta, '--to', applied]);
+      const dj = JSON.parse(await readFile(join(delta, 'pack.json'), 'utf8'));
+      expect(dj).toMatchObject({ build: b.v2, since: b.v1 });
+      const omt = dj.archives.find((a: { file: string }) => a.file === `omt.${format}`);
+      // What 2436 changed in the box: the tiles whose bytes differ between the two builds' archives.
+      const old = await buildTilesIn(join(cliOut, versionPath(b.v1), 'data/omt.pmtiles'), VADUZ_BOX);
+      const neu = await buildTilesIn(join(cliOut, versionPath(b.v2), 'data/omt.pmtiles'), VADUZ_BOX);
+      const changed = [...neu].filter(([k, v]) => !old.get(k)?.equals(v)).map(([k]) => k);
+      expect(changed.length).toBeGreaterThan(0);
+      expect(omt.changed).toBe(changed.length);
+      expect(omt.removed).toEqual([]);
+      const j2 = JSON.parse(await readFile(join(v2, 'pack.json'), 'utf8'));
+      const ja = JSON.parse(await readFile(join(applied, 'pack.json'), 'utf8'));
+      expect(ja.build).toBe(b.v2);
+      for (const a of j2.archives) {
+        const d = dj.archives.find((x: { file: string }) => x.file === a.file);
+        expect(d.bytes).toBeLessThan(a.bytes);
+        if (format === 'pmtiles') {
+          expect((await readFile(join(applied, a.file))).equals(await readFile(join(v2, a.file))), a.file).toBe(true);
+          expect(ja.archives.find((x: { file: string }) => x.file === a.file).sha256).toBe(a.sha256);
+        } else {
+          const hash = (p: string) => {
+            const db = new Database(p, { readonly: true });
+            try {
+              return [(db.prepare("SELECT value FROM metadata WHERE name = 'agg_tiles_hash'").get() as { value: string }).value, aggTilesHashOfDb(db)];
+            } finally {
+              db.close();
+            }
+          };
+          const [want, wantTiles] = hash(join(v2, a.file));
+          expect(hash(join(applied, a.file))).toEqual([want, wantTiles]);
+          if (a.file.startsWith('omt')) expect(hash(join(v1, a.file))[0]).not.toBe(want);
+        }
+      }
+    }
+  });
+
+  it('a tile the newer version lacks is removed; a delta since a version no longer kept names the kept ones', async () => {
+    // v3: v2 with one tile of the box left out of its vector archive (written by the project's writer).
+    const v3 = newBuildId(new Date(Date.now() + 1000), b.v2);
+    await cp(join(cliOut, versionPath(b.v2)), join(cliOut, versionPath(v3)), { recursive: true });
+    const src = await openArchiveFile(join(cliOut, versionPath(b.v2), 'data/omt.pmtiles'));
+    const gone = '14/8626/5753';
+    try {
+      const w = await PMTilesWriter.create(join(cliOut, versionPath(v3), 'data/omt.pmtiles'), writerOptionsOf(src.header, await src.metadata()));
+      for await (const e of src.entries()) {
+        const bytes = await src.readRange(e.offset, e.length);
+        for (let t = 0; t < e.runLength; t++) if (tileIdToZxy(e.tileId + t).join('/') !== gone) await w.addTileId(e.tileId + t, bytes);
+      }
+      await w.finish();
+    } finally {
+      await src.close();
+    }
+    await publishVersion(cliOut, v3);
+    const [full2, full3, delta, applied] = ['r-full2', 'r-full3', 'r-delta', 'r-applied'].map((n) => join(dir, n));
+    await ok(['pack', '--out', cliOut, '--to', full2, '--bbox', BOX, '--tilesets', 'omt', '--build', b.v2]);
+    await ok(['pack', '--out', cliOut, '--to', full3, '--bbox', BOX, '--tilesets', 'omt']);
+    await ok(['pack', '--out', cliOut, '--to', delta, '--bbox', BOX, '--tilesets', 'omt', '--since', b.v2]);
+    expect(JSON.parse(await readFile(join(delta, 'pack.json'), 'utf8')).archives[0]).toMatchObject({ changed: 0, removed: [gone] });
+    await ok(['pack-apply', full2, delta, '--to', applied]);
+    expect((await readFile(join(applied, 'omt.pmtiles'))).equals(await readFile(join(full3, 'omt.pmtiles')))).toBe(true);
+    expect((await pmtilesTiles(join(full2, 'omt.pmtiles'))).has(gone)).toBe(true);
+    expect((await pmtilesTiles(join(applied, 'omt.pmtiles'))).has(gone)).toBe(false);
+    // Keep 2: v1 goes; a delta since it is refused, naming what is kept.
+    expect(await pruneVersions(cliOut, 2)).toEqual([b.v1]);
+    const r = await cli(['pack', '--out', cliOut, '--to', join(dir, 'gone'), '--bbox', BOX, '--since', b.v1]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(`--since ${b.v1}: build ${b.v1} is not kept in ${cliOut} (kept: ${b.v2}, ${v3}; current: ${v3})`);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('bad input: the flag, file and field named, a non-zero exit, nothing written', async () => {
+    const to = join(dir, 'bad');
+    const cases: [string[], string][] = [
+      [['--bbox', '9.6,47.1,9.5,47.2'], '--bbox: expected west,south,east,north in degrees with west < east and south < north (got "9.6,47.1,9.5,47.2")'],
+      [['--bbox', BOX, '--minzoom', '15'], '--minzoom/--maxzoom: omt has zooms 0–14, none of them asked for'],
+      [['--bbox', BOX, '--styles', 'nope'], 'pack: unknown style "nope" (the build has osm-bright)'],
+      [['--bbox', '100,10,101,11'], '--bbox: the area [100, 10, 101, 11] does not meet omt\'s bounds'],
+    ];
+    const geo = join(dir, 'area.geojson');
+    await writeFile(geo, JSON.stringify({ type: 'Feature', geometry: { type: 'Polygon', coordinates: [[[9.5, 47.1], [9.6, 47.1], [9.5, 47.1]]] } }));
+    cases.push([['--geojson', geo], `--geojson ${geo}: $.geometry.coordinates[0]: expected a linear ring of at least 4 [lon, lat] positions`]);
+    for (const [args, message] of cases) {
+      const r = await cli(['pack', '--out', srvOut, '--to', to, ...args]);
+      expect(r.code, args.join(' ')).not.toBe(0);
+      expect(r.stderr).toContain(message);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+    const notDelta = await cli(['pack-apply', join(dir, 'v1-pmtiles'), join(dir, 'v1-pmtiles'), '--to', to]);
+    expect(notDelta.code).not.toBe(0);
+    expect(notDelta.stderr).toContain(`${join(dir, 'v1-pmtiles', 'pack.json')}: not a delta (no "since")`);
+    await mkdir(join(dir, 'broken'), { recursive: true });
+    await writeFile(join(dir, 'broken', 'pack.json'), '{"format": "other", "archives": []}');
+    const broken = await cli(['pack-apply', join(dir, 'broken'), join(dir, 'pmtiles-delta'), '--to', to]);
+    expect(broken.stderr).toContain(`${join(dir, 'broken', 'pack.json')}: not a tilebake pack list (field "format" must be "tilebake-pack/1")`);
+    expect(broken.code).not.toBe(0);
+    await expect(readFile(join(to, 'pack.json'))).rejects.toThrow();
+  });
+
+  it('HTTP: the "packs" scope, the pack-tile quota and --max-pack-tiles refuse before sending, with the estimate; .mbtiles is a 400', async () => {
+    const path = `/packs/omt.pmtiles?bbox=${BOX}`;
+    const noScope = await get(path, TILES_ONLY);
+    expect(noScope.status).toBe(403);
+    expect(noScope.json()).toMatchObject({ status: 403, error: 'key "tiles-only" does not have the "packs" scope' });
+    // The whole box at z0–14 is 48 tiles: twice fits in the app's 100, a third time not.
+    const first = await get(path, APP);
+    expect(first.status).toBe(200);
+    const tiles = Number(first.headers['x-tilebake-pack-tiles']);
+    expect(tiles).toBeGreaterThan(APP_QUOTA / 3);
+    expect(tiles).toBeLessThanOrEqual(APP_QUOTA / 2);
+    expect((await get(path, APP)).status).toBe(200);
+    const over = await get(path, APP);
+    expect(over.status).toBe(429);
+    expect(over.json()).toMatchObject({ status: 429, estimate: { tiles }, remaining: APP_QUOTA - 2 * tiles });
+    expect(over.json().error).toContain(`a pack of ${tiles} tiles is more than the ${APP_QUOTA - 2 * tiles} left of its quota of ${APP_QUOTA} pack tiles per day`);
+    // Smaller packs still fit in what is left.
+    expect((await get(`/packs/omt.pmtiles?bbox=${BOX}&maxzoom=2`, APP)).status).toBe(200);
+    // The whole country is over the server's limit.
+    const big = await get('/packs/omt.pmtiles?bbox=9.47,47.04,9.64,47.28');
+    expect(big.status).toBe(400);
+    const e = big.json();
+    expect(e).toMatchObject({ status: 400, limit: MAX_PACK_TILES });
+    expect(e.estimate.tiles).toBeGreaterThan(MAX_PACK_TILES);
+    expect(e.estimate.bytes).toBeGreaterThan(0);
+    expect(e.error).toContain(`a pack of ${e.estimate.tiles} tiles is over this server's limit of ${MAX_PACK_TILES} (--max-pack-tiles)`);
+    const mb = await get(`/packs/omt.mbtiles?bbox=${BOX}`);
+    expect(mb.status).toBe(400);
+    expect(mb.json().error).toContain('ask for /packs/omt.pmtiles');
+    expect((await get('/packs/omt.pmtiles?bbox=1,2,3')).json()).toMatchObject({ status: 400, error: expect.stringContaining('bbox: expected west,south,east,north') });
+  });
+
+  it('HTTP: a pack is the CLI\'s pack byte for byte; /v/{build}/packs/… is immutable; a pack streamed while a version is published is wholly of its version; ?since streams the delta', async () => {
+    const cliPack = (f: string) => readFile(join(dir, 'v1-pmtiles', f));
+    // Start a pack on v1, publish v2 before reading its body, read it once the server has switched.
+    const body = await new Promise<{ res: RawResponse; switched: boolean }>((resolve, reject) => {
+      import('node:http').then(({ request: req }) => {
+        const r = req(`${server.url}/packs/styles/osm-bright.png.pmtiles?bbox=${BOX}`, { headers: auth(ADMIN), agent: false }, (res) => {
+          res.pause();
+          void (async () => {
+            await publishVersion(srvOut, b.v2);
+            let switched = false;
+            for (let i = 0; i < 100 && !switched; i++) {
+              switched = (await get(`/packs/omt.pmtiles?bbox=${BOX}&maxzoom=0`)).headers['x-tilebake-build'] === b.v2;
+              if (!switched) await new Promise((w) => setTimeout(w, 100));
+            }
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve({ res: { status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks), json: () => undefined }, switched }));
+            res.resume();
+          })().catch(reject);
+        });
+        r.on('error', reject);
+        r.end();
+      }, reject);
+    });
+    expect(body.switched).toBe(true);
+    expect(body.res.status).toBe(200);
+    expect(body.res.headers['x-tilebake-build']).toBe(b.v1);
+    expect(body.res.body.equals(await cliPack('styles-osm-bright.png.pmtiles'))).toBe(true);
+    // Now v2 is served; v1 stays reachable by its versioned URL, byte for byte the CLI's pack of v1.
+    const v = await get(`/v/${b.v1}/packs/omt.pmtiles?bbox=${BOX}`);
+    expect(v.status).toBe(200);
+    expect(v.headers['cache-control']).toContain('immutable');
+    expect(v.body.equals(await cliPack('omt.pmtiles'))).toBe(true);
+    const cur = await get(`/packs/omt.pmtiles?bbox=${BOX}`);
+    expect(cur.headers['x-tilebake-build']).toBe(b.v2);
+    expect(cur.body.equals(await readFile(join(dir, 'pmtiles-full2', 'omt.pmtiles')))).toBe(true);
+    const d = await get(`/packs/omt.pmtiles?bbox=${BOX}&since=${b.v1}`);
+    expect(d.status).toBe(200);
+    expect(d.body.equals(await readFile(join(dir, 'pmtiles-delta', 'omt.pmtiles')))).toBe(true);
+    const gone = await get(`/packs/omt.pmtiles?bbox=${BOX}&since=20190101T000000Z-000000`);
+    expect(gone.status).toBe(404);
+    expect(gone.json().error).toContain(`kept: ${b.v1}, ${b.v2}`);
+  });
+});
