@@ -5,24 +5,7 @@ import { Memo } from '../lib/coalesce.ts';
 import { HttpError } from './context.ts';
 import { sendTile, tileBody, type TileBody } from './tile-response.ts';
 import { HttpStatus } from '../lib/http-status.ts';
-
-/** Content types of static files by extension: pages, scripts, style sheets, source maps. */
-const CONTENT_TYPES: Readonly<Record<string, string>> = Object.freeze({
-  html: 'text/html; charset=utf-8',
-  js: 'text/javascript; charset=utf-8',
-  mjs: 'text/javascript; charset=utf-8',
-  css: 'text/css; charset=utf-8',
-  map: 'application/json; charset=utf-8',
-  json: 'application/json; charset=utf-8',
-});
-
-/** A plain file name: no folder part, no leading dot. */
-const PLAIN_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._@-]*$/;
-
-/** The content type of a static file name, by its extension. */
-export function staticContentType(name: string): string {
-  return CONTENT_TYPES[name.slice(name.lastIndexOf('.') + 1).toLowerCase()] ?? 'application/octet-stream';
-}
+import { contentType, PLAIN_NAME } from '../lib/content-types.ts';
 
 /**
  * The files of one folder (flat: plain names only, nothing below it), each read on first use and
@@ -49,6 +32,6 @@ export class StaticFolder {
   async send(req: FastifyRequest, reply: FastifyReply, name: string, what: string, cacheControl: string): Promise<FastifyReply> {
     const body = await this.get(name);
     if (!body) throw new HttpError(HttpStatus.NotFound, `${what} has no file "${name}"`);
-    return sendTile(req, reply, body, { contentType: staticContentType(name), gzip: false, cacheControl });
+    return sendTile(req, reply, body, { contentType: contentType(name), gzip: false, cacheControl });
   }
 }

@@ -26,6 +26,7 @@ import { checkZoom, parseTileCoord, splitTileFile } from '../../lib/tile-coords.
 import { tileJson } from '../../lib/tilejson.ts';
 import { UPLOAD_PREFIX } from '../../lib/upload-receipt.ts';
 import { RenderSession } from './session.ts';
+import { CONTENT_TYPES, contentType, PLAIN_NAME } from '../../lib/content-types.ts';
 
 /** Loopback address the host listens on: only the build's own browsers reach it. */
 const LOOPBACK = '127.0.0.1';
@@ -46,29 +47,8 @@ const UPLOAD_TYPE = 'application/octet-stream';
 const MAX_UPLOAD_BYTES = 1024 * 1024 * 1024;
 /** Nothing this host serves may be cached by the browsers: a rebuild changes it under the same URL. */
 const NO_STORE = 'no-store';
-/** A plain file name: no folder part, no leading dot. */
-const PLAIN_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._@-]*$/;
 /** Sprite files: `sprite.json`, `sprite.png`, `sprite@2x.json`, `sprite@2x.png`. */
 const SPRITE_FILE = /^sprite(@2x)?\.(json|png)$/;
-/** Content types by extension. */
-const CONTENT_TYPES: Readonly<Record<string, string>> = {
-  html: 'text/html; charset=utf-8',
-  js: 'text/javascript; charset=utf-8',
-  mjs: 'text/javascript; charset=utf-8',
-  css: 'text/css; charset=utf-8',
-  map: 'application/json; charset=utf-8',
-  json: 'application/json; charset=utf-8',
-  pbf: 'application/x-protobuf',
-  png: 'image/png',
-  jpg: 'image/jpeg',
-  webp: 'image/webp',
-};
-
-/** The content type of a file name or extension. */
-function contentType(name: string): string {
-  return CONTENT_TYPES[name.slice(name.lastIndexOf('.') + 1).toLowerCase()] ?? 'application/octet-stream';
-}
-
 /** What the render host serves: a build's outputs, as `tilebake serve` reads them. */
 export interface RenderHostOptions {
   /** The build folder (or any store) holding the archives, prepared styles, sprites and fonts. */
