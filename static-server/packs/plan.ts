@@ -5,7 +5,7 @@
  * by `tilebake pack` and `GET /packs/…`.
  */
 import { createHash } from 'node:crypto';
-import type { Manifest } from '../../lib/manifest.ts';
+import { boundsAtZoom, type Manifest } from '../../lib/manifest.ts';
 import { UserError } from '../../lib/errors.ts';
 import { intersectBBox } from '../../lib/packs/area.ts';
 import { deltaTiles, selectTiles, type PackDelta, type PackTiles } from '../../lib/packs/select.ts';
@@ -76,8 +76,10 @@ function extentOf(source: PackSource, req: PackRequest, build: string | undefine
   if (minzoom > maxzoom) {
     throw new PackInputError(`${req.names.minzoom}/${req.names.maxzoom}: ${source.name} has zooms ${src.minzoom}–${src.maxzoom}, none of them asked for`);
   }
-  const bounds = intersectBBox(req.area.bbox, src.bounds);
-  if (!bounds) throw new PackInputError(`${req.names.area}: the area [${req.area.bbox.join(', ')}] does not meet ${source.name}'s bounds [${src.bounds.join(', ')}]`);
+  // With the world at low zooms, only the extract's region above world_maxzoom (lib/manifest.ts boundsAtZoom):
+  // the widest coverage of the zooms asked for is the one at the lowest.
+  const bounds = intersectBBox(req.area.bbox, boundsAtZoom(src, minzoom));
+  if (!bounds) throw new PackInputError(`${req.names.area}: the area [${req.area.bbox.join(', ')}] does not meet ${source.name}'s bounds [${boundsAtZoom(src, minzoom).join(', ')}]${src.world_maxzoom !== undefined ? ` at zooms ${minzoom}–${maxzoom}` : ''}`);
   return { build, bounds, minzoom, maxzoom };
 }
 

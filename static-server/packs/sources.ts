@@ -91,9 +91,9 @@ export interface PackExtent {
 }
 
 /** The source's zoom range and bounds. */
-export function sourceExtent(s: PackSource): { minzoom: number; maxzoom: number; bounds: BBox; center: [number, number, number] } {
+export function sourceExtent(s: PackSource): { minzoom: number; maxzoom: number; bounds: BBox; center: [number, number, number]; world_maxzoom?: number; region?: BBox } {
   const e = (s.tileset ?? s.style)!;
-  return { minzoom: e.minzoom, maxzoom: e.maxzoom, bounds: e.bounds, center: e.center };
+  return { minzoom: e.minzoom, maxzoom: e.maxzoom, bounds: e.bounds, center: e.center, world_maxzoom: e.world_maxzoom, region: e.region };
 }
 
 /**
