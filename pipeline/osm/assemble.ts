@@ -41,7 +41,7 @@ export async function* assembleTiles(extract: AsyncIterable<SourceTile>, p: Tile
     const parts: RawLayer[][] = [];
     if (z >= NE_MAXZOOM) {
       const coast = p.ocean.tiles.get(`${z}/${x}/${y}`);
-      if (coast) parts.push(decodeStored(coast));
+      if (coast) parts.push(coast);
       if (p.ocean.fills.get(z)?.has(tileIndex(z, x, y))) parts.push(fillLayers(OCEAN_FILL));
     }
     if (z <= WORLD_MAXZOOM && p.world) {

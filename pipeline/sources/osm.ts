@@ -205,7 +205,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       const t = performance.now();
       if (opts.extractOnly) return { fills: new Map(), tiles: new Map(), pieces: 0 };
       try {
-        const o = await oceanTiles({ polygons: sea.polygons, box, only, tilemaker, osmium, workDir: join(workDir, 'ocean'), pidFile, label: opts.label });
+        const o = await oceanTiles({ polygons: sea.polygons, box, only });
         phases.push({ name: 'ocean', seconds: seconds(t) });
         const filled = [...o.fills.values()].reduce((n, f) => n + f.size, 0);
         logLine(`${opts.label}: ocean z${NE_MAXZOOM}-${MAX_ZOOM}: ${filled} tiles of open sea, ${o.pieces} coastal pieces (${o.tiles.size} tiles) in ${elapsed(t)}`);
