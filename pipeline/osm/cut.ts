@@ -99,7 +99,7 @@ const envelopeOf = (g: Geometry): BBox => {
 };
 
 /** Run `f` over `items`, `PARALLEL` at a time. */
-export async function pooled<T>(items: T[], f: (item: T) => Promise<void>): Promise<void> {
+async function pooled<T>(items: T[], f: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(Array.from({ length: Math.min(PARALLEL, items.length) }, async () => {
     while (next < items.length) await f(items[next++]);

@@ -15,7 +15,7 @@ import type { RawLayer } from '../../lib/mvt.ts';
 import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
 import { loadGdal } from '../elevation/gdal.ts';
 import type { WaterPolygon } from './coastline.ts';
-import { clipBox, cutPolygons, pooled, TILE_TAG, type CutZoom } from './cut.ts';
+import { clipBox, cutPolygons, TILE_TAG, type CutZoom } from './cut.ts';
 import { clipArea, inTileBox, NATURAL_EARTH_DIR, NE_MAXZOOM } from './natural-earth.ts';
 import { pieceFeature, pieceLayers } from './piece-tiles.ts';
 import { boxPolygon, clipTo, ofKind, type Geometry } from './shapes.ts';
@@ -117,14 +117,14 @@ export async function oceanTiles(job: OceanJob): Promise<OceanTiles> {
   let pieces = 0;
   for (const [z, c] of await oceanCut(job)) {
     fills.set(z, new Set(c.fills.keys()));
-    // One piece per tile (the ocean is one feature), tagged with its tile; kept in the cut's order.
-    const layers: RawLayer[][] = new Array(c.pieces.length);
-    await pooled([...c.pieces.keys()], async (i) => {
-      const [, x, y] = String(c.pieces[i].attributes[TILE_TAG]).split('/').map(Number);
-      const f = await pieceFeature(c.pieces[i].geometry, OCEAN, z, x, y);
-      layers[i] = f ? pieceLayers('water', [f]) : [];
-    });
-    c.pieces.forEach((p, i) => layers[i].length > 0 && tiles.set(String(p.attributes[TILE_TAG]), layers[i]));
+    // One piece per tile (the ocean is one feature), tagged with its tile. GEOS's calls here are
+    // synchronous: a few milliseconds each, and gdal-async's synchronous calls wait for its asynchronous ones.
+    for (const p of c.pieces) {
+      const key = String(p.attributes[TILE_TAG]);
+      const [, x, y] = key.split('/').map(Number);
+      const f = await pieceFeature(p.geometry, OCEAN, z, x, y);
+      if (f) tiles.set(key, pieceLayers('water', [f]));
+    }
     pieces += c.pieces.length;
   }
   return { fills, tiles, pieces };

@@ -4,7 +4,7 @@
  * already clipped to its tile's clip box (the tile and tilemaker's buffer of 1/200), so that only the
  * projection, the simplification and the rounding are left:
  *
- * - coordinates in the tile's 4096 units (Web Mercator, lib/tile-math.ts), floored as tilemaker's
+ * - coordinates in the tile's 4096 units (Web Mercator, by PROJ), floored as tilemaker's
  *   `scaleLatpLon` does (a vertex on the clip box's edge, −20.48, is at −21 as in tilemaker's tiles;
  *   canonical.ts makes a covering ring the fill rectangle either way);
  * - below z13 simplified as the profile's shapefile layers are (`SHAPE_SIMPLIFY`: 0.0001° at z12,
@@ -21,7 +21,6 @@
  * GEOS calls per coastal tile instead of tilemaker runs (their start, the Lua profile, shapefiles).
  */
 import { GEOM_TYPE, MVT_EXTENT, type RawFeature, type RawLayer } from '../../lib/mvt.ts';
-import { lonLatToWorld } from '../../lib/tile-math.ts';
 import { loadGdal } from '../elevation/gdal.ts';
 import { signedArea2, type Point } from './coastline.ts';
 import { encodeRings } from './fill.ts';
@@ -48,12 +47,15 @@ export function simplifyUnits(z: number, extent = MVT_EXTENT): number {
 
 type Coordinates = number[][][]; // a polygon: rings of [x, y]
 
-/** The polygons of a (multi)polygon, as GeoJSON coordinates. */
+/** The rings of a polygon, as arrays of [x, y]. */
+const ringsOf = (p: import('gdal-async').Polygon): Coordinates => p.rings.map((r) => r.points.toArray().map((pt) => [pt.x, pt.y]));
+
+/** The polygons of a (multi)polygon (read through gdal-async's arrays: a third of the time of its GeoJSON). */
 function polygonsOf(g: Geometry): Coordinates[] {
-  const json = g.toObject() as { type: string; coordinates: unknown };
-  if (json.type === 'Polygon') return [json.coordinates as Coordinates];
-  if (json.type === 'MultiPolygon') return json.coordinates as Coordinates[];
-  throw new Error(`a polygon piece is a ${json.type}`);
+  const base = g.wkbType & 0xff;
+  if (base === 3) return [ringsOf(g as import('gdal-async').Polygon)];
+  if (base === 6) return (g as import('gdal-async').MultiPolygon).children.map((c) => ringsOf(c as import('gdal-async').Polygon));
+  throw new Error(`a polygon piece is a ${g.name}`);
 }
 
 const perimeter = (r: number[][]) => r.slice(1).reduce((s, p, i) => s + Math.hypot(p[0] - r[i][0], p[1] - r[i][1]), 0);
@@ -74,24 +76,46 @@ function flooredRing(r: number[][], exterior: boolean): Point[] | undefined {
   return (area > 0) === exterior ? out : out.reverse();
 }
 
+let projection: Promise<import('gdal-async').CoordinateTransformation> | undefined;
+
+/**
+ * Lon/lat to the units of the world as one tile of `MVT_EXTENT` (x east from the antimeridian, y
+ * north from the Mercator square's southern edge: the tile grid's y negated), by PROJ (GDAL): the
+ * spherical Mercator of lib/tile-math.ts on a sphere whose circumference is the world's units, done on
+ * whole geometries at once (reading their coordinates out costs more than projecting them). Made once.
+ */
+function worldUnits(): Promise<import('gdal-async').CoordinateTransformation> {
+  projection ??= loadGdal().then((gdal) => {
+    const r = MVT_EXTENT / (2 * Math.PI);
+    const sphere = `+a=${r} +b=${r} +no_defs`;
+    return new gdal.CoordinateTransformation(
+      gdal.SpatialReference.fromProj4(`+proj=longlat ${sphere}`),
+      gdal.SpatialReference.fromProj4(`+proj=merc ${sphere} +lat_ts=0 +lon_0=0 +k=1 +x_0=${r * Math.PI} +y_0=${r * Math.PI} +units=m`),
+    );
+  });
+  return projection;
+}
+
 /**
  * The feature of a polygon piece (lon/lat, clipped to tile z/x/y's clip box) in that tile, with the
- * given attributes; undefined when nothing of it is left after simplifying and rounding.
+ * given attributes; undefined when nothing of it is left after simplifying and rounding. GEOS's calls
+ * here are synchronous (a few milliseconds each): gdal-async's synchronous calls would wait for
+ * asynchronous ones anyway.
  */
 export async function pieceFeature(piece: Geometry, attributes: ShapeAttributes, z: number, x: number, y: number, extent = MVT_EXTENT): Promise<RawFeature | undefined> {
-  const gdal = await loadGdal();
-  const scale = 2 ** z * extent;
-  const project = (c: number[]) => {
-    const w = lonLatToWorld(c[0], c[1]);
-    return [w.x * scale - x * extent, w.y * scale - y * extent];
-  };
-  let polygons = polygonsOf(piece).map((p) => p.map((r) => r.map(project)));
+  let projected = piece.clone();
+  projected.transform(await worldUnits());
+  // The world's units are the tile's at z0: at zoom z, 2^z × extent / MVT_EXTENT tile units each.
+  const scale = (2 ** z * extent) / MVT_EXTENT;
   const tolerance = simplifyUnits(z, extent);
+  if (tolerance > 0) projected = projected.simplifyPreserveTopology(tolerance / scale);
+  if (projected.isEmpty()) return undefined;
+  // To the tile's units, y down.
+  const [x0, y0] = [x * extent, (2 ** z - y) * extent];
+  let polygons = polygonsOf(projected).map((p) => p.map((r) => r.map(([px, py]) => [px * scale - x0, y0 - py * scale])));
   if (tolerance > 0) {
-    const projected = gdal.Geometry.fromGeoJson({ type: 'MultiPolygon', coordinates: polygons });
-    const simple = await projected.simplifyPreserveTopologyAsync(tolerance);
     const kept = (r: number[][]) => perimeter(r) > MIN_PERIMETER * tolerance;
-    polygons = simple.isEmpty() ? [] : polygonsOf(simple).flatMap(([outer, ...holes]) => (kept(outer) ? [[outer, ...holes.filter(kept)]] : []));
+    polygons = polygons.flatMap(([outer, ...holes]) => (kept(outer) ? [[outer, ...holes.filter(kept)]] : []));
   }
   const rings: Point[][] = [];
   for (const [outer, ...holes] of polygons) {
