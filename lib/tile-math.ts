@@ -77,6 +77,11 @@ export function tileBounds(z: number, x: number, y: number): BBox {
   return [tileLon(x, z), tileLat(y + 1, z), tileLon(x + 1, z), tileLat(y, z)];
 }
 
+/** The row of tile row `y` at zoom `z` counted from the other edge: XYZ ↔ TMS (MBTiles' tile_row); its own inverse. */
+export function flipRow(z: number, y: number): number {
+  return 2 ** z - 1 - y;
+}
+
 /** True for an integer tile address inside the zoom's grid (0 ≤ x, y < 2^z, 0 ≤ z ≤ MAX_ZOOM). */
 export function isValidTile(z: number, x: number, y: number): boolean {
   if (!Number.isInteger(z) || !Number.isInteger(x) || !Number.isInteger(y)) return false;

@@ -57,12 +57,12 @@ export interface MltResult {
   encodeCpuSeconds: number;
 }
 
-/** The encoder an MLT archive was made with (its metadata), undefined for none or no archive. */
-export async function mltEncoderOf(path: string): Promise<unknown> {
-  if (!(await stat(path).catch(() => undefined))) return undefined;
+/** True when the MLT archive at `path` exists and was made by this encoder (its metadata names it). */
+export async function madeByThisEncoder(path: string): Promise<boolean> {
+  if (!(await stat(path).catch(() => undefined))) return false;
   const r = await openArchiveFile(path);
   try {
-    return (await r.metadata())[MLT_METADATA_KEY];
+    return (await r.metadata())[MLT_METADATA_KEY] === MLT_ENCODER;
   } finally {
     await r.close();
   }

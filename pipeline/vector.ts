@@ -2,7 +2,6 @@ import { rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
 import { readManifestOrEmpty, setOsmState, updateManifest, type MltArchive, type TilesetEntry } from '../lib/manifest.ts';
-import { MLT_ENCODER } from '../lib/mlt.ts';
 import type { BuildConfig } from './config/index.ts';
 import { packSource, type PackOptions, type PackResult } from './pack.ts';
 import { logLine } from '../lib/progress.ts';
@@ -12,7 +11,6 @@ import { PROFILE_CONFIG, PROFILE_PROCESS } from './osm/tilemaker.ts';
 import { worldKey } from './osm/world.ts';
 import { hashInputs, linkFile, readDeps, recordDeps } from './reuse.ts';
 import { patchOsmArchive, type OsmPatch } from './vector-patch.ts';
-import { encodeMltArchive, mltEncoderOf } from './mlt.ts';
 
 export { archiveMetadata, packSource, type PackOptions, type PackResult } from './pack.ts';
 
@@ -107,9 +105,11 @@ async function fingerprintOf(recipe: string, source: string): Promise<string> {
  */
 async function mltArchiveFor(t: BuildConfig['tilesets'][string], outDir: string, prev: { dir: string; entry: TilesetEntry } | undefined, unchanged: boolean): Promise<MltArchive | undefined> {
   if (!t.encodings.includes('mlt')) return undefined;
+  // Loaded here: the MLT encoder (@maplibre/mlt) is loaded only by builds that ask for MLT.
+  const { encodeMltArchive, madeByThisEncoder } = await import('./mlt.ts');
   const archive = `data/${t.id}.mlt.pmtiles`;
   const prevMlt = prev?.entry.mlt && join(prev.dir, prev.entry.mlt.archive);
-  if (unchanged && prevMlt && (await mltEncoderOf(prevMlt)) === MLT_ENCODER) {
+  if (unchanged && prevMlt && (await madeByThisEncoder(prevMlt))) {
     await linkFile(prevMlt, join(outDir, archive));
     logLine(`vector ${t.id}: MLT archive reused from the previous build`);
     return { ...prev!.entry.mlt!, archive };

@@ -13,6 +13,7 @@ import { tileIdToZxy } from 'pmtiles';
 import { tempPathFor } from '../atomic.ts';
 import { UserError } from '../errors.ts';
 import type { ArchiveReader } from '../pmtiles/index.ts';
+import { flipRow } from '../tile-math.ts';
 import { readInOrder } from './read.ts';
 import type { PackDelta, PackPiece, PackTiles } from './select.ts';
 
@@ -77,11 +78,6 @@ export class AggTilesHash {
   }
 }
 
-/** TMS row of XYZ row `y` at zoom `z`. */
-function tmsRow(z: number, y: number): number {
-  return 2 ** z - 1 - y;
-}
-
 /** The agg_tiles_hash of an MBTiles file's `tiles` (table or view). */
 export function aggTilesHashOfDb(db: Database.Database): string {
   const h = new AggTilesHash();
@@ -103,7 +99,7 @@ export async function aggTilesHashOfTiles(source: ArchiveReader, tiles: PackTile
       const [tz, tx, ty] = tileIdToZxy(p.tileId + t);
       z[k] = tz;
       x[k] = tx;
-      row[k] = tmsRow(tz, ty);
+      row[k] = flipRow(tz, ty);
       piece[k] = i;
     }
   });
@@ -140,7 +136,7 @@ function putMetadata(db: Database.Database, metadata: Record<string, string | nu
 function* rowsOf(p: PackPiece): Generator<[number, number, number]> {
   for (let t = 0; t < p.runLength; t++) {
     const [z, x, y] = tileIdToZxy(p.tileId + t);
-    yield [z, x, tmsRow(z, y)];
+    yield [z, x, flipRow(z, y)];
   }
 }
 
@@ -233,7 +229,7 @@ export function writeMbtilesDelta(path: string, source: ArchiveReader, delta: Pa
       for (const [start, end] of delta.removed) {
         for (let id = start; id < end; id++) {
           const [z, x, y] = tileIdToZxy(id);
-          put.run(z, x, tmsRow(z, y), null);
+          put.run(z, x, flipRow(z, y), null);
         }
       }
     })();

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { UserError } from '../../lib/errors.ts';
 import type { TileFormat } from '../../lib/manifest.ts';
+import { flipRow } from '../../lib/tile-math.ts';
 import {
   asInputError,
   checkTileCoord,
@@ -137,7 +138,7 @@ export async function openMbtiles(path: string): Promise<TileSource> {
           'SELECT zoom_level AS z, COUNT(*) AS count, MIN(tile_column) AS minX, MAX(tile_column) AS maxX, MIN(tile_row) AS minRow, MAX(tile_row) AS maxRow FROM tiles GROUP BY zoom_level ORDER BY zoom_level',
         )
         .all() as { z: number; count: number; minX: number; maxX: number; minRow: number; maxRow: number }[]
-    ).map((r): ZoomStats => ({ z: r.z, count: r.count, minX: r.minX, maxX: r.maxX, minY: 2 ** r.z - 1 - r.maxRow, maxY: 2 ** r.z - 1 - r.minRow }));
+    ).map((r): ZoomStats => ({ z: r.z, count: r.count, minX: r.minX, maxX: r.maxX, minY: flipRow(r.z, r.maxRow), maxY: flipRow(r.z, r.minRow) }));
     const count = stats.reduce((n, s) => n + s.count, 0);
     if (count === 0) throw new UserError(`${path}: the "tiles" table holds no tiles`);
     const firstRow = db.prepare('SELECT tile_data FROM tiles WHERE tile_data IS NOT NULL LIMIT 1').get() as { tile_data: Buffer } | undefined;
@@ -159,7 +160,7 @@ export async function openMbtiles(path: string): Promise<TileSource> {
           for (const r of stmt.iterate() as Iterable<TileRow>) {
             const z = r.zoom_level;
             const x = r.tile_column;
-            const y = 2 ** z - 1 - r.tile_row;
+            const y = flipRow(z, r.tile_row);
             checkTileCoord(z, x, y, `${path}: tiles row (zoom_level ${z}, tile_column ${x}, tile_row ${r.tile_row})`);
             if (r.tile_data === null) continue;
             yield { z, x, y, data: matchCompression(r.tile_data, compression, format) };
