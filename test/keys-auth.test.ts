@@ -214,18 +214,23 @@ describe('reload and usage', () => {
     expect(count('limited', 429)).toBe(1);
     expect(count('website', 200)).toBeGreaterThanOrEqual(4);
     expect(count('backend', 200)).toBeGreaterThan(5);
-    await new Promise((res) => setTimeout(res, 1500)); // usage rows are flushed once a second
-    const store = new UsageStore(join(dir, 'state'), true);
-    try {
-      const today = new Date().toISOString().slice(0, 10);
-      const rows = store.report(today);
-      const limited = rows.find((x) => x.key === 'limited')!;
-      expect(limited).toMatchObject({ day: today, requests: 3 }); // the refused 4th is not usage
-      expect(limited.bytes).toBeGreaterThan(0);
-      expect(rows.find((x) => x.key === 'backend')!.requests).toBeGreaterThan(5);
-    } finally {
-      store.close();
-    }
+    // Usage rows are flushed about once a second: wait for the store's state (a loaded machine delays the flush), not a fixed time.
+    const today = new Date().toISOString().slice(0, 10);
+    const report = () => {
+      const store = new UsageStore(join(dir, 'state'), true);
+      try {
+        return store.report(today);
+      } finally {
+        store.close();
+      }
+    };
+    const flushed = (rows: ReturnType<typeof report>) => rows.find((x) => x.key === 'limited')?.requests === 3 && (rows.find((x) => x.key === 'backend')?.requests ?? 0) > 5;
+    let rows = report();
+    for (const deadline = Date.now() + 60_000; !flushed(rows) && Date.now() < deadline; rows = report()) await new Promise((res) => setTimeout(res, 250));
+    const limited = rows.find((x) => x.key === 'limited')!;
+    expect(limited).toMatchObject({ day: today, requests: 3 }); // the refused 4th is not usage
+    expect(limited.bytes).toBeGreaterThan(0);
+    expect(rows.find((x) => x.key === 'backend')!.requests).toBeGreaterThan(5);
   });
 
   it('`tilebake usage --since` prints requests, bytes and points per key per day', async () => {

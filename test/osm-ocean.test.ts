@@ -1,7 +1,9 @@
 /**
  * The sea cut into tiles (pipeline/osm/cut.ts, ocean.ts): a tile the sea covers is the canonical fill
- * tile tilemaker and the canonical step would make of it, made without either; a coastal tile's ocean is
- * the sea inside it (Monaco's build against GEOS's intersection of the sea with each tile).
+ * tile tilemaker and the canonical step would make of it, made without either; a coastal tile's piece,
+ * written without tilemaker (piece-tiles.ts), is tilemaker's tile of that piece up to its simplification
+ * (the reef off Belize); a coastal tile's ocean is the sea inside it (Monaco's build against GEOS's
+ * intersection of the sea with each tile).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,10 +14,11 @@ import { loadGdal } from '../pipeline/elevation/gdal.ts';
 import { canonicalEncode, canonicalTile, decodeStored } from '../pipeline/osm/canonical.ts';
 import { signedArea2 } from '../pipeline/osm/coastline.ts';
 import { fillLayers } from '../pipeline/osm/compose.ts';
-import { cutPolygons, tileIndex } from '../pipeline/osm/cut.ts';
+import { cutPolygons, TILE_TAG, tileIndex } from '../pipeline/osm/cut.ts';
 import { decodeRings } from '../pipeline/osm/fill.ts';
-import { SHAPE_SIMPLIFY } from '../pipeline/osm/natural-earth.ts';
-import { oceanGeometry } from '../pipeline/osm/ocean.ts';
+import { NE_MAXZOOM, SHAPE_SIMPLIFY, zoomArea, type ShapeLayer } from '../pipeline/osm/natural-earth.ts';
+import { oceanCut, oceanGeometry, oceanTiles } from '../pipeline/osm/ocean.ts';
+import { readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { buildSea } from '../pipeline/osm/sea.ts';
 import { runShapeLayers } from '../pipeline/osm/shape-runs.ts';
 import { boxPolygon, ofKind, writeShapefile } from '../pipeline/osm/shapes.ts';
@@ -24,6 +27,7 @@ import { buildMonacoVector, MONACO_HEADER_BBOX, MONACO_PBF } from './osm-helpers
 import { archiveTiles, readTile } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
+const REEF = join(import.meta.dirname, 'fixtures', 'osm', 'belize-reef.osm.pbf');
 const LONG = 600_000;
 const EXTENT = 4096;
 type Gdal = Awaited<ReturnType<typeof loadGdal>>;
@@ -103,6 +107,57 @@ async function inTileCoordinates(gdal: Gdal, g: import('gdal-async').Geometry, z
   const map = (c: unknown): unknown => (typeof (c as number[])[0] === 'number' ? [(((c as number[])[0] - w) / (e - w)) * EXTENT, ((my(n) - my((c as number[])[1])) / (my(n) - my(s))) * EXTENT] : (c as unknown[]).map(map));
   return gdal.Geometry.fromGeoJson({ type: json.type, coordinates: map(json.coordinates) } as object);
 }
+
+describe("coastal tiles without tilemaker: tilemaker's tiles of the same pieces (the reef off Belize)", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'tilebake-ocean-pieces-'));
+  });
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  test('the same tiles, layer and attributes; the same vertices from z13, the ocean within 0.2 % of the tile below (simplified)', async () => {
+    const gdal = await loadGdal();
+    const box = tileBox((await readOsmHeader(REEF)).bbox!);
+    const { polygons } = await buildSea('osmium', REEF, box, join(dir, 'pids'));
+    const ours = (await oceanTiles({ polygons, box })).tiles;
+    // tilemaker's tiles of the same pieces: a shapefile per zoom, runs of three zooms (the former path).
+    const layers: Record<string, ShapeLayer> = {};
+    for (const [z, c] of await oceanCut({ polygons, box })) {
+      if (c.pieces.length === 0) continue;
+      const source = join(dir, `ocean_z${z}.shp`);
+      await writeShapefile(source, 'polygon', { class: 'string', [TILE_TAG]: 'string' }, c.pieces);
+      layers[`ocean_z${z}`] = { minzoom: z, maxzoom: z, source, write_to: 'water', source_columns: ['class', TILE_TAG], ...SHAPE_SIMPLIFY };
+    }
+    const seam = zoomArea(box, NE_MAXZOOM);
+    const theirs = await runShapeLayers({
+      tilemaker: 'tilemaker', osmium: 'osmium', box, layers, workDir: dir, pidFile: join(dir, 'pids'), label: 'test',
+      runBox: (first) => (first <= NE_MAXZOOM ? [seam[0] - 1, seam[1] - 1, seam[2] + 1, seam[3] + 1] : zoomArea(box, first)),
+    });
+    // Coastal tiles at every zoom from z6 (the reef's cays are holes in the sea).
+    expect(new Set([...ours.keys()].map((k) => Number(k.split('/')[0])))).toEqual(new Set([6, 7, 8, 9, 10, 11, 12, 13, 14]));
+    expect(ours.size).toBeGreaterThan(100);
+    expect([...ours.keys()].sort()).toEqual([...theirs.keys()].sort());
+    const tile = gdal.Geometry.fromWKT(`POLYGON((0 0,${EXTENT} 0,${EXTENT} ${EXTENT},0 ${EXTENT},0 0))`);
+    const area = (g: import('gdal-async').Geometry) => (g as unknown as { getArea(): number }).getArea() / EXTENT ** 2;
+    const vertices = (data: Uint8Array) => decodeStored(data).flatMap((l) => l.features.flatMap((f) => decodeRings(f.geometry)!.flat().map((p) => p.join(',')))).sort();
+    let holes = 0;
+    for (const [key, layers] of ours) {
+      const [z, x, y] = key.split('/').map(Number);
+      const a = canonicalEncode([layers], x, y)!;
+      const b = canonicalTile(theirs.get(key)!, x, y);
+      const shape = (data: Uint8Array) => decodeStored(data).map((l) => ({ name: l.name, extent: l.extent, features: l.features.map((f) => ({ type: f.type, tags: Object.fromEntries(f.tags) })) }));
+      expect(shape(a), key).toEqual([{ name: 'water', extent: EXTENT, features: [{ type: 3, tags: { class: 'ocean' } }] }]);
+      expect(shape(a), key).toEqual(shape(b));
+      holes += decodeRings(decodeStored(a)[0].features[0].geometry)!.filter((r) => signedArea2(r) < 0).length;
+      if (z >= 13) expect(vertices(a), key).toEqual(vertices(b));
+      const differs = area(tileOcean(gdal, a).intersection(tile).symDifference(tileOcean(gdal, b).intersection(tile)));
+      expect(differs, key).toBeLessThan(z >= 13 ? 1e-9 : 0.002);
+    }
+    expect(holes).toBeGreaterThan(10);
+  }, LONG);
+});
 
 describe.sequential("Monaco's coastal tiles: the ocean is the sea inside each tile", () => {
   let out: string;

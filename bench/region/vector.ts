@@ -6,7 +6,7 @@
  *   node --import tsx bench/region/vector.ts [--rounds 3] [--world-rounds 2] [--regions belize,porto] [--dir DIR]
  *
  * Each round runs, per region, the whole vector stage (bench/osm/stage.ts in its own process: the
- * extract's tilemaker run, the sea step, the ocean's cut and tilemaker runs, the world's tiles from
+ * extract's tilemaker run, the sea step, the ocean's cut and coastal tiles, the world's tiles from
  * the cache, the merge and the PMTiles writer) and then the same with `--extract-only` (the extract's
  * own tiles, re-encoded and packed the same way: the baseline). The ratio is taken within each round and
  * the round with the median ratio is shown, with its parts. Then `--world-rounds` pairs of a first build
@@ -121,9 +121,9 @@ Load average at the start ${loadStart}, at the end ${load()} (other jobs share t
 Each round: the whole vector stage (bench/osm/stage.ts in its own process, Node start-up excluded), then
 the same extract with the sea and Natural Earth left out (\`extractOnly\`: its own tiles, re-encoded and
 packed the same way). The round with the median ratio is shown. The parts overlap (the extract's
-tilemaker run, the ocean and the world run at once), so they do not add up to the stage: "extract run"
+tilemaker run, the sea and ocean, and the world run at once), so they do not add up to the stage: "extract run"
 is tilemaker on the extract; "sea" the coastline's polygons (osmium); "ocean" the sea joined with
-Natural Earth's 10 m ocean around the box, cut into tiles and the coastal tiles' tilemaker runs;
+Natural Earth's 10 m ocean around the box, cut into tiles and the coastal tiles written (GEOS, lib/mvt.ts);
 "world" the world's z0–6 (from the cache); "merge + pack" the canonical re-encoding of every tile and
 the PMTiles writer. CPU: user + system seconds of the stage's process and its children (GNU time),
 which a loaded machine does not inflate as it does the wall time. Peak RSS: the stage's process and

@@ -41,7 +41,7 @@ export async function* assembleTiles(extract: AsyncIterable<SourceTile>, p: Tile
     const parts: RawLayer[][] = [];
     if (z >= NE_MAXZOOM) {
       const coast = p.ocean.tiles.get(`${z}/${x}/${y}`);
-      if (coast) parts.push(decodeStored(coast));
+      if (coast) parts.push(coast);
       if (p.ocean.fills.get(z)?.has(tileIndex(z, x, y))) parts.push(fillLayers(OCEAN_FILL));
     }
     if (z <= WORLD_MAXZOOM && p.world) {
@@ -52,13 +52,14 @@ export async function* assembleTiles(extract: AsyncIterable<SourceTile>, p: Tile
     return parts;
   };
   const merged = async (z: number, x: number, y: number, own?: Uint8Array): Promise<SourceTile | undefined> => {
-    done.add(`${z}/${x}/${y}`);
-    const parts = await others(z, x, y);
-    // Open sea and nothing else: one tile for all (canonical bytes do not depend on the place).
-    if (!own && z > WORLD_MAXZOOM && parts.length === 1 && !p.ocean.tiles.has(`${z}/${x}/${y}`)) {
-      openSea ??= canonicalEncode(parts, x, y);
+    const key = `${z}/${x}/${y}`;
+    done.add(key);
+    // Open sea and nothing else: one tile for all (canonical bytes do not depend on the place), made once.
+    if (!own && z > WORLD_MAXZOOM && !p.ocean.tiles.has(key) && p.ocean.fills.get(z)?.has(tileIndex(z, x, y))) {
+      openSea ??= canonicalEncode([fillLayers(OCEAN_FILL)], x, y);
       return { z, x, y, data: openSea! };
     }
+    const parts = await others(z, x, y);
     const data = canonicalEncode(own ? [decodeStored(own), ...parts] : parts, x, y);
     return data && { z, x, y, data };
   };

@@ -2,29 +2,27 @@
  * The ocean of an extract's tiles from z6 (NE_MAXZOOM) up: inside the extract's tile box the sea built
  * from its own coastline (sea.ts), outside it Natural Earth's 10 m ocean, joined into one polygon so
  * that there is no seam at the box's edge, and cut into tiles (cut.ts): the tiles it covers are fills
- * (one canonical tile for the open sea), the coastal ones go through tilemaker as their own pieces. At
+ * (one canonical tile for the open sea), each coastal one gets its piece, written as its tile's feature
+ * (piece-tiles.ts: projected, simplified and rounded as tilemaker would, without a tilemaker run). At
  * zoom z the tiles are those of z that cover the box (z14: the box); at z6, where the world's tiles
  * (world.ts) lie around them, the ocean reaches into their buffers as the world's does.
  *
  * What this costs grows with the coast, not with the box: GEOS cuts the pieces of coastal tiles only,
- * and tilemaker clips each piece in its own tile (and its neighbours' buffers), where it once clipped the
- * whole sea in every tile of the box.
+ * and writes each in its own tile, where tilemaker once clipped the whole sea in every tile of the box.
  */
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { RawLayer } from '../../lib/mvt.ts';
 import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
 import { loadGdal } from '../elevation/gdal.ts';
 import type { WaterPolygon } from './coastline.ts';
-import { clipBox, cutPolygons, TILE_TAG } from './cut.ts';
-import { clipArea, inTileBox, NATURAL_EARTH_DIR, NE_MAXZOOM, SHAPE_SIMPLIFY, type ShapeLayer } from './natural-earth.ts';
-import { runShapeLayers } from './shape-runs.ts';
-import { boxPolygon, clipTo, ofKind, writeShapefile, type Geometry } from './shapes.ts';
-import { zoomArea } from './natural-earth.ts';
+import { clipBox, cutPolygons, TILE_TAG, type CutZoom } from './cut.ts';
+import { clipArea, inTileBox, NATURAL_EARTH_DIR, NE_MAXZOOM } from './natural-earth.ts';
+import { pieceFeature, pieceLayers } from './piece-tiles.ts';
+import { boxPolygon, clipTo, ofKind, type Geometry } from './shapes.ts';
 
 /** The deepest zoom generated. */
 const MAX_ZOOM = 14;
 const OCEAN = { class: 'ocean' } as const;
-const OCEAN_COLUMNS = { class: 'string', [TILE_TAG]: 'string' } as const;
 
 /** The extract's sea polygons as one (multi)polygon, or undefined when there are none. */
 export async function seaGeometry(polygons: WaterPolygon[]): Promise<Geometry | undefined> {
@@ -73,11 +71,11 @@ function worldSeamArea(box: BBox): BBox {
   return [nw[0], se[1], se[2], nw[3]];
 }
 
-/** The ocean's tiles: those it covers by zoom (cut.ts `tileIndex`), and the coastal ones as tilemaker wrote them (plain MVT, by `z/x/y`). */
+/** The ocean's tiles: those it covers by zoom (cut.ts `tileIndex`), and the coastal ones' layers (piece-tiles.ts), by `z/x/y`. */
 export interface OceanTiles {
   fills: Map<number, Set<number>>;
-  tiles: Map<string, Uint8Array>;
-  /** Coastal tiles cut (GEOS) and written by tilemaker. */
+  tiles: Map<string, RawLayer[]>;
+  /** Coastal tiles cut (GEOS) and written. */
   pieces: number;
 }
 
@@ -89,11 +87,6 @@ export interface OceanJob {
   box: BBox;
   /** Only these tiles (`z/x/y`), when not all. */
   only?: ReadonlySet<string>;
-  tilemaker: string;
-  osmium: string;
-  workDir: string;
-  pidFile: string;
-  label: string;
 }
 
 /** The ocean of an extract's tiles: its sea inside the tile box, Natural Earth's around it (out to z6's buffers), as one polygon. */
@@ -103,34 +96,36 @@ export async function oceanGeometry(polygons: WaterPolygon[], box: BBox): Promis
   return sea && outside ? ofKind(await sea.unionAsync(outside), 'polygon') : (sea ?? outside);
 }
 
-/** The ocean of the extract's tiles at z6–14 (see the module comment). */
-export async function oceanTiles(job: OceanJob): Promise<OceanTiles> {
+/** The ocean of the extract's tiles at z6–14 cut into tiles (cut.ts): fills and coastal pieces by zoom (none when there is no ocean). */
+export async function oceanCut(job: OceanJob): Promise<Map<number, CutZoom>> {
   const { box } = job;
   const seam = worldSeamArea(box);
-  const all = await oceanGeometry(job.polygons, box);
-  const fills = new Map<number, Set<number>>();
-  if (!all) return { fills, tiles: new Map(), pieces: 0 };
-  const area = (z: number): BBox => (z <= NE_MAXZOOM ? seam : z >= MAX_ZOOM ? box : clipArea(box, z));
   const only = job.only && new Set([...job.only].filter((k) => Number(k.split('/')[0]) >= NE_MAXZOOM));
-  if (only?.size === 0) return { fills, tiles: new Map(), pieces: 0 };
+  if (only?.size === 0) return new Map();
+  const all = await oceanGeometry(job.polygons, box);
+  if (!all) return new Map();
+  const area = (z: number): BBox => (z <= NE_MAXZOOM ? seam : z >= MAX_ZOOM ? box : clipArea(box, z));
   // The tiles of each zoom that cover the box (their ancestors are the tiles that cover it at lower zooms).
   const keep = inTileBox(box, MAX_ZOOM);
-  const cut = await cutPolygons({ features: [{ geometry: all, attributes: OCEAN }], minzoom: NE_MAXZOOM, maxzoom: MAX_ZOOM, area, only, keep });
-  await mkdir(job.workDir, { recursive: true });
-  const layers: Record<string, ShapeLayer> = {};
+  return cutPolygons({ features: [{ geometry: all, attributes: OCEAN }], minzoom: NE_MAXZOOM, maxzoom: MAX_ZOOM, area, only, keep });
+}
+
+/** The ocean of the extract's tiles at z6–14 (see the module comment). */
+export async function oceanTiles(job: OceanJob): Promise<OceanTiles> {
+  const fills = new Map<number, Set<number>>();
+  const tiles = new Map<string, RawLayer[]>();
   let pieces = 0;
-  for (const [z, c] of cut) {
+  for (const [z, c] of await oceanCut(job)) {
     fills.set(z, new Set(c.fills.keys()));
-    if (c.pieces.length === 0) continue;
-    const name = `ocean_z${z}`;
-    const source = join(job.workDir, `${name}.shp`);
-    await writeShapefile(source, 'polygon', OCEAN_COLUMNS, c.pieces);
-    layers[name] = { minzoom: z, maxzoom: z, source, write_to: 'water', source_columns: Object.keys(OCEAN_COLUMNS), ...SHAPE_SIMPLIFY };
+    // One piece per tile (the ocean is one feature), tagged with its tile. GEOS's calls here are
+    // synchronous: a few milliseconds each, and gdal-async's synchronous calls wait for its asynchronous ones.
+    for (const p of c.pieces) {
+      const key = String(p.attributes[TILE_TAG]);
+      const [, x, y] = key.split('/').map(Number);
+      const f = await pieceFeature(p.geometry, OCEAN, z, x, y);
+      if (f) tiles.set(key, pieceLayers('water', [f]));
+    }
     pieces += c.pieces.length;
   }
-  const tiles = await runShapeLayers({
-    tilemaker: job.tilemaker, osmium: job.osmium, box, layers, workDir: job.workDir, pidFile: job.pidFile, label: `${job.label} ocean`,
-    runBox: (first) => (first <= NE_MAXZOOM ? seam : zoomArea(box, first)),
-  });
   return { fills, tiles, pieces };
 }

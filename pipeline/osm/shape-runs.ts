@@ -1,5 +1,5 @@
 /**
- * tilemaker runs for the shapefile layers of one zoom each (Natural Earth, the ocean): tilemaker 2.2
+ * tilemaker runs for the shapefile layers of one zoom each (Natural Earth's world, world.ts): tilemaker 2.2
  * clips shapefiles to its box and indexes them at its base zoom, so a layer for zoom z is cheap in a
  * run whose base zoom is a little above z and whose box is the tiles of zoom z it covers, and ruinous
  * in the extract's run (base zoom 14). Zooms are grouped GROUP at a time; the runs read an empty OSM

@@ -174,19 +174,7 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
     const worldMaxzoom = opts.worldMaxzoom === false ? -1 : (opts.worldMaxzoom ?? WORLD_MAXZOOM);
     const needWorld = !opts.extractOnly && (!zooms || Math.min(...zooms) <= NE_MAXZOOM);
 
-    const t1 = performance.now();
-    let sea;
-    try {
-      sea = opts.extractOnly ? { polygons: [], coastlineWays: 0 } : await buildSea(osmium, input, box, pidFile);
-    } catch (e) {
-      throw osmiumError(e, path);
-    }
-    if (!opts.extractOnly) {
-      phases.push({ name: 'sea', seconds: seconds(t1) });
-      logLine(`${opts.label}: sea from ${sea.coastlineWays} coastline ways: ${sea.polygons.length} water polygons in ${elapsed(t1)}`);
-    }
-
-    // The extract's run, the ocean's cut and runs, and the world (cached) are independent: they overlap.
+    // The extract's run, the sea and the ocean, and the world (cached) are independent: they overlap.
     const mbtiles = join(workDir, 'tiles.mbtiles');
     const extract = async () => {
       const t = performance.now();
@@ -202,13 +190,22 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       logLine(`${opts.label}: tilemaker done in ${elapsed(t)}`);
     };
     const ocean = async () => {
-      const t = performance.now();
       if (opts.extractOnly) return { fills: new Map(), tiles: new Map(), pieces: 0 };
+      const t1 = performance.now();
+      let sea;
       try {
-        const o = await oceanTiles({ polygons: sea.polygons, box, only, tilemaker, osmium, workDir: join(workDir, 'ocean'), pidFile, label: opts.label });
+        sea = await buildSea(osmium, input, box, pidFile);
+      } catch (e) {
+        throw osmiumError(e, path);
+      }
+      phases.push({ name: 'sea', seconds: seconds(t1) });
+      logLine(`${opts.label}: sea from ${sea.coastlineWays} coastline ways: ${sea.polygons.length} water polygons in ${elapsed(t1)}`);
+      const t = performance.now();
+      try {
+        const o = await oceanTiles({ polygons: sea.polygons, box, only });
         phases.push({ name: 'ocean', seconds: seconds(t) });
         const filled = [...o.fills.values()].reduce((n, f) => n + f.size, 0);
-        logLine(`${opts.label}: ocean z${NE_MAXZOOM}-${MAX_ZOOM}: ${filled} tiles of open sea, ${o.pieces} coastal pieces (${o.tiles.size} tiles) in ${elapsed(t)}`);
+        logLine(`${opts.label}: ocean z${NE_MAXZOOM}-${MAX_ZOOM}: ${filled} tiles of open sea, ${o.pieces} coastal tiles in ${elapsed(t)}`);
         return o;
       } catch (e) {
         throw new UserError(`${path}: the ocean: ${(e as Error).message}`, { cause: e });
@@ -226,7 +223,8 @@ export async function openOsm(path: string, opts: OsmSourceOptions): Promise<Til
       }
     };
     const [extractRun, oceanRun, worldRun] = await Promise.allSettled([extract(), ocean(), world()]);
-    for (const r of [extractRun, oceanRun, worldRun]) if (r.status === 'rejected') throw r.reason;
+    // The sea's osmium names what is wrong with a bad input more plainly than tilemaker: its error first.
+    for (const r of [oceanRun, extractRun, worldRun]) if (r.status === 'rejected') throw r.reason;
     const oceanParts = (oceanRun as PromiseFulfilledResult<Awaited<ReturnType<typeof ocean>>>).value;
     const worldPath = (worldRun as PromiseFulfilledResult<string | undefined>).value;
 
