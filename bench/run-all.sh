@@ -18,3 +18,5 @@ echo "== bench/terrain: terrain and contour tiles/s, two distant DEMs, index ove
 node --import tsx bench/terrain/run.ts
 echo "== bench/static: tilebake export time, and the exported tree under nginx vs tilebake serve (wrk)"
 node --import tsx bench/static/run.ts
+echo "== bench/pack: tilebake pack rate (local and Swift) over Belize with every style, and each night's delta share"
+node --import tsx bench/pack/run.ts

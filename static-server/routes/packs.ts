@@ -27,7 +27,7 @@ import { appendVary } from '../tile-response.ts';
 /** Default of `--max-pack-tiles`. */
 export const DEFAULT_MAX_PACK_TILES = 200_000;
 /** Bytes sent per write. */
-const SEND_CHUNK_BYTES = 256 * 1024;
+export const SEND_CHUNK_BYTES = 256 * 1024;
 /** The PMTiles media type. */
 const PMTILES_TYPE = 'application/vnd.pmtiles';
 
