@@ -31,7 +31,7 @@ typecheck: setup
 	node_modules/.bin/tsc -p tsconfig.json
 
 test: setup-test typecheck
-	@mkdir -p build
+	@mkdir -p build && rm -f build/test-cpu.jsonl
 	@start=$$(date +%s); status=0; \
 	node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile=build/test-results.json || status=$$?; \
 	node scripts/test-summary.mjs build/test-results.json $$(( $$(date +%s) - start )); exit $$status

@@ -15,6 +15,8 @@ export default defineConfig({
     maxWorkers: 2,
     // A folder per run where servers shared by several files (Swift) record their pids; stopped at the end.
     globalSetup: ['test/global-setup.ts'],
+    // Each file's CPU seconds (children included) into build/test-cpu.jsonl, summed up after `make test`.
+    setupFiles: ['test/setup-cpu.ts'],
     // Every OSM build of the run (in-process or through the CLI) uses one world z0–6 (pipeline/osm/world.ts),
     // built once beside the other shared fixtures (test/fixtures/cache.ts) and kept across runs.
     env: { TILEBAKE_WORLD_CACHE: resolve(import.meta.dirname, 'build', 'test-cache', 'world') },
