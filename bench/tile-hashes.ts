@@ -4,7 +4,10 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 
-/** sha256 of every tile of every `.pmtiles` under `dir` (whose path passes `include`), keyed by path below `dir` and tile id. */
+/**
+ * sha256 of every tile of every `.pmtiles` under `dir` (whose path passes `include`), keyed by path below
+ * `dir` (without the build version's `builds/<id>/`, which differs between runs) and tile id.
+ */
 export async function tileHashes(dir: string, include: (path: string) => boolean = () => true): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   const walk = async (d: string): Promise<void> => {
@@ -16,7 +19,7 @@ export async function tileHashes(dir: string, include: (path: string) => boolean
         try {
           for await (const t of r.entries()) {
             const h = createHash('sha256').update(await r.readRange(t.offset, t.length)).digest('hex');
-            for (let k = 0; k < t.runLength; k++) out.set(`${p.slice(dir.length)}:${t.tileId + k}`, h);
+            for (let k = 0; k < t.runLength; k++) out.set(`${p.slice(dir.length).replace(/\/builds\/[^/]+\//, '/')}:${t.tileId + k}`, h);
           }
         } finally {
           await r.close();

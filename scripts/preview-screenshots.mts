@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer } from '../static-server/serve.ts';
-import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../workers/chromium-process.ts';
+import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../workers/chromium.ts';
 
 const [dir = 'build/sample', outDir = 'docs'] = process.argv.slice(2);
 const token = randomBytes(18).toString('base64url');

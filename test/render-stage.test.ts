@@ -270,6 +270,6 @@ describe.sequential('render stage (Monaco, osm-bright)', () => {
   }, LONG);
 
   test('Chromium missing: the error gives the install command', async () => {
-    await expect(assertChromium('/nonexistent/chromium')).rejects.toThrow(/apt-get install chromium/);
+    await expect(assertChromium('/nonexistent/chromium')).rejects.toThrow(/apt-get install chromium-headless-shell/);
   });
 });

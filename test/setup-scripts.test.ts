@@ -15,7 +15,7 @@ const ROOT = resolve(import.meta.dirname, '..');
 /** Packages only the tests start: never in `make setup`'s set. */
 const TEST_ONLY = ['slurm-wlm', 'munge', 'swift', 'swift-proxy', 'memcached', 'redis-server', 'nginx-light', 'wrk'];
 /** Packages tilebake cannot build or serve without. */
-const RUNTIME = ['chromium', 'gdal-bin', 'libgdal-dev', 'tilemaker', 'osmium-tool', 'osmcoastline'];
+const RUNTIME = ['chromium-headless-shell', 'gdal-bin', 'libgdal-dev', 'tilemaker', 'osmium-tool', 'osmcoastline'];
 
 const bin = mkdtempSync(join(tmpdir(), 'tilebake-setup-'));
 // Nothing is installed, and this is not root.

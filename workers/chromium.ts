@@ -1,5 +1,8 @@
 /**
- * Debian's Chromium, started by playwright-core (`chromium.launch`): Playwright adds its own
+ * Debian's Chromium headless shell (package `chromium-headless-shell`: Chromium's old headless mode,
+ * without the browser UI, profile services and extensions that the full browser's `--headless` starts;
+ * Playwright and Puppeteer use the same shell for headless), started by playwright-core
+ * (`chromium.launch`): Playwright adds its own
  * automation switches, holds the DevTools pipe (when the thread or process that launched it ends,
  * the pipe closes and Chromium exits) and removes its throw-away profile. tilebake adds only the
  * switches of its own below: SwiftShader WebGL, and no network beyond loopback.
@@ -11,8 +14,11 @@ import { UserError } from '../lib/errors.ts';
 import { packageRequire } from '../lib/package-root.ts';
 import { processesWith } from '../lib/process-tree.ts';
 
-/** Debian's Chromium; override with TILEBAKE_CHROMIUM. */
-export const CHROMIUM_PATH = process.env.TILEBAKE_CHROMIUM || '/usr/lib/chromium/chromium';
+/**
+ * Debian's Chromium headless shell; override with TILEBAKE_CHROMIUM (the full browser,
+ * /usr/lib/chromium/chromium, works too: ~3 CPU s more per start, docs/render-performance.md).
+ */
+export const CHROMIUM_PATH = process.env.TILEBAKE_CHROMIUM || '/usr/lib/chromium/chromium-headless-shell';
 
 /** tilebake's own switches, measured to work (and to be fast) for headless SwiftShader WebGL on a CPU-only machine. */
 export const CHROMIUM_ARGS = [
@@ -63,7 +69,7 @@ export async function assertChromium(path = CHROMIUM_PATH): Promise<void> {
     await access(path, constants.X_OK);
   } catch {
     throw new UserError(
-      `Chromium not found at ${path} (needed to render styles). Install it with \`sudo apt-get install chromium\`, or set TILEBAKE_CHROMIUM to its path.`,
+      `Chromium not found at ${path} (needed to render styles). Install it with \`sudo apt-get install chromium-headless-shell\`, or set TILEBAKE_CHROMIUM to its path.`,
     );
   }
 }

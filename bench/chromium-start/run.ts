@@ -42,11 +42,15 @@ interface Variant {
   only?: string[];
   /** Run in `$WORK/template-render` instead of the profile given (makes the `render` template: a browser's profile after this job). */
   keepProfile?: boolean;
+  /** Another Chromium executable than CHROMIUM_PATH. */
+  binary?: string;
 }
 
 /** The variants measured (docs/render-performance.md "Chromium processes and start-up" has the numbers). */
 const VARIANTS: Record<string, Variant> = {
   base: {},
+  // The full browser in its (new) headless mode, the renderer before 2026-12-02 (base is the headless shell).
+  'full-browser': { binary: '/usr/lib/chromium/chromium' },
   'in-process-gpu': { add: ['--in-process-gpu'] },
   'no-zygote': { add: ['--no-zygote'] },
   'single-process': { add: ['--single-process'] },
@@ -118,7 +122,7 @@ ${remove}
   args+=("$a")
 done
 ${v.enable?.length ? `[ -z "$have_enable" ] && args=(--enable-features=${v.enable.join(',')} "\${args[@]}")` : ''}
-exec ${q(CHROMIUM_PATH)} "\${args[@]}"
+exec ${q(v.binary ?? CHROMIUM_PATH)} "\${args[@]}"
 `,
   );
   chmodSync(path, 0o755);
