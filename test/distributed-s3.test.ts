@@ -10,7 +10,8 @@
  * server may still read.
  *
  * Config: the Monaco sample, osm-bright at z12–13, 1x and @2x, PNG and JPEG, single-tile metatiles (every
- * shard renders; the Slurm test covers the rest of the contract; here the store is what is under test).
+ * shard renders; the Slurm test covers the rest of the contract; here the store is what is under test),
+ * with the sample's Latin glyph ranges only (latinFonts): Swift handles each file of a version as an object.
  */
 import { spawn } from 'node:child_process';
 import { readFile, readdir, rm } from 'node:fs/promises';
@@ -22,7 +23,7 @@ import { lonLatToTile } from '../lib/tile-math.ts';
 import { EXIT_PERMANENT, EXIT_TRANSIENT, publishArgs, shardArgs } from '../deploy/params.ts';
 import { CLI, freePort, request, startServe, type ServeProcess } from './fixtures/server/helpers.ts';
 import { startSwift, SWIFT_HOOK_TIMEOUT_MS, type Swift } from './fixtures/swift.ts';
-import { readTile, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
+import { latinFonts, readTile, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 const N = 4;
 const LONG = 900_000;
@@ -100,7 +101,7 @@ async function s3Version(store: WritableStore): Promise<{ id: string; files: Map
 beforeAll(async () => {
   dir = await tempDir('dist-s3');
   ref = join(dir, 'ref');
-  const raw = sampleConfig(ref, { minzoom: 12, maxzoom: 13, scales: [1, 2], formats: ['png', 'jpg'] }, { metatile: 1, margin: 64 });
+  const raw = { ...sampleConfig(ref, { minzoom: 12, maxzoom: 13, scales: [1, 2], formats: ['png', 'jpg'] }, { metatile: 1, margin: 64 }), fonts: await latinFonts(dir) };
   configFile = (await writeConfig(dir, 'config.json', raw)).file;
   const oneMachine = async () => {
     const r = await cli(['build', '--config', configFile, '--out', ref, '--workers', '1']);
