@@ -10,9 +10,9 @@
 import { appendFileSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
+import { CPUACCT, cpuacctSeconds } from '../bench/command.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const CPUACCT = '/sys/fs/cgroup/cpuacct';
 const HZ = 100; // USER_HZ on Linux
 const PREFIX = 'tilebake-test-';
 
@@ -65,7 +65,7 @@ beforeAll(() => {
 afterAll(() => {
   let cpu: number;
   if (cgroup) {
-    cpu = Number(readFileSync(join(cgroup.own, 'cpuacct.usage'), 'utf8')) / 1e9;
+    cpu = cpuacctSeconds(cgroup.own);
     writeFileSync(join(cgroup.parent, 'cgroup.procs'), String(process.pid));
     try { rmdirSync(cgroup.own); } catch { /* orphans still ending: removed by a later file */ }
   } else cpu = rusageSeconds() - cpu0;
