@@ -117,7 +117,7 @@ export function nginxConf(o: NginxConfOptions, tokensPath: string): { conf: stri
     const indent = versioned ? '' : '  ';
     const out: string[] = [];
     for (const [id, t] of Object.entries(o.manifest.tilesets)) {
-      // MLT tiles are stored compressed as the tileset's MVT tiles (pipeline/mlt.ts): one gzip rule for both.
+      // MLT tiles are stored compressed as the tileset's MVT tiles (pipeline/vector/mlt.ts): one gzip rule for both.
       const gzip = o.gzipTilesets.has(id) && t.format === 'pbf';
       const lines = [types(t.mlt ? [t.format, 'mlt'] : [t.format]), 'log_not_found off;', ...base, cacheLine(data), ...vary(true)];
       if (gzip) lines.push('add_header Content-Encoding gzip;', 'error_page 418 = @tilebake_gunzip;', 'if ($tilebake_gzip = 0) { return 418; }');

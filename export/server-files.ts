@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { UserError } from '../lib/errors.ts';
 import { buildApp } from '../static-server/app.ts';
 import { archivesOf } from '../static-server/archives.ts';
-import { contextOver } from '../static-server/context-over.ts';
+import { contextOver } from '../static-server/new-context.ts';
 import { useVersionedUrls } from '../static-server/versioned.ts';
 import { GLYPH_RANGE_SIZE, MAX_GLYPH_CODEPOINT } from '../lib/glyphs/font-stacks.ts';
 import type { BuildToExport } from './build-source.ts';

@@ -9,7 +9,7 @@
 import { copyFile, link, mkdir, readdir, rename, rm, rmdir, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../lib/atomic.ts';
-import { Memo } from '../lib/coalesce.ts';
+import { Memo } from '../lib/shared-work.ts';
 import { versionedFilePath, versionOfPath } from '../lib/versioned-url.ts';
 import { COMMITTING_FILE, formatListing, LISTING_FILE, type Listed } from './listing.ts';
 

@@ -61,7 +61,7 @@ export interface TilesetEntry {
   mlt?: MltArchive;
 }
 
-/** A tileset's MLT archive (pipeline/mlt.ts). */
+/** A tileset's MLT archive (pipeline/vector/mlt.ts). */
 export interface MltArchive {
   /** PMTiles archive (tile type MLT), relative to the output folder. */
   archive: string;

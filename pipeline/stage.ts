@@ -5,8 +5,8 @@
  */
 import type { Manifest } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
-import type { RenderStageOptions } from './render.ts';
-import type { VectorStageOptions } from './vector.ts';
+import type { RenderStageOptions } from './render/stage.ts';
+import type { VectorStageOptions } from './vector/stage.ts';
 
 /** Stage names, in the order a build runs them. */
 export const STAGE_NAMES = ['vector', 'elevation', 'render'] as const;

@@ -3,7 +3,7 @@ import { gunzip } from 'node:zlib';
 import { Compression } from 'pmtiles';
 import { openArchive, type ArchiveReader } from '../lib/pmtiles/index.ts';
 import type { Store } from '../lib/storage.ts';
-import { LoadingCache } from '../lib/coalesce.ts';
+import { LoadingCache } from '../lib/shared-work.ts';
 import { ByteLru } from '../lib/lru.ts';
 import { cacheBudgetBytes, type ServerContext } from './context.ts';
 import { serverMetrics } from './metrics.ts';

@@ -17,7 +17,7 @@ import { clientErrorHandler, MAX_HEADER_BYTES } from './errors.ts';
 import { DEFAULT_VERSION_POLL_MS, VersionFollower, type OpenedVersion } from './follow.ts';
 import { enableClusterMetrics, startMetricsListener, type MetricsListener } from './metrics-cluster.ts';
 import { serverMetrics } from './metrics.ts';
-import { contextOver, healthOf } from './context-over.ts';
+import { contextOver, healthOf } from './new-context.ts';
 import type { StoreHealth } from './store-health.ts';
 import { startRenderHost } from '../workers/render-host/server.ts';
 import { RENDER_PAGE_DIR } from '../workers/render-browser.ts';

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Memo } from '../lib/coalesce.ts';
+import { Memo } from '../lib/shared-work.ts';
 import { HttpError } from './context.ts';
 import { sendTile, tileBody, type TileBody } from './tile-response.ts';
 import { HttpStatus } from '../lib/http-status.ts';

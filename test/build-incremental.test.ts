@@ -7,7 +7,7 @@ import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { build } from '../pipeline/build.ts';
 import { type Metatile } from '../lib/metatiles.ts';
-import { metatilesToRerender, viewSourceTiles } from '../pipeline/render/metatiles.ts';
+import { metatilesToRerender, viewSourceTiles } from '../pipeline/render/selection.ts';
 import { archiveTiles, copyTile, SAMPLE, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 const LONG = 400_000;

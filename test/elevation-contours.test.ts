@@ -15,7 +15,7 @@ import { isolineChains } from '../lib/elevation/marching-squares.ts';
 import { ElevationIndex } from '../lib/elevation/reader.ts';
 import { FileRangeSource } from '../lib/storage.ts';
 import { lonLatToTile, pixelCentreAxes, pixelLat, pixelLon } from '../lib/tile-math.ts';
-import { ELEVATION_INDEX_PATH, buildElevation } from '../pipeline/elevation.ts';
+import { ELEVATION_INDEX_PATH, buildElevation } from '../pipeline/elevation/stage.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { serveOptions } from './fixtures/server/helpers.ts';

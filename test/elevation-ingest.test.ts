@@ -8,7 +8,7 @@ import { bilinear } from '../lib/elevation/bilinear.ts';
 import { ElevationIndex } from '../lib/elevation/reader.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { FileRangeSource } from '../lib/storage.ts';
-import { buildElevation, ELEVATION_INDEX_PATH } from '../pipeline/elevation.ts';
+import { buildElevation, ELEVATION_INDEX_PATH } from '../pipeline/elevation/stage.ts';
 import { readGdal } from '../pipeline/elevation/gdal.ts';
 import { probeDem, readDem } from '../pipeline/elevation/sources.ts';
 

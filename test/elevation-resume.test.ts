@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ELEVATION_INDEX_PATH, buildElevation, type ElevationOptions } from '../pipeline/elevation.ts';
+import { ELEVATION_INDEX_PATH, buildElevation, type ElevationOptions } from '../pipeline/elevation/stage.ts';
 import { runTileJob, type TileJob } from '../pipeline/elevation/tiles.ts';
 import { Compression, TileType } from '../lib/pmtiles/index.ts';
 import { writeSyntheticHgt } from './fixtures/dem/synthetic.ts';

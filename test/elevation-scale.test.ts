@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bilinear, locate } from '../lib/elevation/bilinear.ts';
 import { ElevationIndex } from '../lib/elevation/reader.ts';
 import { FileRangeSource } from '../lib/storage.ts';
-import { ELEVATION_INDEX_PATH, type ElevationStats } from '../pipeline/elevation.ts';
+import { ELEVATION_INDEX_PATH, type ElevationStats } from '../pipeline/elevation/stage.ts';
 import { POSTS_PER_DEG, syntheticPost, writeSyntheticHgt } from './fixtures/dem/synthetic.ts';
 
 const run = promisify(execFile);

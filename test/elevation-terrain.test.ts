@@ -10,7 +10,7 @@ import { ElevationIndex } from '../lib/elevation/reader.ts';
 import { ENCODING_STEP, decodeHeightRgb, encodeHeightRgb } from '../lib/elevation/terrain-rgb.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { FileRangeSource } from '../lib/storage.ts';
-import { ELEVATION_INDEX_PATH, buildElevation } from '../pipeline/elevation.ts';
+import { ELEVATION_INDEX_PATH, buildElevation } from '../pipeline/elevation/stage.ts';
 import { pixelCentres } from '../pipeline/elevation/terrain.ts';
 import { lonLatToTile, pixelCentreAxes, tileBounds, tileRunsForBoxes, tilesInRuns, type BBox } from '../lib/tile-math.ts';
 import { PMTiles, FetchSource } from 'pmtiles';

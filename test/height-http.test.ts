@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cumulativeDistances, encodePolyline, haversine } from '../lib/elevation/geo.ts';
-import { buildElevation } from '../pipeline/elevation.ts';
+import { buildElevation } from '../pipeline/elevation/stage.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 

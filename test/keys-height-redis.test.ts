@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildElevation } from '../pipeline/elevation.ts';
+import { buildElevation } from '../pipeline/elevation/stage.ts';
 import { periodOf } from '../static-server/keys/limits.ts';
 import { freePort, request, startServe, type ServeProcess } from './fixtures/server/helpers.ts';
 import { startRedis, type TestRedis } from './fixtures/server/redis.ts';

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildElevation } from '../pipeline/elevation.ts';
+import { buildElevation } from '../pipeline/elevation/stage.ts';
 import { UsageStore } from '../static-server/keys/usage-store.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { request } from './fixtures/server/helpers.ts';

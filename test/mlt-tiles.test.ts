@@ -13,7 +13,7 @@ import type { Manifest } from '../lib/manifest.ts';
 import { MLT_ENCODER, mvtToMlt } from '../lib/mlt.ts';
 import { encodeTile as encodeMvt, GEOM_COMMAND, GEOM_TYPE, type RawLayer } from '../lib/mvt.ts';
 import { Compression, openArchiveFile, PMTilesWriter, TileType } from '../lib/pmtiles/index.ts';
-import { encodeMltArchive, MLT_METADATA_KEY } from '../pipeline/mlt.ts';
+import { encodeMltArchive, MLT_METADATA_KEY } from '../pipeline/vector/mlt.ts';
 import { MLT_TILESET, sharedMltBuild } from './fixtures/mlt.ts';
 
 /** The MVT geometry type of each MLT geometry type. */

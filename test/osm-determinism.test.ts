@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { tileIdToZxy } from '../lib/pmtiles/index.ts';
 import { tileBounds, type BBox } from '../lib/tile-math.ts';
-import { packVectorTiles } from '../pipeline/vector.ts';
+import { packVectorTiles } from '../pipeline/vector/stage.ts';
 import { MONACO_PBF, wayCoords } from './osm-helpers.ts';
 import { archiveTiles, tempDir } from './render-helpers.ts';
 

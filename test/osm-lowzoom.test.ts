@@ -13,7 +13,7 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { lonLatToTile, tileBounds } from '../lib/tile-math.ts';
 import { pointInRing, type Point } from '../pipeline/osm/coastline.ts';
-import { runRenderStage } from '../pipeline/render.ts';
+import { runRenderStage } from '../pipeline/render/stage.ts';
 import { tileBox } from '../pipeline/sources/osm.ts';
 import { buildMonacoVector, mbtilesTile, MONACO_HEADER_BBOX, MONACO_PBF, osmConfig, vectorTile } from './osm-helpers.ts';
 import { OSM_BRIGHT, readTile, rgb, SAMPLE, writeConfig } from './render-helpers.ts';

@@ -12,7 +12,7 @@ import { VectorTile } from '@mapbox/vector-tile';
 import { PbfReader } from 'pbf';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
-import { packVectorTiles } from '../pipeline/vector.ts';
+import { packVectorTiles } from '../pipeline/vector/stage.ts';
 import { tempDir } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';

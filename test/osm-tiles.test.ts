@@ -17,7 +17,7 @@ import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { openArchiveFile, tileIdToZxy } from '../lib/pmtiles/index.ts';
 import { lonLatToTile, tileCountInBBox } from '../lib/tile-math.ts';
 import { pointInRing, type Point } from '../pipeline/osm/coastline.ts';
-import { runRenderStage } from '../pipeline/render.ts';
+import { runRenderStage } from '../pipeline/render/stage.ts';
 import { buildMonacoVector, MONACO_PBF, osmConfig, vectorTile, wayCoords } from './osm-helpers.ts';
 import { archiveTiles, readTile, rgb, SAMPLE, writeConfig } from './render-helpers.ts';
 

@@ -12,7 +12,7 @@ import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { lonLatToTile, tileRangeForBBox } from '../lib/tile-math.ts';
 import { WORLD } from '../pipeline/osm/natural-earth.ts';
-import { packVectorTiles } from '../pipeline/vector.ts';
+import { packVectorTiles } from '../pipeline/vector/stage.ts';
 import { tileJson } from '../lib/tilejson.ts';
 import { buildMonacoVector, MONACO_HEADER_BBOX, MONACO_PBF, vectorTile, worldArchive } from './osm-helpers.ts';
 import { archiveTiles, readTile, tempDir } from './render-helpers.ts';

@@ -12,7 +12,7 @@ import { currentVersionDir } from '../lib/build-version.ts';
 import { enumerateMetatiles, metatileContaining, metatileKey } from '../lib/metatiles.ts';
 import { chromiumBrowsersUnder } from '../lib/process-tree.ts';
 import { tilesInBBox, type BBox } from '../lib/tile-math.ts';
-import { runRenderStage } from '../pipeline/render.ts';
+import { runRenderStage } from '../pipeline/render/stage.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { RENDER_DEFAULTS } from '../static-server/overzoom/policy.ts';
 import { RenderCache } from '../static-server/overzoom/render-cache.ts';

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { LocalStore } from '../lib/storage.ts';
-import { archiveName, runRenderStage, type RenderStageStats } from '../pipeline/render.ts';
+import { archiveName, runRenderStage, type RenderStageStats } from '../pipeline/render/stage.ts';
 import { readIdentity, tilesetArchiveRef } from '../pipeline/render/archive.ts';
 import { plan } from '../pipeline/run/plan.ts';
 import { publish } from '../pipeline/run/publish.ts';
@@ -23,7 +23,7 @@ import { shard } from '../pipeline/run/shard.ts';
 import { groupViews, positionRule, ViewKeys, type PositionRule } from '../pipeline/render/dedup.ts';
 import { RenderJournal } from '../pipeline/render/journal.ts';
 import { enumerateMetatiles, metatileKey, type Metatile } from '../lib/metatiles.ts';
-import { runVectorStage } from '../pipeline/vector.ts';
+import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { archiveTiles, copyVectorOutput, OSM_BRIGHT, readTile, SAMPLE, tempDir as newTempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';

@@ -9,8 +9,8 @@ import { stat } from 'node:fs/promises';
 import { CHROMIUM_PATH } from '../workers/chromium.ts';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { runRenderStage } from '../pipeline/render.ts';
-import { runVectorStage } from '../pipeline/vector.ts';
+import { runRenderStage } from '../pipeline/render/stage.ts';
+import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { chromiumBrowsersUnder, processesWith } from '../lib/process-tree.ts';
 import { archiveTiles, copyVectorOutput, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 

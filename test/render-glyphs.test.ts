@@ -8,8 +8,8 @@ import { cp, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { lonLatToTile, tileBounds } from '../lib/tile-math.ts';
-import { runRenderStage } from '../pipeline/render.ts';
-import { runVectorStage } from '../pipeline/vector.ts';
+import { runRenderStage } from '../pipeline/render/stage.ts';
+import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { decodeGlyphs, encodeGlyphs } from '../lib/glyphs/glyph-pbf.ts';
 import { archiveTiles, OSM_BRIGHT, SAMPLE, tempDir, writeConfig } from './render-helpers.ts';
 

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { tileIdToZxy } from '../lib/pmtiles/index.ts';
 import { lonLatToTile } from '../lib/tile-math.ts';
-import { runElevationStage } from '../pipeline/elevation.ts';
-import { runRenderStage } from '../pipeline/render.ts';
-import { runVectorStage } from '../pipeline/vector.ts';
+import { runElevationStage } from '../pipeline/elevation/stage.ts';
+import { runRenderStage } from '../pipeline/render/stage.ts';
+import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { archiveTiles, compare, copyVectorOutput, OSM_BRIGHT, readTile, rgb, SAMPLE, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';

@@ -26,8 +26,8 @@ describe('render pool', () => {
     // A fresh module graph so that CHROMIUM_PATH is the wrapper's.
     const { vi } = await import('vitest');
     vi.resetModules();
-    const { runVectorStage } = await import('../pipeline/vector.ts');
-    const { runRenderStage } = await import('../pipeline/render.ts');
+    const { runVectorStage } = await import('../pipeline/vector/stage.ts');
+    const { runRenderStage } = await import('../pipeline/render/stage.ts');
     const style = { minzoom: 0, maxzoom: 0, scales: [1], formats: ['png'] };
     const render = { metatile: 4, margin: 64 };
     const one = await tempDir('lazy-start-one');

@@ -7,7 +7,7 @@ import { LocalStore } from '../lib/storage.ts';
 import { parseConfig } from '../pipeline/config/index.ts';
 import { enumerateMetatiles, metatileView } from '../lib/metatiles.ts';
 import { prepareStyle } from '../pipeline/render/style.ts';
-import { runVectorStage } from '../pipeline/vector.ts';
+import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { startRenderHost, type RenderHost } from '../workers/render-host/server.ts';
 import { RENDER_PAGE_PATH, uploadUrl } from '../lib/upload-receipt.ts';
 import { BrowserRenderer, RENDER_PAGE_DIR, type PageView } from '../workers/render-browser.ts';

@@ -15,8 +15,8 @@ import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { tileIdToZxy } from '../lib/pmtiles/index.ts';
 import { lonLatToTile, tileBounds, tileCountInBBox } from '../lib/tile-math.ts';
 import { mergeArchives } from '../pipeline/merge.ts';
-import { runRenderStage } from '../pipeline/render.ts';
-import { runVectorStage } from '../pipeline/vector.ts';
+import { runRenderStage } from '../pipeline/render/stage.ts';
+import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { assertChromium } from '../workers/chromium.ts';
 import { archiveTiles, compare, copyVectorOutput, histogram, OSM_BRIGHT, readTile, rgb, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 

@@ -6,7 +6,7 @@ import type { TilesetEntry } from '../lib/manifest.ts';
 import { localizeStyle } from '../lib/style-language.ts';
 import { prepareStyle } from '../pipeline/render/style.ts';
 import { enumerateMetatiles, metatileView, tileRect } from '../lib/metatiles.ts';
-import { renderOrder } from '../pipeline/render/metatiles.ts';
+import { renderOrder } from '../pipeline/render/selection.ts';
 import { tileRangeForBBox } from '../lib/tile-math.ts';
 import { OSM_BRIGHT, SAMPLE, tempDir } from './render-helpers.ts';
 

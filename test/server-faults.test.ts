@@ -11,7 +11,7 @@ import { readManifestOrEmpty, type Manifest } from '../lib/manifest.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { LocalStore } from '../lib/storage.ts';
 import { StoreCorruptError } from '../lib/store-read.ts';
-import { buildElevation } from '../pipeline/elevation.ts';
+import { buildElevation } from '../pipeline/elevation/stage.ts';
 import { Archives } from '../static-server/archives.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { RETRY_CORRUPT_OPEN_MS } from '../static-server/opened-file.ts';

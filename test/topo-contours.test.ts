@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { lonLatToTile, tileBounds } from '../lib/tile-math.ts';
-import { runElevationStage } from '../pipeline/elevation.ts';
-import { runRenderStage } from '../pipeline/render.ts';
-import { runVectorStage } from '../pipeline/vector.ts';
+import { runElevationStage } from '../pipeline/elevation/stage.ts';
+import { runRenderStage } from '../pipeline/render/stage.ts';
+import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { compare, readTile, rgb, SAMPLE, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';

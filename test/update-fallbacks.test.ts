@@ -1,4 +1,4 @@
-// The fallbacks of a night's patch (pipeline/vector.ts, pipeline/vector-patch.ts): when the previous
+// The fallbacks of a night's patch (pipeline/vector/stage.ts, pipeline/vector/patch.ts): when the previous
 // archive cannot be patched exactly, every tile is generated, and the result is still what a fresh
 // build of the updated extract gives, tile for tile. A cut of Monaco's extract of 2021-08-01 (600 m by
 // 400 m inland, no coastline: cheap to generate; vector tiles only, no styles) and a crafted OsmChange

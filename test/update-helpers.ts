@@ -7,7 +7,7 @@ import { tileIdToZxy } from '../lib/pmtiles/index.ts';
 import { readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { enumerateMetatiles } from '../lib/metatiles.ts';
 import { boundsAtZoom, type ZoomCoverage } from '../lib/manifest.ts';
-import { viewSourceTiles } from '../pipeline/render/metatiles.ts';
+import { viewSourceTiles } from '../pipeline/render/selection.ts';
 import { copyWithHeaderBBox } from '../pipeline/osm/pbf-bounds.ts';
 import { sequencePath } from '../pipeline/update/replication.ts';
 import { CLI, ROOT, runNginx, freePort, type Nginx } from './fixtures/server/helpers.ts';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { NodeFileSource } from './fixtures/pmtiles-file-source.ts';
 import { inspectArchive } from '../pipeline/inspect.ts';
-import { packVectorTiles } from '../pipeline/vector.ts';
+import { packVectorTiles } from '../pipeline/vector/stage.ts';
 import { detectInputKind } from '../pipeline/sources/index.ts';
 import { copyFile } from 'node:fs/promises';
 

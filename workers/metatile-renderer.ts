@@ -1,5 +1,5 @@
 /**
- * Metatiles to pixels with a Piscina pool of browsers: the build bakes with it (pipeline/render.ts),
+ * Metatiles to pixels with a Piscina pool of browsers: the build bakes with it (pipeline/render/stage.ts),
  * `serve` renders above the baked zooms with it (static-server/overzoom/render.ts), both with a render host (render-host/server.ts).
  */
 import type { Piscina } from 'piscina';

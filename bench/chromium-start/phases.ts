@@ -21,7 +21,7 @@ import { commandLine, processTree } from '../../lib/process-tree.ts';
 import { LocalStore } from '../../lib/storage.ts';
 import { parseConfig } from '../../pipeline/config/index.ts';
 import { prepareStyle } from '../../pipeline/render/style.ts';
-import { runVectorStage } from '../../pipeline/vector.ts';
+import { runVectorStage } from '../../pipeline/vector/stage.ts';
 import { startRenderHost } from '../../workers/render-host/server.ts';
 import { RENDER_PAGE_PATH, uploadUrl } from '../../lib/upload-receipt.ts';
 import { BrowserRenderer, RENDER_PAGE_DIR } from '../../workers/render-browser.ts';

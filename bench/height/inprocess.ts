@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ElevationIndex } from '../../lib/elevation/reader.ts';
 import { FileRangeSource } from '../../lib/storage.ts';
-import { ELEVATION_INDEX_PATH, buildElevation } from '../../pipeline/elevation.ts';
+import { ELEVATION_INDEX_PATH, buildElevation } from '../../pipeline/elevation/stage.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const root = join(import.meta.dirname, '../..');

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_LANGUAGES } from '../../lib/languages.ts';
-import { packVectorTiles } from '../../pipeline/vector.ts';
+import { packVectorTiles } from '../../pipeline/vector/stage.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const DEFAULT_INPUTS = [join(ROOT, 'data/liechtenstein/liechtenstein-latest.osm.pbf'), '/work/shared/data/regions/belize-2015-08-23.osm.pbf'];

@@ -9,7 +9,7 @@
  */
 import { parseArgs } from 'node:util';
 import { WORLD_CACHE_ENV } from '../../pipeline/osm/world.ts';
-import { packVectorTiles } from '../../pipeline/vector.ts';
+import { packVectorTiles } from '../../pipeline/vector/stage.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { 'extract-only': { type: 'boolean', default: false }, 'world-maxzoom': { type: 'string' }, 'world-cache': { type: 'string' } } });

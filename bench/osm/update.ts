@@ -2,7 +2,7 @@
  * Benchmark (not a test): what the world's z0–6 adds to a nightly update's vector stage. Liechtenstein's
  * Geofabrik extract of 2019-11-18 (sequence 2434) and its real daily 2435 (test/fixtures/osm-replication):
  * the vector stage of the update (only the tiles the change can change generated, the others copied from
- * the previous archive: pipeline/vector-patch.ts) with the world (`world_maxzoom` 6, the default: 5,461
+ * the previous archive: pipeline/vector/patch.ts) with the world (`world_maxzoom` 6, the default: 5,461
  * tiles more to copy, the changed low-zoom tiles merged with the cached world's) and without it
  * (`world_maxzoom: false`), alternated. The world cache is built before the rounds.
  *
@@ -15,7 +15,7 @@ import { availableParallelism, cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseConfig } from '../../pipeline/config/index.ts';
-import { runVectorStage } from '../../pipeline/vector.ts';
+import { runVectorStage } from '../../pipeline/vector/stage.ts';
 import { fixtureFile, LIECHTENSTEIN, referenceExtract } from '../../test/update-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';

@@ -22,8 +22,8 @@ import { TILE_SIZE, type Metatile } from '../../lib/metatiles.ts';
 import { openArchiveFile, tileIdToZxy } from '../../lib/pmtiles/index.ts';
 import { sliceMetatile, type RasterFormat, type SliceOptions } from '../../lib/raster-encode.ts';
 import { parseConfig } from '../../pipeline/config/index.ts';
-import { runRenderStage } from '../../pipeline/render.ts';
-import { runVectorStage } from '../../pipeline/vector.ts';
+import { runRenderStage } from '../../pipeline/render/stage.ts';
+import { runVectorStage } from '../../pipeline/vector/stage.ts';
 
 process.env.TILEBAKE_QUIET ??= '1';
 const ROOT = resolve(import.meta.dirname, '..', '..');

@@ -18,8 +18,8 @@ import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseConfig } from '../../pipeline/config/index.ts';
-import { runRenderStage } from '../../pipeline/render.ts';
-import { runVectorStage } from '../../pipeline/vector.ts';
+import { runRenderStage } from '../../pipeline/render/stage.ts';
+import { runVectorStage } from '../../pipeline/vector/stage.ts';
 import { defaultRenderWorkers } from '../../workers/pool.ts';
 import { sampleTreeRss } from '../rss.ts';
 

@@ -25,7 +25,7 @@ import { encodeHeightRgb } from '../../lib/elevation/terrain-rgb.ts';
 import { FileRangeSource } from '../../lib/storage.ts';
 import { pixelCentreAxes, tileRunsForBoxes, type BBox } from '../../lib/tile-math.ts';
 import { contourIntervals, DEFAULT_CONTOUR_INTERVALS } from '../../pipeline/config/elevation.ts';
-import { ELEVATION_INDEX_PATH, buildElevation } from '../../pipeline/elevation.ts';
+import { ELEVATION_INDEX_PATH, buildElevation } from '../../pipeline/elevation/stage.ts';
 import { contourZoom } from '../../pipeline/elevation/contours.ts';
 import { pixelCentres } from '../../pipeline/elevation/terrain.ts';
 import { writeSyntheticHgt } from '../../test/fixtures/dem/synthetic.ts';

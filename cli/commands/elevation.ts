@@ -1,4 +1,4 @@
-/** `tilebake elevation --out DIR DEM...`: the elevation index (and terrain, contour tiles) from DEMs alone (pipeline/elevation.ts). */
+/** `tilebake elevation --out DIR DEM...`: the elevation index (and terrain, contour tiles) from DEMs alone (pipeline/elevation/stage.ts). */
 import type { Argv } from 'yargs';
 
 /** Adds the `elevation` command to the program. */
@@ -18,7 +18,7 @@ export function addElevationCommand(y: Argv): Argv {
         .positional('dems', { type: 'string', array: true, describe: 'DEM files or globs (.hgt, .hgt.gz, .zip, GeoTIFF)' })
         .usage('$0 elevation --out DIR DEM...'),
     async (a) => {
-      const { elevationCommand } = await import('../../pipeline/elevation.ts');
+      const { elevationCommand } = await import('../../pipeline/elevation/stage.ts');
       const { contoursSchema } = await import('../../pipeline/config/elevation.ts');
       const dems = (a.dems ?? []).map(String);
       if (a.maxzoom !== undefined && !(Number.isInteger(a.maxzoom) && a.maxzoom >= 0 && a.maxzoom <= 20)) {

@@ -1,4 +1,4 @@
-/** `tilebake vector IN OUT.pmtiles`: one source packed into a PMTiles archive, or an .osm.pbf extract made into tiles (pipeline/vector.ts). */
+/** `tilebake vector IN OUT.pmtiles`: one source packed into a PMTiles archive, or an .osm.pbf extract made into tiles (pipeline/vector/stage.ts). */
 import type { Argv } from 'yargs';
 import { parseBBox } from '../options.ts';
 
@@ -15,7 +15,7 @@ export function addVectorCommand(y: Argv): Argv {
         .option('attribution', { type: 'string', describe: 'Metadata attribution' })
         .option('bbox', { type: 'string', describe: 'Clip an .osm.pbf input to west,south,east,north first' }),
     async (a) => {
-      const { packVectorTiles } = await import('../../pipeline/vector.ts');
+      const { packVectorTiles } = await import('../../pipeline/vector/stage.ts');
       await packVectorTiles(a.input, a.output, { name: a.name, attribution: a.attribution, bbox: parseBBox(a.bbox), bboxField: '--bbox' });
     },
   );

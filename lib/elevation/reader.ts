@@ -3,7 +3,7 @@ import { bilinear, locate } from './bilinear.ts';
 import { decodeBlock, type DecodedBlock } from './codec.ts';
 import { CodeWidth, DIR_ENTRY_BYTES, PREAMBLE_BYTES, blockDims, decodeMeta, decodePreamble, readDirEntry, type DirEntry, type IndexMeta, type LayerMeta } from './format.ts';
 import type { LatLon } from './geo.ts';
-import { LoadingCache } from '../coalesce.ts';
+import { LoadingCache } from '../shared-work.ts';
 import { ByteLru } from '../lru.ts';
 import { axisPlan, fillFromLayer } from './grid-sample.ts';
 

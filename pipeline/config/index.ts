@@ -6,7 +6,7 @@ import type { BBox } from '../../lib/tile-math.ts';
 import { elevationSchema } from './elevation.ts';
 import { bboxSchema, languageSchema, renderSchema, styleSchema } from './render.ts';
 
-/** The tile encodings a vector tileset is served in: MVT always, MLT beside it when listed (pipeline/mlt.ts). */
+/** The tile encodings a vector tileset is served in: MVT always, MLT beside it when listed (pipeline/vector/mlt.ts). */
 export const ENCODINGS = ['mvt', 'mlt'] as const;
 export type Encoding = (typeof ENCODINGS)[number];
 

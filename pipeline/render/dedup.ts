@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { ArchiveReader } from '../../lib/pmtiles/index.ts';
 import { openTilesetArchive, type TilesetArchiveRef } from './archive.ts';
 import { metatileKey, TILE_SIZE, type Metatile } from '../../lib/metatiles.ts';
-import { viewSourceRange, type SourceGrid } from './metatiles.ts';
+import { viewSourceRange, type SourceGrid } from './selection.ts';
 
 /** How a style's pixels depend on the metatile's absolute position besides the tiles it loads. */
 export interface PositionRule {

@@ -11,7 +11,7 @@ import type { BuildConfig } from '../config/index.ts';
 import { logLine, MS_PER_S, secondsSince, type Step } from '../../lib/progress.ts';
 import { groupViews, type ViewGroups, type ViewKeys } from './dedup.ts';
 import type { RenderJournal } from './journal.ts';
-import { renderOrder } from './metatiles.ts';
+import { renderOrder } from './selection.ts';
 
 /** Render tasks queued per worker (keeps the pool busy while the main thread encodes). */
 const QUEUE_PER_WORKER = 2;

@@ -5,12 +5,12 @@
  * read the archives through a Store, where the render reads them: the build folder, or a shard's run
  * location (a shared folder or S3) by ranged reads, so they work the same in a build and in a shard.
  */
-import { Memo } from '../../lib/coalesce.ts';
+import { Memo } from '../../lib/shared-work.ts';
 import { findManifest, type Manifest } from '../../lib/manifest.ts';
 import type { Store } from '../../lib/storage.ts';
 import { changedTiles, tilesetArchiveRef } from './archive.ts';
 import { ViewKeys, type PositionRule } from './dedup.ts';
-import type { ChangedSource, SourceGrid } from './metatiles.ts';
+import type { ChangedSource, SourceGrid } from './selection.ts';
 
 /** A prepared style's sources (`tilebake://data/<tileset>.json` URLs). */
 type StyleSources = { sources: Record<string, Record<string, unknown>> };

@@ -15,7 +15,7 @@ import { summarizeArchiveFile } from '../../lib/pmtiles/index.ts';
 import { downloadTree } from '../../lib/store-tree.ts';
 import { mergeArchives } from '../merge.ts';
 import { logLine } from '../../lib/progress.ts';
-import { archiveName } from '../render.ts';
+import { archiveName } from '../render/stage.ts';
 import { permanent, transient } from './exit.ts';
 import { BASE_DIR, doneMismatch, donePath, mergedPath, parseArchiveKey, readDoneFile, readRunFile, sha256File, type DoneFile, type RunFile } from './run-file.ts';
 

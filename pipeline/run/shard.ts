@@ -14,7 +14,7 @@ import { openWritableStore } from '../../lib/object-store.ts';
 import { SubStore } from '../../lib/storage.ts';
 import { loadConfig } from '../config/index.ts';
 import { logLine } from '../../lib/progress.ts';
-import { archiveName } from '../render.ts';
+import { archiveName } from '../render/stage.ts';
 import { readIdentity } from '../render/archive.ts';
 import { renderStage } from '../stages/render.ts';
 import { shardIndex } from './engine-index.ts';

@@ -8,7 +8,7 @@ const HEADER_DEGREE = 1e-7;
 
 /**
  * The header stores degrees to 1e-7: the metadata's own values, where they agree with it, are the exact
- * ones the archive was written with (a rewritten archive keeps the same TileJSON: pipeline/vector-patch.ts).
+ * ones the archive was written with (a rewritten archive keeps the same TileJSON: pipeline/vector/patch.ts).
  */
 function exactly<T extends number[]>(meta: unknown, header: T): T {
   const ok = Array.isArray(meta) && meta.length === header.length && meta.every((v, i) => typeof v === 'number' && Math.abs(v - header[i]) <= HEADER_DEGREE);

@@ -8,7 +8,7 @@ export const elevationStage: Stage = {
   reads: () => [],
   writes: (m) => [...(m.elevation ? [m.elevation.index] : []), ...tilesetArchives(m, 'terrain')],
   async run(config, sc) {
-    const { runElevationStage } = await import('../elevation.ts');
+    const { runElevationStage } = await import('../elevation/stage.ts');
     await runElevationStage(config, sc.outDir, { previous: sc.previous });
   },
   // Terrain and contour tiles.

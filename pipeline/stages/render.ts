@@ -9,7 +9,7 @@ export const renderStage: Stage = {
   reads: (m) => [...tilesetArchives(m, 'vector'), ...tilesetArchives(m, 'terrain')],
   writes: () => ['styles', 'fonts'],
   async run(config, sc) {
-    const { runRenderStage } = await import('../render.ts');
+    const { runRenderStage } = await import('../render/stage.ts');
     await runRenderStage(config, sc.outDir, { ...sc.render, workers: sc.workers, previous: sc.previous, workDir: sc.workDir });
   },
   tiles: (config, m) =>

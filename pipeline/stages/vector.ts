@@ -8,7 +8,7 @@ export const vectorStage: Stage = {
   reads: () => [],
   writes: (m) => [...tilesetArchives(m, 'vector'), ...Object.values(m.tilesets).flatMap((t) => (t.kind === 'vector' && t.mlt ? [t.mlt.archive] : []))],
   async run(config, sc) {
-    const { runVectorStage } = await import('../vector.ts');
+    const { runVectorStage } = await import('../vector/stage.ts');
     await runVectorStage(config, sc.outDir, { previous: sc.previous, workDir: sc.workDir, patches: sc.vectorPatches });
   },
   tiles: (config, m) => Object.keys(config.tilesets).reduce((n, id) => n + (m.tilesets[id]?.tiles ?? 0), 0),

@@ -20,7 +20,7 @@ import { currentVersionDir } from '../../lib/build-version.ts';
 import { UserError } from '../../lib/errors.ts';
 import { readManifestOrEmpty, setOsmState, type Manifest, type OsmDataState } from '../../lib/manifest.ts';
 import { build, type StageTiming } from '../build.ts';
-import type { OsmPatch } from '../vector-patch.ts';
+import type { OsmPatch } from '../vector/patch.ts';
 import type { BuildConfig } from '../config/index.ts';
 import { copyWithHeaderBBox } from '../osm/pbf-bounds.ts';
 import { readOsmHeader } from '../osm/pbf-header.ts';

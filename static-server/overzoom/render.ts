@@ -15,7 +15,7 @@
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Coalescer, Memo } from '../../lib/coalesce.ts';
+import { Coalescer, Memo } from '../../lib/shared-work.ts';
 import { availableCpus } from '../../lib/cpus.ts';
 import { UserError } from '../../lib/errors.ts';
 import { boundsAtZoom, type StyleArchive, type StyleEntry, type RenderSettings } from '../../lib/manifest.ts';

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Memo } from '../../lib/coalesce.ts';
+import { Memo } from '../../lib/shared-work.ts';
 import { localizeStyle } from '../../lib/style-language.ts';
 import type { StyleEntry } from '../../lib/manifest.ts';
 import { StoreBadAnswerError, StoreCorruptError } from '../../lib/store-read.ts';

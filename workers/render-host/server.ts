@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { Compression } from 'pmtiles';
-import { Memo } from '../../lib/coalesce.ts';
+import { Memo } from '../../lib/shared-work.ts';
 import { FontService } from '../../lib/glyphs/font-stacks.ts';
 import { errorBody, HttpError } from '../../lib/http-error.ts';
 import { HttpStatus } from '../../lib/http-status.ts';

@@ -11,13 +11,13 @@
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { Piscina } from 'piscina';
-import { UserError } from '../lib/errors.ts';
-import { MLT_ENCODER } from '../lib/mlt.ts';
-import { moduleUrl } from '../lib/package-root.ts';
-import { Compression, openArchiveFile, PMTilesWriter, TileType, type ArchiveReader } from '../lib/pmtiles/index.ts';
-import { createProgress, logLine } from '../lib/progress.ts';
-import { createPool, defaultWorkers } from '../workers/pool.ts';
-import encodeMltTiles, { type MltTask, type MltTaskResult } from '../workers/mlt-encode.ts';
+import { UserError } from '../../lib/errors.ts';
+import { MLT_ENCODER } from '../../lib/mlt.ts';
+import { moduleUrl } from '../../lib/package-root.ts';
+import { Compression, openArchiveFile, PMTilesWriter, TileType, type ArchiveReader } from '../../lib/pmtiles/index.ts';
+import { createProgress, logLine } from '../../lib/progress.ts';
+import { createPool, defaultWorkers } from '../../workers/pool.ts';
+import encodeMltTiles, { type MltTask, type MltTaskResult } from '../../workers/mlt-encode.ts';
 
 /** Metadata key of an MLT archive naming the encoder its tiles were made with (lib/mlt.ts MLT_ENCODER). */
 export const MLT_METADATA_KEY = 'tilebake:mlt';

@@ -1,6 +1,6 @@
-// lib/coalesce.ts: concurrent work per key shared while it runs, in a byte-bounded cache, or kept.
+// lib/shared-work.ts: concurrent work per key shared while it runs, in a byte-bounded cache, or kept.
 import { describe, expect, it } from 'vitest';
-import { Coalescer, LoadingCache, Memo } from '../lib/coalesce.ts';
+import { Coalescer, LoadingCache, Memo } from '../lib/shared-work.ts';
 import { ByteLru } from '../lib/lru.ts';
 
 /** A promise with its resolve and reject. */

@@ -1,18 +1,18 @@
 import { rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
-import { readManifestOrEmpty, setOsmState, updateManifest, type MltArchive, type TilesetEntry } from '../lib/manifest.ts';
-import type { BuildConfig } from './config/index.ts';
-import { packSource, type PackOptions, type PackResult } from './pack.ts';
-import { logLine } from '../lib/progress.ts';
-import { openTileSource } from './sources/index.ts';
-import { osmDataState } from './osm/pbf-header.ts';
-import { PROFILE_CONFIG, PROFILE_PROCESS } from './osm/tilemaker.ts';
-import { worldKey } from './osm/world.ts';
-import { hashInputs, linkFile, readDeps, recordDeps } from './reuse.ts';
-import { patchOsmArchive, type OsmPatch } from './vector-patch.ts';
+import { DEFAULT_LANGUAGES } from '../../lib/languages.ts';
+import { readManifestOrEmpty, setOsmState, updateManifest, type MltArchive, type TilesetEntry } from '../../lib/manifest.ts';
+import type { BuildConfig } from '../config/index.ts';
+import { packSource, type PackOptions, type PackResult } from './write-pmtiles.ts';
+import { logLine } from '../../lib/progress.ts';
+import { openTileSource } from '../sources/index.ts';
+import { osmDataState } from '../osm/pbf-header.ts';
+import { PROFILE_CONFIG, PROFILE_PROCESS } from '../osm/tilemaker.ts';
+import { worldKey } from '../osm/world.ts';
+import { hashInputs, linkFile, readDeps, recordDeps } from '../reuse.ts';
+import { patchOsmArchive, type OsmPatch } from './patch.ts';
 
-export { archiveMetadata, packSource, type PackOptions, type PackResult } from './pack.ts';
+export { archiveMetadata, packSource, type PackOptions, type PackResult } from './write-pmtiles.ts';
 
 /** Remove the folders between an OSM work folder and its `.work` ancestor (inclusive) that are empty (other stages may use them). */
 async function removeEmptyWorkParents(workDir: string): Promise<void> {
@@ -101,7 +101,7 @@ async function fingerprintOf(recipe: string, source: string): Promise<string> {
 /**
  * The MLT archive of tileset `t` beside its new MVT archive, when its encodings list `mlt`: linked from
  * the previous version when the MVT archive is that version's (`unchanged`) and the encoder is the same,
- * else encoded, copying the MLT bytes of every tile whose MVT bytes did not change (pipeline/mlt.ts).
+ * else encoded, copying the MLT bytes of every tile whose MVT bytes did not change (pipeline/vector/mlt.ts).
  */
 async function mltArchiveFor(t: BuildConfig['tilesets'][string], outDir: string, prev: { dir: string; entry: TilesetEntry } | undefined, unchanged: boolean): Promise<MltArchive | undefined> {
   if (!t.encodings.includes('mlt')) return undefined;
@@ -134,7 +134,7 @@ export interface VectorStageOptions {
  * manifest. A tileset whose fingerprint (source bytes, options) equals the previous version's is not
  * packed again: its archive is linked from that version. An OSM tileset whose source is the previous
  * version's with change files applied (`opts.patches`) has only the tiles the change can change
- * generated, spliced into a copy of the previous archive (vector-patch.ts).
+ * generated, spliced into a copy of the previous archive (patch.ts).
  */
 export async function runVectorStage(config: BuildConfig, outDir: string, opts: VectorStageOptions = {}): Promise<VectorStageResult> {
   const result: VectorStageResult = { tilesets: 0, tiles: 0, bytes: 0 };

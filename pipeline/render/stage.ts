@@ -4,29 +4,29 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { cpuBudget } from '../lib/cpus.ts';
-import { UserError } from '../lib/errors.ts';
-import { boundsAtZoom, readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../lib/manifest.ts';
-import { OverlayStore } from '../lib/overlay-store.ts';
-import { LocalStore, type Store } from '../lib/storage.ts';
-import type { RenderHost } from '../workers/render-host/server.ts';
-import type { BuildConfig } from './config/index.ts';
-import { createProgress, logLine, secondsSince, stepsText, type Step } from '../lib/progress.ts';
-import { archiveFromJournal, readIdentity, type RenderIdentity } from './render/archive.ts';
-import type { RasterFormat } from '../lib/raster-encode.ts';
-import { RenderJournal } from './render/journal.ts';
-import { describeRule, type ViewKeys } from './render/dedup.ts';
-import { archiveFingerprints, archiveKey, archiveName, prepareJobs, type StyleJob } from './render/jobs.ts';
-import { enumerateMetatiles, metatileKey, type Metatile } from '../lib/metatiles.ts';
-import { inShard, metatilesToRerender, type ChangedSource } from './render/metatiles.ts';
-import type { FirstStyle, MetatileRenderer } from '../workers/metatile-renderer.ts';
-import type { ScaleDone } from './render/draw.ts';
-import { changedSources, changedTilesets, viewKeys } from './render/sources.ts';
-import { linkFile } from './reuse.ts';
-import { EXIT_PERMANENT } from './run/exit.ts';
+import { cpuBudget } from '../../lib/cpus.ts';
+import { UserError } from '../../lib/errors.ts';
+import { boundsAtZoom, readManifestOrEmpty, updateManifest, type Manifest, type StyleArchive, type StyleEntry } from '../../lib/manifest.ts';
+import { OverlayStore } from '../../lib/overlay-store.ts';
+import { LocalStore, type Store } from '../../lib/storage.ts';
+import type { RenderHost } from '../../workers/render-host/server.ts';
+import type { BuildConfig } from '../config/index.ts';
+import { createProgress, logLine, secondsSince, stepsText, type Step } from '../../lib/progress.ts';
+import { archiveFromJournal, readIdentity, type RenderIdentity } from './archive.ts';
+import type { RasterFormat } from '../../lib/raster-encode.ts';
+import { RenderJournal } from './journal.ts';
+import { describeRule, type ViewKeys } from './dedup.ts';
+import { archiveFingerprints, archiveKey, archiveName, prepareJobs, type StyleJob } from './jobs.ts';
+import { enumerateMetatiles, metatileKey, type Metatile } from '../../lib/metatiles.ts';
+import { inShard, metatilesToRerender, type ChangedSource } from './selection.ts';
+import type { FirstStyle, MetatileRenderer } from '../../workers/metatile-renderer.ts';
+import type { ScaleDone } from './draw.ts';
+import { changedSources, changedTilesets, viewKeys } from './sources.ts';
+import { linkFile } from '../reuse.ts';
+import { EXIT_PERMANENT } from '../run/exit.ts';
 
 /** Archive names, used by `shard` and `publish` too. */
-export { archiveKey, archiveName } from './render/jobs.ts';
+export { archiveKey, archiveName } from './jobs.ts';
 
 /** Options of the render stage. */
 export interface RenderStageOptions {
@@ -182,7 +182,7 @@ async function renderStyle(
         const renderer = async () => ctx.renderer({ styleUrl: await styleUrl(), pixelRatio: scale });
         const views = ctx.viewKeys && (() => ctx.viewKeys!(job, styleKey));
         // The browsers and encoders are loaded only now (a build that draws nothing does without them).
-        const { renderScale } = await import('./render/draw.ts');
+        const { renderScale } = await import('./draw.ts');
         done = await renderScale({ renderer, config, styleUrl, label, style: prep.style, tick: (k) => progress.tick(k), rendered, stats: ctx.stats }, metas, scale, journals, copies, views);
       } catch (e) {
         for (const j of journals.values()) await j.close();
@@ -272,7 +272,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
   let server: Promise<RenderHost> | undefined;
   const startServer = () =>
     (server ??= (async () => {
-      const [{ assertChromium }, { startRenderHost }, { RENDER_PAGE_DIR }] = await Promise.all([import('../workers/chromium.ts'), import('../workers/render-host/server.ts'), import('../workers/render-browser.ts')]);
+      const [{ assertChromium }, { startRenderHost }, { RENDER_PAGE_DIR }] = await Promise.all([import('../../workers/chromium.ts'), import('../../workers/render-host/server.ts'), import('../../workers/render-browser.ts')]);
       await assertChromium();
       return startRenderHost({ store, manifest: served, pageDir: RENDER_PAGE_DIR });
     })());
@@ -308,7 +308,7 @@ export async function runRenderStage(config: BuildConfig, outDir: string, opts: 
       // Started for the first scale that has metatiles to render: its browsers open that style at once.
       renderer: (first: FirstStyle) =>
         (renderer ??= (async () => {
-          const [{ MetatileRenderer }, { defaultRenderWorkers }] = await Promise.all([import('../workers/metatile-renderer.ts'), import('../workers/pool.ts')]);
+          const [{ MetatileRenderer }, { defaultRenderWorkers }] = await Promise.all([import('../../workers/metatile-renderer.ts'), import('../../workers/pool.ts')]);
           const count = workers ?? defaultRenderWorkers();
           if (workers === undefined) {
             const b = cpuBudget();

@@ -7,17 +7,17 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
-import { zxyToTileId } from '../lib/pmtiles/index.ts';
-import type { BBox } from '../lib/tile-math.ts';
-import { changedTiles } from './osm/changed-tiles.ts';
-import { readOsmHeader } from './osm/pbf-header.ts';
-import { findTool, killLeftovers, OSMIUM, TILEMAKER } from './osm/tools.ts';
-import { logLine, stepsText } from '../lib/progress.ts';
-import { inTileBox, openOsm, tileBox } from './sources/osm.ts';
-import { openPmtiles } from './sources/pmtiles.ts';
-import type { SourceTile, TileSource } from './sources/common.ts';
-import { packSource, type PackOptions, type PackResult } from './pack.ts';
+import { DEFAULT_LANGUAGES } from '../../lib/languages.ts';
+import { zxyToTileId } from '../../lib/pmtiles/index.ts';
+import type { BBox } from '../../lib/tile-math.ts';
+import { changedTiles } from '../osm/changed-tiles.ts';
+import { readOsmHeader } from '../osm/pbf-header.ts';
+import { findTool, killLeftovers, OSMIUM, TILEMAKER } from '../osm/tools.ts';
+import { logLine, stepsText } from '../../lib/progress.ts';
+import { inTileBox, openOsm, tileBox } from '../sources/osm.ts';
+import { openPmtiles } from '../sources/pmtiles.ts';
+import type { SourceTile, TileSource } from '../sources/common.ts';
+import { packSource, type PackOptions, type PackResult } from './write-pmtiles.ts';
 
 /** How the configured source came about: `changes` applied to `previous`, the extract the previous archive shows. */
 export interface OsmPatch {

@@ -3,13 +3,13 @@
  * and the result the vector stage records.
  */
 import { basename, resolve } from 'node:path';
-import { UserError } from '../lib/errors.ts';
-import type { BBox } from '../lib/tile-math.ts';
-import type { TileFormat } from '../lib/manifest.ts';
-import { PMTilesWriter } from '../lib/pmtiles/index.ts';
-import { centerInBounds } from '../lib/tile-math.ts';
-import { createProgress, logLine } from '../lib/progress.ts';
-import { tileTypeOf, type SourceMetadata, type SourcePhase, type TileSource } from './sources/common.ts';
+import { UserError } from '../../lib/errors.ts';
+import type { BBox } from '../../lib/tile-math.ts';
+import type { TileFormat } from '../../lib/manifest.ts';
+import { PMTilesWriter } from '../../lib/pmtiles/index.ts';
+import { centerInBounds } from '../../lib/tile-math.ts';
+import { createProgress, logLine } from '../../lib/progress.ts';
+import { tileTypeOf, type SourceMetadata, type SourcePhase, type TileSource } from '../sources/common.ts';
 
 const MS_PER_S = 1000;
 
