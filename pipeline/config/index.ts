@@ -3,7 +3,9 @@ import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { UserError } from '../../lib/errors.ts';
 import type { BBox } from '../../lib/tile-math.ts';
+import { isDatabaseUrl } from '../../lib/database-url.ts';
 import { elevationSchema } from './elevation.ts';
+import { gisConfigIssues, gisTilesetFields, type GisLayerConfig } from './gis.ts';
 import { bboxSchema, languageSchema, renderSchema, styleSchema } from './render.ts';
 
 /** The tile encodings a vector tileset is served in: MVT always, MLT beside it when listed (pipeline/vector/mlt.ts). */
@@ -18,7 +20,10 @@ const encodingsSchema = z
 
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
 
-/** A vector tileset: MBTiles, PMTiles, a z/x/y folder, or an OpenStreetMap extract turned into tiles. */
+/**
+ * A vector tileset: MBTiles, PMTiles, a z/x/y folder, an OpenStreetMap extract turned into tiles, or the
+ * user's GIS data (a vector file GDAL reads, or a PostGIS database) cut into tiles (config/gis.ts).
+ */
 export const tilesetSchema = z.union([
   z.string().min(1),
   z.strictObject({
@@ -40,8 +45,9 @@ export const tilesetSchema = z.union([
     }).optional(),
     /** Tile encodings served: `["mvt"]` (default) or `["mvt", "mlt"]`. */
     encodings: encodingsSchema.optional(),
+    ...gisTilesetFields,
   }),
-], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?}' });
+], { error: 'expected a source (an MBTiles, PMTiles, .osm.pbf or GIS file, a z/x/y folder, or a postgresql:// URL) or {"source": …, "name"?, "attribution"?, "description"?, "minzoom"?, "maxzoom"?, "layers"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -62,7 +68,13 @@ type RawConfig = z.infer<typeof configSchema>;
 
 export interface TilesetConfig {
   id: string;
+  /** An absolute path, or a PostgreSQL URL as configured (lib/database-url.ts: never shown with its password). */
   source: string;
+  /** A GIS source: the zooms its tiles are written at (absent: config/gis.ts defaults). */
+  minzoom?: number;
+  maxzoom?: number;
+  /** A GIS source: the layers of the tiles by name (absent: every layer of a file). */
+  layers?: Record<string, GisLayerConfig>;
   name?: string;
   attribution?: string;
   description?: string;
@@ -161,10 +173,16 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
   const c = r.data;
   const base = dirname(resolve(file));
   const abs = (p: string) => resolve(base, p);
+  // A database URL is not a path.
+  const source = (s: string) => (isDatabaseUrl(s) ? s : abs(s));
   const tilesets: Record<string, TilesetConfig> = {};
+  const gisIssues: string[] = [];
   for (const [id, t] of Object.entries(c.tilesets)) {
-    tilesets[id] = typeof t === 'string' ? { id, source: abs(t), encodings: ['mvt'] } : { id, ...t, source: abs(t.source), encodings: t.encodings ?? ['mvt'] };
+    const o = typeof t === 'string' ? { source: t } : t;
+    for (const i of gisConfigIssues(o)) gisIssues.push(`  ${jsonPath(['tilesets', id, ...i.path])}: ${i.message}`);
+    tilesets[id] = typeof t === 'string' ? { id, source: source(t), encodings: ['mvt'] } : { id, ...t, source: source(t.source), encodings: t.encodings ?? ['mvt'] };
   }
+  if (gisIssues.length) throw new UserError(`${file}: invalid config\n${gisIssues.join('\n')}`, { exitCode: 2 });
   const styles: BuildConfig['styles'] = {};
   for (const [id, s] of Object.entries(c.styles)) {
     if (s.minzoom > s.maxzoom) {

@@ -7,6 +7,7 @@ import { copyFile, cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newBuildId } from '../../lib/build-version.ts';
+import { isDatabaseUrl, redactDatabaseUrl } from '../../lib/database-url.ts';
 
 import { uploadTree } from '../../lib/store-tree.ts';
 import { openWritableStore, type WritableStore } from '../../lib/object-store.ts';
@@ -34,13 +35,25 @@ function configInputs(config: BuildConfig): string[] {
   return [config.file, ...Object.values(config.tilesets).map((t) => t.source), ...(config.elevation?.sources ?? []).map((s) => s.path), ...Object.values(config.styles).map((s) => s.style)];
 }
 
+/** An input as run.json records it: a file and its hash; a database URL without its password, and the hash of the tiles it gave (in `baseDir`). */
+async function runInput(path: string, config: BuildConfig, baseDir: string): Promise<RunInput> {
+  if (!isDatabaseUrl(path)) return { path, sha256: await hashInputs([path]) };
+  const archives = Object.values(config.tilesets).filter((t) => t.source === path).map((t) => join(baseDir, 'data', `${t.id}.pmtiles`));
+  return { path: redactDatabaseUrl(path), sha256: await hashInputs(archives) };
+}
+
 /**
  * Write what a shard needs to render into `dir`: the config with its styles and fonts moved beside it
  * (`styles/<id>/style.json` with its sprite as `sprite*`, `fonts/`). The prepared styles, hence the
  * render fingerprints, are the same as from the original files.
  */
 async function writeInputs(config: BuildConfig, dir: string): Promise<void> {
-  const raw = JSON.parse(await readFile(config.file, 'utf8')) as { out?: string; fonts?: string; styles: Record<string, { style: string }> };
+  const raw = JSON.parse(await readFile(config.file, 'utf8')) as { out?: string; fonts?: string; styles: Record<string, { style: string }>; tilesets?: Record<string, string | { source: string }> };
+  // A shard renders from the archives: a database's password stays out of the run.
+  for (const [id, t] of Object.entries(raw.tilesets ?? {})) {
+    if (typeof t === 'string' && isDatabaseUrl(t)) raw.tilesets![id] = redactDatabaseUrl(t);
+    else if (typeof t === 'object' && isDatabaseUrl(t.source)) t.source = redactDatabaseUrl(t.source);
+  }
   for (const s of Object.values(config.styles)) {
     const styleDir = join(dir, 'styles', s.id);
     await mkdir(styleDir, { recursive: true });
@@ -86,7 +99,7 @@ export async function plan(config: BuildConfig, opts: PlanOptions): Promise<RunF
     const render = await renderPlan(config, baseDir);
     await writeInputs(config, inputsDir);
     const inputs: RunInput[] = [];
-    for (const p of configInputs(config)) inputs.push({ path: p, sha256: await hashInputs([p]) });
+    for (const p of configInputs(config)) inputs.push(await runInput(p, config, baseDir));
     const run = newRunFile({
       run: newBuildId(),
       n: opts.shards,
