@@ -32,11 +32,14 @@ export function redactDatabaseUrl(url: string): string {
   return noUserPassword.replace(/([?&])password=[^&#]*(&?)/gi, (_, sep: string, next: string) => (next ? sep : '')).replace(/[?&]$/, '');
 }
 
-/** `text` with every occurrence of the URL's password removed (a library's message that echoes the connection). */
+/** A password this short is removed only as part of the URL: on its own it would take letters out of words. */
+const SCRUBBED_MIN_LENGTH = 6;
+
+/** `text` with the URL shown without its password, and the password itself removed (a library's message that echoes the connection). */
 export function withoutPassword(text: string, url: string): string {
   let out = text.split(url).join(redactDatabaseUrl(url));
   const p = passwordOf(url);
-  if (p) for (const form of new Set([p, encodeURIComponent(p)])) out = out.split(form).join('…');
+  if (p && p.length >= SCRUBBED_MIN_LENGTH) for (const form of new Set([p, encodeURIComponent(p)])) out = out.split(form).join('…');
   return out;
 }
 

@@ -67,7 +67,7 @@ function lastGdalError(gdal: Gdal): string | undefined {
 /** Why GDAL cannot open `source`, one line, for a database with the timeout named. */
 function openFailure(source: string, why: string | undefined, database: boolean): string {
   const reason = withoutPassword(why ?? 'GDAL cannot open it', source);
-  if (database && /timeout expired/i.test(reason)) return `the database did not answer within ${connectTimeoutOf(source)} s (connect_timeout; set ?connect_timeout=N in the URL): ${reason}`;
+  if (database && /timeout expired/i.test(why ?? '')) return `the database did not answer within ${connectTimeoutOf(source)} s (connect_timeout; set ?connect_timeout=N in the URL): ${reason}`;
   if (database) return `cannot connect to the database: ${reason}`;
   return `GDAL cannot open it as vector data: ${reason}`;
 }
