@@ -10,11 +10,10 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty, type Manifest } from '../lib/manifest.ts';
-import { enumerateMetatiles, metatileView, tileRect, type Metatile } from '../lib/metatiles.ts';
+import { enumerateMetatiles, type Metatile } from '../lib/metatiles.ts';
 import { LocalStore } from '../lib/storage.ts';
 import { tileBounds } from '../lib/tile-math.ts';
 import { build } from '../pipeline/build.ts';
@@ -24,7 +23,8 @@ import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { gisSources, namedPoints, placeInTile, type NamedPoint } from './fixtures/gis.ts';
 import { request, serveOptions } from './fixtures/server/helpers.ts';
-import { openClient, runMap, type Client } from './fixtures/styles/client.ts';
+import { equalShare, liveTile, MIN_EQUAL_SHARE, pixels } from './fixtures/styles/baked-live.ts';
+import { openClient, type Client } from './fixtures/styles/client.ts';
 import { OSM_BRIGHT, readTile, SAMPLE, tempDir, writeConfig } from './render-helpers.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
@@ -32,8 +32,6 @@ const Z = 14;
 const METATILE = 1;
 const MARGIN = 64;
 const STYLE = 'bright-city';
-/** Share of a tile's pixels baked and live must have equal (the basemap's bar: test/styles-language-baked.test.ts). */
-const MIN_EQUAL = 0.999;
 const IDLE_TIMEOUT_MS = 90_000;
 const LONG = 600_000;
 
@@ -74,20 +72,6 @@ async function writeStyle(file: string): Promise<void> {
 }
 
 const get = (path: string) => request(`${server!.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
-
-/** RGBA pixels of a PNG (a crop of it when `rect` is given). */
-async function pixels(png: Buffer, rect?: { left: number; top: number; width: number; height: number }): Promise<Buffer> {
-  const img = sharp(png);
-  return (rect ? img.extract(rect) : img).ensureAlpha().raw().toBuffer();
-}
-
-/** Share of pixels (RGBA) exactly equal in two images of the same size. */
-function equalShare(a: Buffer, b: Buffer): number {
-  expect(a.length).toBe(b.length);
-  let same = 0;
-  for (let i = 0; i < a.length; i += 4) if (a.readUInt32LE(i) === b.readUInt32LE(i)) same++;
-  return same / (a.length / 4);
-}
 
 /** The current version's folder and manifest. */
 async function version(): Promise<{ dir: string; manifest: Manifest }> {
@@ -142,16 +126,12 @@ describe.sequential('a style drawing the user\'s layer over osm-bright', () => {
     const at = placeInTile(point.lon, point.lat, Z);
     const meta = metas.find((m) => m.tiles.some((t) => t.x === at.x && t.y === at.y))!;
     const tile = meta.tiles.find((t) => t.x === at.x && t.y === at.y)!;
-    const view = metatileView(meta, MARGIN);
-    const run = await runMap(client, { style: `${server.url}/styles/${STYLE}/style.json`, server: server.url, token: TOKEN, center: view.center, zoom: view.zoom, width: view.width, height: view.height, timeoutMs: IDLE_TIMEOUT_MS });
-    expect(run.errors).toEqual([]);
-    expect(run.idle).toBe(true);
+    const { pixels: live, run } = await liveTile(client, { style: `${server.url}/styles/${STYLE}/style.json`, server: server.url, token: TOKEN, meta, tile, margin: MARGIN, timeoutMs: IDLE_TIMEOUT_MS });
     expect(run.requested.some((u) => u.includes('/data/city/'))).toBe(true);
-    const live = await pixels(Buffer.from(run.image.slice(run.image.indexOf(',') + 1), 'base64'), tileRect(meta, tile, MARGIN, 1));
     const r = await get(`/styles/${STYLE}/${Z}/${at.x}/${at.y}.png`);
     expect(r.status).toBe(200);
     const share = equalShare(live, await pixels(r.body));
-    expect(share).toBeGreaterThanOrEqual(MIN_EQUAL);
+    expect(share).toBeGreaterThanOrEqual(MIN_EQUAL_SHARE);
     expect(client.consoleErrors).toEqual([]);
   }, 2 * IDLE_TIMEOUT_MS);
 
