@@ -1,11 +1,12 @@
 // Vector tilesets from GIS files: GDAL writes Monaco's OSM points (and lines and polygons) as a
 // GeoPackage, FlatGeobuf, GeoJSON, CSV, Shapefile and KML (test/fixtures/gis.ts); each becomes a
 // PMTiles archive whose z14 tiles hold every named point where it is, with its fields. The config's
-// fields, renames, sql layers and zooms are honoured, TileJSON lists the layers, the bytes do not depend
-// on GDAL's thread count, a Shapefile is fingerprinted by all its files, and the tileset is an ordinary
+// fields, renames, sql layers and zooms are honoured, TileJSON lists the layers, the tiles are those
+// ogr2ogr -f MVT writes (dense ones too) and their bytes do not depend on GDAL's thread count, a Shapefile is fingerprinted by all its files, and the tileset is an ordinary
 // one for MLT and packs. Only z12–14 are cut (the assertions are about those).
 import { appendFile, cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { gunzipSync } from 'node:zlib';
 import { basename, join } from 'node:path';
 import type { VectorTile } from '@mapbox/vector-tile';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -14,10 +15,12 @@ import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { tileJson } from '../lib/tilejson.ts';
 import { pack } from '../export/pack.ts';
 import { build } from '../pipeline/build.ts';
-import { gisSourceFiles } from '../pipeline/sources/gis.ts';
+import { openArchiveFile } from '../lib/pmtiles/index.ts';
+import { gisSourceFiles, MVT_SETTINGS } from '../pipeline/sources/gis.ts';
 import { packVectorTiles, tilesetEntry, type PackOptions } from '../pipeline/vector/stage.ts';
 import { encodeMltArchive } from '../pipeline/vector/mlt.ts';
-import { gisSources, namedPoints, placeInTile, pointsNamed, type GisSources, type NamedPoint } from './fixtures/gis.ts';
+import { gisSources, liechtensteinGpkg, namedPoints, ogr2ogr, placeInTile, pointsNamed, type GisSources, type NamedPoint } from './fixtures/gis.ts';
+import { readMbtiles } from './pmtiles-helpers.ts';
 import { vectorTile } from './osm-helpers.ts';
 import { archiveTiles, writeConfig } from './render-helpers.ts';
 
@@ -132,6 +135,23 @@ describe('a GeoPackage', () => {
     expect(Object.keys((await vectorTile(archive, 12, z12.x, z12.y)).layers)).toEqual(['places']);
     const z13 = placeInTile(places[0].lon, places[0].lat, 13);
     expect(Object.keys((await vectorTile(archive, 13, z13.x, z13.y)).layers).sort()).toEqual(['places', 'pois']);
+  });
+
+  it("gives ogr2ogr -f MVT's own tiles, also where a tile is dense (Liechtenstein at z11, ~270 KB gzipped)", async () => {
+    const li = await liechtensteinGpkg();
+    const { archive } = await packGis(li, 'li', { minzoom: 11, maxzoom: 11 });
+    const mbtiles = join(dir, 'li-ogr.mbtiles');
+    const dsco = { FORMAT: 'MBTILES', MINZOOM: 11, MAXZOOM: 11, ...MVT_SETTINGS };
+    await ogr2ogr(['-f', 'MVT', mbtiles, li, ...Object.entries(dsco).flatMap(([k, v]) => ['-dsco', `${k}=${v}`])]);
+    const theirs = readMbtiles(mbtiles);
+    expect(Math.max(...theirs.map((t) => t.data.length))).toBeGreaterThan(200_000);
+    const reader = await openArchiveFile(archive);
+    try {
+      for (const t of theirs) expect(gunzipSync((await reader.getTile(t.z, t.x, t.y))!).equals(gunzipSync(t.data)), `${t.z}/${t.x}/${t.y}`).toBe(true);
+      expect(reader.header.numAddressedTiles).toBe(theirs.length);
+    } finally {
+      await reader.close();
+    }
   });
 
   it('gives the same bytes whatever GDAL\'s thread count (points, lines and polygons)', async () => {

@@ -3,9 +3,11 @@
  * Shapefile, CSV with coordinate columns, KML, …) or a PostGIS database (`postgresql://…`). Its layers
  * are checked and described as one OGR VRT document (gis-layers.ts), then GDAL's MVT driver
  * (`gdal.vectorTranslate`, in process) reprojects them to Web Mercator, cuts, simplifies and encodes the
- * tiles of every zoom into an MBTiles file in the work folder, uncompressed: the source gzips them with
- * node:zlib, so the bytes do not depend on how many threads GDAL used (docs/own-data.md). The tiles
- * stream from that file (sources/mbtiles.ts); the work folder is removed on close and on failure.
+ * tiles of every zoom into an MBTiles file in the work folder. GDAL gzips them (its MAX_SIZE, the most bytes
+ * a tile may take before features are simplified or dropped, counts the gzipped bytes), but its gzip bytes
+ * depend on how many threads it used: the source re-gzips each tile with node:zlib, so that equal tiles
+ * are equal bytes on any machine (docs/own-data.md). The tiles stream from that file (sources/mbtiles.ts);
+ * the work folder is removed on close and on failure.
  */
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -146,8 +148,8 @@ function mvtArgs(plans: LayerPlan[], tmpDb: string): string[] {
     MINZOOM: min,
     MAXZOOM: max,
     ...MVT_SETTINGS,
-    // Plain tiles: gzipped by node:zlib as they are read, the same bytes whatever GDAL's thread count.
-    COMPRESS: 'NO',
+    // Gzipped (MAX_SIZE counts gzipped bytes: plain tiles would lose features at half the size); re-gzipped as read.
+    COMPRESS: 'YES',
     TYPE: 'overlay',
     TEMPORARY_DB: tmpDb,
     CONF: JSON.stringify(mvtLayerConf(plans)),
@@ -229,7 +231,8 @@ export async function openGis(source: string, kind: 'gis' | 'postgis', opts: Gis
       phases: [{ name: 'gdal', seconds }],
       async *tiles() {
         try {
-          for await (const t of tiles.tiles()) yield { ...t, data: matchCompression(t.data, Compression.Gzip, 'pbf') };
+          // GDAL's gzip, unpacked and packed again by node:zlib: the same bytes whatever GDAL's thread count.
+          for await (const t of tiles.tiles()) yield { ...t, data: matchCompression(matchCompression(t.data, Compression.None, 'pbf'), Compression.Gzip, 'pbf') };
         } catch (e) {
           throw asInputError(e, shown, 'cannot read the tiles GDAL wrote');
         }
