@@ -22,11 +22,7 @@ import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:f
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import { gzipSync } from 'node:zlib';
-import { GeoJSONVT } from '@maplibre/geojson-vt';
-import { fromGeojsonVt } from '@maplibre/vt-pbf';
 import Database from 'better-sqlite3';
-import { Compression } from 'pmtiles';
 import { currentVersionDir } from '../../lib/build-version.ts';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import { openArchiveFile } from '../../lib/pmtiles/index.ts';
@@ -34,12 +30,11 @@ import { processStat } from '../../lib/process-tree.ts';
 import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
 import { build } from '../../pipeline/build.ts';
 import { parseConfig } from '../../pipeline/config/index.ts';
-import type { SourceTile, TileSource } from '../../pipeline/sources/common.ts';
 import { MVT_SETTINGS } from '../../pipeline/sources/gis.ts';
-import { packSource, packVectorTiles } from '../../pipeline/vector/stage.ts';
 import { startPostgis, type Postgis } from '../../test/fixtures/postgis.ts';
 import { equalShare, pixels } from '../../test/fixtures/styles/pixels.ts';
 import { treeCpuMs } from '../rss.ts';
+import { LAYERS, MAXZOOM, MINZOOM } from './cut.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const run = promisify(execFile);
@@ -48,9 +43,6 @@ const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3'
 const ROUNDS = Math.max(1, Number(values.rounds));
 const INPUT = resolve(values.input ?? join(ROOT, 'data/liechtenstein/liechtenstein-latest.osm.pbf'));
 const WORK = join(ROOT, 'build', 'bench-own-data');
-const LAYERS = ['points', 'lines', 'multipolygons'] as const;
-const MINZOOM = 0;
-const MAXZOOM = 14;
 const DB = 'bench';
 const MS_PER_S = 1000;
 /** Where the renders are compared: central Vaduz. */
@@ -62,6 +54,8 @@ const CSTIME = 14;
 interface Run {
   seconds: number;
   cpu: number;
+  /** Peak RSS of the process (GNU time's maximum resident set size). */
+  peakMb: number;
   tiles: number;
   bytes: number;
 }
@@ -78,23 +72,29 @@ function clusterCpuMs(pid: number): number {
   return treeCpuMs(pid) + reaped;
 }
 
-/** Time `f` (wall, this process's CPU across its threads and children that ended, and the cluster's). */
-async function timed(f: () => Promise<{ tiles: number; bytes: number }>, pg?: { pid: number }): Promise<Run> {
-  const t0 = performance.now();
-  const c0 = process.cpuUsage();
-  const s0 = pg ? clusterCpuMs(pg.pid) : 0;
-  const r = await f();
-  const c = process.cpuUsage(c0);
-  const server = pg ? (clusterCpuMs(pg.pid) - s0) / MS_PER_S : 0;
-  return { seconds: (performance.now() - t0) / MS_PER_S, cpu: (c.user + c.system) / 1e6 + server, ...r };
+/** Run a command under GNU time: wall and CPU seconds (user + system, its children included), peak RSS, stdout. */
+async function timedCommand(cmd: string, args: string[]): Promise<{ seconds: number; cpu: number; peakMb: number; stdout: string }> {
+  const r = await run('/usr/bin/time', ['-f', 'TIME %e %U %S %M', cmd, ...args], { maxBuffer: 1 << 26 });
+  const m = /TIME ([\d.]+) ([\d.]+) ([\d.]+) (\d+)\s*$/.exec(r.stderr);
+  if (!m) throw new Error(`${cmd}: no timing in ${r.stderr.slice(-500)}`);
+  return { seconds: Number(m[1]), cpu: Number(m[2]) + Number(m[3]), peakMb: Number(m[4]) / 1024, stdout: r.stdout };
 }
 
-/** Run a command under GNU time: wall and CPU seconds (user + system, its children included). */
-async function timedCommand(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ seconds: number; cpu: number }> {
-  const r = await run('/usr/bin/time', ['-f', 'TIME %e %U %S', cmd, ...args], { env, maxBuffer: 1 << 26 });
-  const m = /TIME ([\d.]+) ([\d.]+) ([\d.]+)\s*$/.exec(r.stderr);
-  if (!m) throw new Error(`${cmd}: no timing in ${r.stderr.slice(-500)}`);
-  return { seconds: Number(m[1]), cpu: Number(m[2]) + Number(m[3]) };
+/** `timedCommand` with the CPU the PostgreSQL cluster `pid` spent meanwhile (its ended backends reaped first). */
+async function withServer(pid: number | undefined, f: () => Promise<Omit<Run, 'tiles' | 'bytes'> & { stdout?: string }>): Promise<Omit<Run, 'tiles' | 'bytes'> & { stdout?: string }> {
+  const settle = () => new Promise((r) => setTimeout(r, 1000));
+  if (pid) await settle();
+  const s0 = pid ? clusterCpuMs(pid) : 0;
+  const r = await f();
+  if (pid) await settle();
+  return pid ? { ...r, cpu: r.cpu + (clusterCpuMs(pid) - s0) / MS_PER_S } : r;
+}
+
+/** A candidate of cut.ts in its own process. */
+async function cut(candidate: string, source: string, out: string, layers?: unknown, pid?: number): Promise<Run> {
+  const node = [process.execPath, '--import', 'tsx', join(ROOT, 'bench/own-data/cut.ts'), candidate, source, out, ...(layers ? [JSON.stringify(layers)] : [])];
+  const r = await withServer(pid, () => timedCommand(node[0], node.slice(1)));
+  return { ...r, ...(JSON.parse(r.stdout!.trim().split('\n').pop()!) as { tiles: number; bytes: number }) };
 }
 
 /** Tiles and bytes of an MBTiles file. */
@@ -105,79 +105,6 @@ function mbtilesSize(path: string): { tiles: number; bytes: number } {
   } finally {
     db.close();
   }
-}
-
-/** A TileSource over tiles made here (the candidates GDAL does not cut), for the one PMTiles writer. */
-function tilesAsSource(name: string, tiles: SourceTile[], bounds: BBox): TileSource {
-  return {
-    path: name,
-    kind: 'gis',
-    format: 'pbf',
-    compression: Compression.Gzip,
-    metadata: { bounds, center: [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2, 10], minzoom: MINZOOM, maxzoom: MAXZOOM, vector_layers: LAYERS.map((id) => ({ id, fields: {} })), extra: {} },
-    count: tiles.length,
-    async *tiles() {
-      yield* tiles;
-    },
-    async close() {},
-  };
-}
-
-/** Every tile z/x/y of MINZOOM..MAXZOOM over `bbox` (the candidates without an index of their own visit these). */
-function* tilesOver(bbox: BBox): Generator<[number, number, number]> {
-  for (let z = MINZOOM; z <= MAXZOOM; z++) {
-    const r = tileRangeForBBox(bbox, z);
-    for (let x = r.minX; x <= r.maxX; x++) for (let y = r.minY; y <= r.maxY; y++) yield [z, x, y];
-  }
-}
-
-/** geojson-vt + vt-pbf: the layers read by GDAL as GeoJSON, indexed, every tile encoded and gzipped. */
-async function geojsonVt(gpkg: string, out: string, bbox: BBox): Promise<{ tiles: number; bytes: number }> {
-  const indexes: Record<string, GeoJSONVT> = {};
-  for (const l of LAYERS) {
-    const file = join(WORK, `${l}.geojson`);
-    rmSync(file, { force: true });
-    await run('ogr2ogr', ['-f', 'GeoJSON', '-lco', 'RFC7946=YES', file, gpkg, l], { maxBuffer: 1 << 26 });
-    // tolerance 1 (GDAL's SIMPLIFICATION), none at the deepest zoom (geojson-vt's own rule), the same buffer.
-    indexes[l] = new GeoJSONVT(JSON.parse(readFileSync(file, 'utf8')) as GeoJSON.GeoJSON, { maxZoom: MAXZOOM, indexMaxZoom: 5, extent: MVT_SETTINGS.EXTENT, buffer: MVT_SETTINGS.BUFFER, tolerance: MVT_SETTINGS.SIMPLIFICATION });
-  }
-  const tiles: SourceTile[] = [];
-  for (const [z, x, y] of tilesOver(bbox)) {
-    const layers: Record<string, NonNullable<ReturnType<GeoJSONVT['getTile']>>> = {};
-    for (const l of LAYERS) {
-      const t = indexes[l].getTile(z, x, y);
-      if (t && t.features.length) layers[l] = t;
-    }
-    if (Object.keys(layers).length) tiles.push({ z, x, y, data: gzipSync(fromGeojsonVt(layers, { extent: MVT_SETTINGS.EXTENT })) });
-  }
-  const r = await packSource(tilesAsSource('geojson-vt', tiles, bbox), out, { label: 'geojson-vt' });
-  return { tiles: r.tiles, bytes: r.bytes };
-}
-
-/** Columns of table `t` but its geometry, quoted. */
-async function columnsOf(pg: Postgis, t: string): Promise<string[]> {
-  const out = await pg.psql(DB, `SELECT column_name FROM information_schema.columns WHERE table_name = '${t}' AND column_name NOT IN ('geom', 'fid') ORDER BY ordinal_position`);
-  return out.trim().split('\n').filter(Boolean).map((c) => `"${c}"`);
-}
-
-/** ST_AsMVT: one query over every tile of the box (the tables in Web Mercator with a GiST index), gzipped here. */
-async function stAsMvt(pg: Postgis, out: string, bbox: BBox, columns: Record<string, string[]>): Promise<{ tiles: number; bytes: number }> {
-  const list = [...tilesOver(bbox)];
-  const arr = (i: number) => `ARRAY[${list.map((t) => t[i]).join(',')}]::int[]`;
-  const margin = MVT_SETTINGS.BUFFER / MVT_SETTINGS.EXTENT;
-  const layer = (l: string) =>
-    `coalesce((SELECT ST_AsMVT(q, '${l}', ${MVT_SETTINGS.EXTENT}, 'mvtgeom') FROM (SELECT ${columns[l].join(', ')}${columns[l].length ? ', ' : ''}ST_AsMVTGeom(g.geom, ST_TileEnvelope(t.z, t.x, t.y), ${MVT_SETTINGS.EXTENT}, ${MVT_SETTINGS.BUFFER}) AS mvtgeom FROM ${l}_3857 g WHERE g.geom && ST_TileEnvelope(t.z, t.x, t.y, margin => ${margin})) q WHERE q.mvtgeom IS NOT NULL), ''::bytea)`;
-  const sql = `COPY (SELECT t.z, t.x, t.y, encode(${LAYERS.map(layer).join(' || ')}, 'base64') FROM unnest(${arr(0)}, ${arr(1)}, ${arr(2)}) AS t(z, x, y)) TO STDOUT`;
-  const text = await pg.psql(DB, sql);
-  const tiles: SourceTile[] = [];
-  for (const line of text.split('\n')) {
-    const [z, x, y, b64] = line.split('\t');
-    if (!b64) continue;
-    const mvt = Buffer.from(b64.replace(/\\n/g, ''), 'base64');
-    if (mvt.length) tiles.push({ z: Number(z), x: Number(x), y: Number(y), data: gzipSync(mvt) });
-  }
-  const r = await packSource(tilesAsSource('ST_AsMVT', tiles, bbox), out, { label: 'st_asmvt' });
-  return { tiles: r.tiles, bytes: r.bytes };
 }
 
 /** The build folder's tile PNG of `style` at z/x/y. */
@@ -199,8 +126,6 @@ rmSync(gpkg, { force: true });
 await run('ogr2ogr', ['-f', 'GPKG', gpkg, INPUT, ...LAYERS]);
 const counts = Object.fromEntries(await Promise.all(LAYERS.map(async (l) => [l, Number(/Feature Count: (\d+)/.exec((await run('ogrinfo', ['-so', gpkg, l])).stdout)![1])] as const)));
 const features = Object.values(counts).reduce((a, b) => a + b, 0);
-const extent = (await run('ogrinfo', ['-so', '-al', gpkg])).stdout.match(/Extent: \(([-\d.]+), ([-\d.]+)\) - \(([-\d.]+), ([-\d.]+)\)/g)!.map((e) => e.match(/[-\d.]+/g)!.map(Number));
-const bbox: BBox = [Math.min(...extent.map((e) => e[0])), Math.min(...extent.map((e) => e[1])), Math.max(...extent.map((e) => e[2])), Math.max(...extent.map((e) => e[3]))];
 
 const pg = await startPostgis();
 const postmaster = pg.pid;
@@ -208,28 +133,43 @@ try {
   await pg.createDatabase(DB);
   for (const l of LAYERS) await pg.load(DB, gpkg, l, l);
   const t0 = performance.now();
-  const columns: Record<string, string[]> = {};
   for (const l of LAYERS) {
-    columns[l] = await columnsOf(pg, l);
-    await pg.psql(DB, `DROP TABLE IF EXISTS ${l}_3857; CREATE TABLE ${l}_3857 AS SELECT ${columns[l].join(', ')}${columns[l].length ? ', ' : ''}ST_Transform(geom, 3857) AS geom FROM ${l}; CREATE INDEX ON ${l}_3857 USING gist (geom); ANALYZE ${l}_3857`);
+    await pg.psql(DB, `DROP TABLE IF EXISTS ${l}_3857; CREATE TABLE ${l}_3857 AS SELECT * FROM ${l}; ALTER TABLE ${l}_3857 DROP COLUMN fid; ALTER TABLE ${l}_3857 ALTER COLUMN geom TYPE geometry(Geometry, 3857) USING ST_Transform(geom, 3857); CREATE INDEX ON ${l}_3857 USING gist (geom); ANALYZE ${l}_3857; ALTER TABLE ${l}_3857 OWNER TO tiles`);
   }
   const prepSeconds = (performance.now() - t0) / MS_PER_S;
   const url = pg.url(DB);
   const pgLayers = Object.fromEntries(LAYERS.map((l) => [l, { table: l }]));
 
+  const ogr = async (out: string, input: string[], pid?: number): Promise<Run> => {
+    rmSync(out, { force: true });
+    const t = await withServer(pid, () => timedCommand('ogr2ogr', [...OGR_MVT, out, ...input]));
+    return { ...t, ...mbtilesSize(out) };
+  };
+  /** geojson-vt reads GeoJSON: GDAL writes it from the GeoPackage first (timed with it), as a build would. */
+  const viaGeojson = async (): Promise<Run> => {
+    let read = { seconds: 0, cpu: 0, peakMb: 0 };
+    for (const l of LAYERS) {
+      const file = join(WORK, `${l}.geojson`);
+      rmSync(file, { force: true });
+      const t = await timedCommand('ogr2ogr', ['-f', 'GeoJSON', '-lco', 'RFC7946=YES', file, gpkg, l]);
+      read = { seconds: read.seconds + t.seconds, cpu: read.cpu + t.cpu, peakMb: Math.max(read.peakMb, t.peakMb) };
+    }
+    const r = await cut('geojson-vt', WORK, join(WORK, 'geojson-vt.pmtiles'));
+    return { ...r, seconds: r.seconds + read.seconds, cpu: r.cpu + read.cpu, peakMb: Math.max(r.peakMb, read.peakMb) };
+  };
   const candidates: { name: string; input: 'GeoPackage' | 'PostGIS'; baseline?: string; go: () => Promise<Run> }[] = [
-    { name: 'tilebake → PMTiles', input: 'GeoPackage', baseline: 'ogr2ogr -f MVT → MBTiles', go: () => timed(async () => { const r = await packVectorTiles(gpkg, join(WORK, 'gdal.pmtiles'), { label: 'gpkg', workDir: join(WORK, 'work'), gis: { minzoom: MINZOOM, maxzoom: MAXZOOM } }); return { tiles: r.tiles, bytes: r.bytes }; }) },
-    { name: 'ogr2ogr -f MVT → MBTiles', input: 'GeoPackage', go: async () => { const out = join(WORK, 'ogr-gpkg.mbtiles'); rmSync(out, { force: true }); const t = await timedCommand('ogr2ogr', [...OGR_MVT, out, gpkg]); return { ...t, ...mbtilesSize(out) }; } },
-    { name: 'tilebake → PMTiles', input: 'PostGIS', baseline: 'ogr2ogr -f MVT → MBTiles', go: () => timed(async () => { const r = await packVectorTiles(url, join(WORK, 'pg.pmtiles'), { label: 'pg', workDir: join(WORK, 'work'), gis: { minzoom: MINZOOM, maxzoom: MAXZOOM, layers: pgLayers } }); return { tiles: r.tiles, bytes: r.bytes }; }, { pid: postmaster }) },
-    { name: 'ogr2ogr -f MVT → MBTiles', input: 'PostGIS', go: async () => { const out = join(WORK, 'ogr-pg.mbtiles'); rmSync(out, { force: true }); const s0 = clusterCpuMs(postmaster); const t = await timedCommand('ogr2ogr', [...OGR_MVT, out, `PG:${url}`, ...LAYERS]); return { ...t, cpu: t.cpu + (clusterCpuMs(postmaster) - s0) / MS_PER_S, ...mbtilesSize(out) }; } },
-    { name: '@maplibre/geojson-vt + vt-pbf → PMTiles', input: 'GeoPackage', baseline: 'ogr2ogr -f MVT → MBTiles', go: () => timed(() => geojsonVt(gpkg, join(WORK, 'geojson-vt.pmtiles'), bbox)) },
-    { name: 'ST_AsMVT → PMTiles', input: 'PostGIS', baseline: 'ogr2ogr -f MVT → MBTiles', go: () => timed(() => stAsMvt(pg, join(WORK, 'st-asmvt.pmtiles'), bbox, columns), { pid: postmaster }) },
+    { name: 'tilebake → PMTiles', input: 'GeoPackage', baseline: 'ogr2ogr -f MVT → MBTiles', go: () => cut('tilebake', gpkg, join(WORK, 'gdal.pmtiles')) },
+    { name: 'ogr2ogr -f MVT → MBTiles', input: 'GeoPackage', go: () => ogr(join(WORK, 'ogr-gpkg.mbtiles'), [gpkg]) },
+    { name: 'tilebake → PMTiles', input: 'PostGIS', baseline: 'ogr2ogr -f MVT → MBTiles', go: () => cut('tilebake', url, join(WORK, 'pg.pmtiles'), pgLayers, postmaster) },
+    { name: 'ogr2ogr -f MVT → MBTiles', input: 'PostGIS', go: () => ogr(join(WORK, 'ogr-pg.mbtiles'), [`PG:${url}`, ...LAYERS], postmaster) },
+    { name: '@maplibre/geojson-vt + vt-pbf → PMTiles', input: 'GeoPackage', baseline: 'ogr2ogr -f MVT → MBTiles', go: viaGeojson },
+    { name: 'ST_AsMVT → PMTiles', input: 'PostGIS', baseline: 'ogr2ogr -f MVT → MBTiles', go: () => cut('st-asmvt', url, join(WORK, 'st-asmvt.pmtiles'), undefined, postmaster) },
   ];
   const runs = candidates.map(() => [] as Run[]);
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, c] of candidates.entries()) {
       runs[i].push(await c.go());
-      console.log(`round ${round + 1}: ${c.name} (${c.input}): ${runs[i][round].seconds.toFixed(2)} s, ${runs[i][round].cpu.toFixed(2)} CPU s`);
+      console.log(`round ${round + 1}: ${c.name} (${c.input}): ${runs[i][round].seconds.toFixed(2)} s, ${runs[i][round].cpu.toFixed(2)} CPU s, ${Math.round(runs[i][round].peakMb)} MB`);
     }
   }
   const median = (rs: Run[]) => [...rs].sort((a, b) => a.seconds - b.seconds)[Math.floor(rs.length / 2)];
@@ -241,7 +181,7 @@ try {
     // The ratio within each round (the machine's speed drifts), its median.
     const ratios = base ? runs[i].map((r, k) => r.seconds / base[k].seconds).sort((a, b) => a - b) : [];
     const ratio = ratios.length ? `${ratios[Math.floor(ratios.length / 2)].toFixed(2)}×` : '1.00× (baseline)';
-    return `| ${c.name} | ${c.input} | **${Math.round(features / m.seconds).toLocaleString('en')}** | ${m.seconds.toFixed(2)} | ${m.cpu.toFixed(2)} | ${m.tiles} | ${m.bytes.toLocaleString('en')} | ${ratio} |`;
+    return `| ${c.name} | ${c.input} | **${Math.round(features / m.seconds).toLocaleString('en')}** | ${m.seconds.toFixed(2)} | ${m.cpu.toFixed(2)} | ${Math.round(m.peakMb)} | ${m.tiles} | ${m.bytes.toLocaleString('en')} | ${ratio} |`;
   });
 
   // What MapLibre draws: the same style over each candidate's tiles, z10–14, compared with GDAL's.
@@ -284,8 +224,8 @@ try {
 
   const [cpu] = cpus();
   const load = loadavg().map((l) => l.toFixed(1)).join(' ');
-  const table = `| candidate | input | features/s | wall (s) | CPU (s) | tiles | bytes | wall ÷ ogr2ogr alone |
-|---|---|---:|---:|---:|---:|---:|---:|
+  const table = `| candidate | input | features/s | wall (s) | CPU (s) | peak RSS (MB) | tiles | bytes | wall ÷ ogr2ogr alone |
+|---|---|---:|---:|---:|---:|---:|---:|---:|
 ${rows.join('\n')}`;
   const drawTable = `| tiles by | z10 | z11 | z12 | z13 | z14 |
 |---|---:|---:|---:|---:|---:|
@@ -295,8 +235,10 @@ ${compared.join('\n')}`;
 ${new Date().toISOString().slice(0, 10)}, ${availableParallelism()} cores (${cpu?.model.trim()}), ${Math.round(totalmem() / 1024 ** 3)} GB, load average at the end ${load}.
 Input \`${basename(INPUT)}\` through GDAL's OSM driver: ${features.toLocaleString('en')} features (${LAYERS.map((l) => `${counts[l].toLocaleString('en')} ${l}`).join(', ')}), z${MINZOOM}–${MAXZOOM}, as a GeoPackage
 and as PostGIS tables (PostgreSQL 15, PostGIS 3.3, on this machine). ${ROUNDS} rounds, the candidates alternated in each; the median
-round by wall time. CPU: this process's (GDAL's threads included) or ogr2ogr's, plus the PostgreSQL server's for PostGIS inputs.
-ST_AsMVT reads tables kept in Web Mercator with a GiST index (made once before the rounds in ${prepSeconds.toFixed(1)} s, not counted).
+round by wall time. Each candidate runs in a process of its own (Node's start included, as ogr2ogr's is), timed by GNU time: wall,
+CPU (user + system, GDAL's threads included; plus the PostgreSQL server's for PostGIS inputs) and peak RSS of that process (not the
+server's). geojson-vt's rows include GDAL writing the GeoJSON it reads. ST_AsMVT reads tables kept in Web Mercator with a GiST index
+(made once before the rounds in ${prepSeconds.toFixed(1)} s, not counted).
 The same driver settings everywhere (extent ${MVT_SETTINGS.EXTENT}, buffer ${MVT_SETTINGS.BUFFER}, simplification ${MVT_SETTINGS.SIMPLIFICATION} below z${MAXZOOM}, none at z${MAXZOOM}).
 
 ${table}
