@@ -42,7 +42,7 @@ export interface Stage {
   tiles(config: BuildConfig, m: Manifest): number;
 }
 
-/** Archives of the manifest's tilesets of one kind. */
+/** Archives of the manifest's tilesets of one kind (a raster tileset's @2x archive too). */
 export function tilesetArchives(m: Manifest, kind: Manifest['tilesets'][string]['kind']): string[] {
-  return Object.values(m.tilesets).filter((t) => t.kind === kind).map((t) => t.archive);
+  return Object.values(m.tilesets).filter((t) => t.kind === kind).flatMap((t) => [t.archive, ...(t.hidpi ? [t.hidpi.archive] : [])]);
 }
