@@ -14,7 +14,7 @@ import { readManifestOrEmpty, type Manifest } from '../lib/manifest.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
-import { HRO, HYBRID_TILE, imageryBuild, LANDSAT } from './fixtures/imagery.ts';
+import { HRO, HYBRID_TILE, imageryBuild, LANDSAT, mosaicFiles } from './fixtures/imagery.ts';
 import { CLI, ROOT, request, serveOptions } from './fixtures/server/helpers.ts';
 
 const run = promisify(execFile);
@@ -25,12 +25,13 @@ const R = 20037508.342789244;
 
 let out: string;
 let version: string;
+let images: string;
 let manifest: Manifest;
 let server: RunningServer;
 let work: string;
 
 beforeAll(async () => {
-  ({ out, version } = await imageryBuild());
+  ({ out, version, images } = await imageryBuild());
   manifest = await readManifestOrEmpty(version);
   server = await startServer(serveOptions(out, { logLevel: 'silent' }), { tokenHashes: [hashToken(TOKEN)] });
   work = await mkdtemp(join(tmpdir(), 'tilebake-imagery-'));
@@ -57,13 +58,14 @@ async function stored(archive: string, z: number, x: number, y: number): Promise
   }
 }
 
-/** GDAL's gdalwarp of tile z/x/y's box (bilinear, Web Mercator, alpha), `size` px, as RGBA. */
-async function gdalwarp(src: string, z: number, x: number, y: number, size: number): Promise<Buffer> {
+/** GDAL's gdalwarp of tile z/x/y's box (bilinear, Web Mercator, alpha) from `src` (later files on top), `size` px, as RGBA. */
+async function gdalwarp(src: string | string[], z: number, x: number, y: number, size: number): Promise<Buffer> {
   const t = (2 * R) / 2 ** z;
   const te = [-R + x * t, R - (y + 1) * t, -R + (x + 1) * t, R - y * t].map(String);
-  const file = join(work, `${z}-${x}-${y}-${size}.tif`);
-  await run('gdalwarp', ['-q', '-overwrite', '-t_srs', 'EPSG:3857', '-te', ...te, '-ts', String(size), String(size), '-r', 'bilinear', '-dstalpha', src, file]);
-  return (await sharp(file).raw().toBuffer({ resolveWithObject: true })).data;
+  const file = join(work, `${z}-${x}-${y}-${size}-${[src].flat().length}.tif`);
+  await run('gdalwarp', ['-q', '-overwrite', '-t_srs', 'EPSG:3857', '-te', ...te, '-ts', String(size), String(size), '-r', 'bilinear', '-dstalpha', ...[src].flat(), file]);
+  // Grey and alpha (a grey image) as RGBA.
+  return (await sharp(file).toColourspace('srgb').ensureAlpha().raw().toBuffer({ resolveWithObject: true })).data;
 }
 
 /** Where both have pixels: the mean colour difference; and the pixels one has and the other not. */
@@ -84,20 +86,23 @@ function compare(ours: Buffer, theirs: Buffer): { mean: number; both: number; ou
 describe('imagery tiles equal gdalwarp of the same tile box', () => {
   // Landsat: z7 (downsampled), z9 (its own zoom), @2x z8 (512 px); the scene's northern edge crosses z9/145/218.
   // HRO: z17 (from its external overviews), z20 (its own zoom), @2x z19.
-  const cases = [
-    { what: 'Landsat z7', src: LANDSAT, archive: 'data/landsat.pmtiles', z: 7, x: 36, y: 54, size: 256 },
-    { what: 'Landsat z9 at the scene edge', src: LANDSAT, archive: 'data/landsat.pmtiles', z: 9, x: 145, y: 218, size: 256 },
-    { what: 'Landsat @2x z8', src: LANDSAT, archive: 'data/landsat@2x.pmtiles', z: 8, x: 72, y: 109, size: 512 },
-    { what: 'HRO z17 (overviews)', src: HRO, archive: 'data/hro.pmtiles', z: 17, x: 27388, y: 50114, size: 256 },
-    { what: 'HRO z20', src: HRO, archive: 'data/hro.pmtiles', z: 20, x: 219108, y: 400917, size: 256 },
-    { what: 'HRO @2x z19', src: HRO, archive: 'data/hro@2x.pmtiles', z: 19, x: 109554, y: 200458, size: 512 },
+  // A glob of two overlapping pieces in two coordinate systems: gdalwarp of both, the later on top; one grey band.
+  const cases: { what: string; src: () => string | string[]; archive: string; z: number; x: number; y: number; size: number }[] = [
+    { what: 'Landsat z7', src: () => LANDSAT, archive: 'data/landsat.pmtiles', z: 7, x: 36, y: 54, size: 256 },
+    { what: 'Landsat z9 at the scene edge', src: () => LANDSAT, archive: 'data/landsat.pmtiles', z: 9, x: 145, y: 218, size: 256 },
+    { what: 'Landsat @2x z8', src: () => LANDSAT, archive: 'data/landsat@2x.pmtiles', z: 8, x: 72, y: 109, size: 512 },
+    { what: 'HRO z17 (overviews)', src: () => HRO, archive: 'data/hro.pmtiles', z: 17, x: 27388, y: 50114, size: 256 },
+    { what: 'HRO z20', src: () => HRO, archive: 'data/hro.pmtiles', z: 20, x: 219108, y: 400917, size: 256 },
+    { what: 'HRO @2x z19', src: () => HRO, archive: 'data/hro@2x.pmtiles', z: 19, x: 109554, y: 200458, size: 512 },
+    { what: 'a glob mosaic z9', src: () => [mosaicFiles(images).west, mosaicFiles(images).east], archive: 'data/mosaic.pmtiles', z: 9, x: 145, y: 219, size: 256 },
+    { what: 'a grey image z20', src: () => mosaicFiles(images).grey, archive: 'data/grey.pmtiles', z: 20, x: 219108, y: 400917, size: 256 },
   ];
   it.each(cases)('$what', async (c) => {
     const tile = await stored(c.archive, c.z, c.x, c.y);
     expect(tile, `${c.archive} ${c.z}/${c.x}/${c.y}`).toBeDefined();
     const ours = await rgba(tile!);
     expect(ours.width).toBe(c.size);
-    const d = compare(ours.data, await gdalwarp(c.src, c.z, c.x, c.y, c.size));
+    const d = compare(ours.data, await gdalwarp(c.src(), c.z, c.x, c.y, c.size));
     expect(d.both, 'pixels both have').toBeGreaterThan(1000);
     // 0.00 at the images' own zooms; 1.7 and 2.4 levels downsampled (the warper's kernel scale is set per chunk: a tile there, a block here).
     expect(d.mean, 'mean difference where both have pixels (levels)').toBeLessThan(3);
@@ -118,7 +123,7 @@ describe('imagery tiles equal gdalwarp of the same tile box', () => {
 
 describe('the build', () => {
   it('records raster tilesets with zooms from the pixel size and @2x where the images are fine enough', () => {
-    expect(manifest.tilesets.landsat).toMatchObject({ kind: 'raster', format: 'png', tileSize: 256, minzoom: 7, maxzoom: 9, hidpi: { archive: 'data/landsat@2x.pmtiles', maxzoom: 8 } });
+    expect(manifest.tilesets.landsat).toMatchObject({ kind: 'raster', format: 'webp', tileSize: 256, minzoom: 7, maxzoom: 9, hidpi: { archive: 'data/landsat@2x.pmtiles', maxzoom: 8 } });
     // 15 cm at 39° N: z20's pixels (0.149 m × cos 39°) are the first finer than the image's.
     expect(manifest.tilesets.hro).toMatchObject({ kind: 'raster', minzoom: 17, maxzoom: 20, hidpi: { maxzoom: 19 } });
     const [w, s, e, n] = manifest.tilesets.hro.bounds;
@@ -133,34 +138,34 @@ describe('serving raster tilesets', () => {
   const get = (path: string) => request(`${server.url}${path}`, { headers: AUTH });
 
   it('serves stored tiles and @2x tiles as they are, 204 inside the zooms but outside the images', async () => {
-    const one = await get('/data/landsat/9/145/219.png');
+    const one = await get('/data/landsat/9/145/219.webp');
     expect(one.status).toBe(200);
-    expect(one.headers['content-type']).toBe('image/png');
+    expect(one.headers['content-type']).toBe('image/webp');
     expect(Buffer.compare(one.body, Buffer.from((await stored('data/landsat.pmtiles', 9, 145, 219))!))).toBe(0);
-    const two = await get('/data/landsat/8/72/109@2x.png');
+    const two = await get('/data/landsat/8/72/109@2x.webp');
     expect(two.status).toBe(200);
     expect((await sharp(two.body).metadata()).width).toBe(512);
     // Zoom 9 over the open Atlantic, far from the scene.
-    const outside = await get('/data/landsat/9/200/200.png');
+    const outside = await get('/data/landsat/9/200/200.webp');
     expect(outside.status).toBe(204);
     expect(outside.body.length).toBe(0);
   });
 
   it('answers 404 naming what it serves for another format, @2x above its zooms and zooms out of range', async () => {
-    const jpg = await get('/data/landsat/9/145/219.jpg');
-    expect(jpg.status).toBe(404);
-    expect(jpg.json().error).toContain('serves {z}/{x}/{y}.png (z7-9) and {z}/{x}/{y}@2x.png (z7-8)');
-    const deep = await get('/data/landsat/9/145/219@2x.png');
+    const png = await get('/data/landsat/9/145/219.png');
+    expect(png.status).toBe(404);
+    expect(png.json().error).toContain('serves {z}/{x}/{y}.webp (z7-9) and {z}/{x}/{y}@2x.webp (z7-8)');
+    const deep = await get('/data/landsat/9/145/219@2x.webp');
     expect(deep.status).toBe(404);
     expect(deep.json()).toMatchObject({ status: 404, minzoom: 7, maxzoom: 8 });
-    expect((await get('/data/landsat/6/36/54.png')).status).toBe(404);
+    expect((await get('/data/landsat/6/36/54.webp')).status).toBe(404);
   });
 
   it('gives TileJSON with tileSize, format, bounds, zooms and the @2x tiles', async () => {
     const tj = (await get('/data/landsat.json')).json();
-    expect(tj).toMatchObject({ tilejson: '3.0.0', scheme: 'xyz', format: 'png', tileSize: 256, minzoom: 7, maxzoom: 9, maxzoom_2x: 8, attribution: 'Landsat 7 (USGS)' });
-    expect(tj.tiles).toEqual([`${server.url}/data/landsat/{z}/{x}/{y}.png`]);
-    expect(tj.tiles_2x).toEqual([`${server.url}/data/landsat/{z}/{x}/{y}@2x.png`]);
+    expect(tj).toMatchObject({ tilejson: '3.0.0', scheme: 'xyz', format: 'webp', tileSize: 256, minzoom: 7, maxzoom: 9, maxzoom_2x: 8, attribution: 'Landsat 7 (USGS)' });
+    expect(tj.tiles).toEqual([`${server.url}/data/landsat/{z}/{x}/{y}.webp`]);
+    expect(tj.tiles_2x).toEqual([`${server.url}/data/landsat/{z}/{x}/{y}@2x.webp`]);
     expect(tj.bounds).toEqual(manifest.tilesets.landsat.bounds);
     expect(tj.vector_layers).toBeUndefined();
   });
@@ -169,7 +174,7 @@ describe('serving raster tilesets', () => {
     const one = (await get('/data/landsat/wmts.xml')).body.toString('utf8');
     expect(one).toContain('<ows:Identifier>landsat</ows:Identifier>');
     expect(one).toContain('<ows:Identifier>landsat@2x</ows:Identifier>');
-    const template = /template="([^"]+\/data\/landsat\/\{TileMatrix\}[^"]+@2x\.png)"/.exec(one)?.[1];
+    const template = /template="([^"]+\/data\/landsat\/\{TileMatrix\}[^"]+@2x\.webp)"/.exec(one)?.[1];
     expect(template).toBeDefined();
     const url = template!.replace('{TileMatrix}', '8').replace('{TileCol}', '72').replace('{TileRow}', '109');
     expect((await request(url, { headers: AUTH })).status).toBe(200);
@@ -188,7 +193,7 @@ describe('serving raster tilesets', () => {
 describe('the hybrid style', () => {
   it('draws the imagery under the roads and labels', async () => {
     const { z, x, y } = HYBRID_TILE;
-    const tile = (await stored('styles/hybrid/1x.png.pmtiles', z, x, y))!;
+    const tile = (await stored('styles/hybrid/1x.jpg.pmtiles', z, x, y))!;
     const hybrid = await rgba(tile);
     // The imagery's z9 parent, its quarter under this tile upscaled: what the style draws under the roads.
     const parent = await stored('data/landsat.pmtiles', z - 1, x >> 1, y >> 1);
@@ -206,9 +211,9 @@ describe('the hybrid style', () => {
     expect(style.sources.landsat).toEqual({ type: 'raster', url: `${server.url}/data/landsat.json`, tileSize: 256 });
     expect(style.sources.openmaptiles).toMatchObject({ type: 'vector', url: `${server.url}/data/nassau.json` });
     const { z, x, y } = HYBRID_TILE;
-    const r = await request(`${server.url}/styles/hybrid/${z}/${x}/${y}.png`, { headers: AUTH });
+    const r = await request(`${server.url}/styles/hybrid/${z}/${x}/${y}.jpg`, { headers: AUTH });
     expect(r.status).toBe(200);
-    expect(Buffer.compare(r.body, Buffer.from((await stored('styles/hybrid/1x.png.pmtiles', z, x, y))!))).toBe(0);
+    expect(Buffer.compare(r.body, Buffer.from((await stored('styles/hybrid/1x.jpg.pmtiles', z, x, y))!))).toBe(0);
   });
 });
 
@@ -220,7 +225,7 @@ describe('packs and the export carry raster tilesets', () => {
     const two = await openArchiveFile(join(to, 'landsat@2x.pmtiles'));
     try {
       expect(two.header.maxZoom).toBe(8);
-      expect(await two.metadata()).toMatchObject({ tileSize: 512, format: 'png' });
+      expect(await two.metadata()).toMatchObject({ tileSize: 512, format: 'webp' });
     } finally {
       await two.close();
     }
@@ -229,8 +234,8 @@ describe('packs and the export carry raster tilesets', () => {
   it('tilebake export writes the @2x tiles beside the 1x ones', async () => {
     const to = join(work, 'export');
     await run(process.execPath, [CLI, 'export', '--out', out, '--to', to, '--public-url', 'https://tiles.example.com'], { cwd: ROOT, env: { ...process.env, TILEBAKE_QUIET: '1' } });
-    expect((await stat(join(to, 'data/landsat/8/72/109@2x.png'))).size).toBeGreaterThan(0);
-    expect(Buffer.compare(await readFile(join(to, 'data/landsat/9/145/219.png')), Buffer.from((await stored('data/landsat.pmtiles', 9, 145, 219))!))).toBe(0);
-    expect(JSON.parse(await readFile(join(to, 'data/landsat.json'), 'utf8')).tiles_2x).toEqual([expect.stringMatching(/^https:\/\/tiles\.example\.com\/.*data\/landsat\/\{z\}\/\{x\}\/\{y\}@2x\.png$/)]);
+    expect((await stat(join(to, 'data/landsat/8/72/109@2x.webp'))).size).toBeGreaterThan(0);
+    expect(Buffer.compare(await readFile(join(to, 'data/landsat/9/145/219.webp')), Buffer.from((await stored('data/landsat.pmtiles', 9, 145, 219))!))).toBe(0);
+    expect(JSON.parse(await readFile(join(to, 'data/landsat.json'), 'utf8')).tiles_2x).toEqual([expect.stringMatching(/^https:\/\/tiles\.example\.com\/.*data\/landsat\/\{z\}\/\{x\}\/\{y\}@2x\.webp$/)]);
   });
 });

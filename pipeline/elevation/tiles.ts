@@ -42,10 +42,12 @@ export function tileBatches(boxes: readonly BBox[], minzoom: number, maxzoom: nu
       }
     }
     const order = (k: string) => k.split('/').map(Number);
-    batches.push(...[...byKey.values()].sort((a, b) => {
+    const sorted = [...byKey.values()].sort((a, b) => {
       const [, ax, ay] = order(a.key), [, bx, by] = order(b.key);
       return ay - by || ax - bx;
-    }));
+    });
+    // One by one: a zoom of millions of tiles (an orthophoto at z20) has more batches than a call has arguments.
+    for (const b of sorted) batches.push(b);
   }
   return { batches, tiles };
 }
