@@ -28,8 +28,8 @@ export interface StageContext {
   vectorPatches?: VectorStageOptions['patches'];
   /** Render stage only: one shard of a distributed run (`tilebake shard`), see RenderStageOptions. */
   render?: Pick<RenderStageOptions, 'shard' | 'dataStore' | 'expect'>;
-  /** Imagery stage only: which tilesets, and one shard of a distributed run (pipeline/run/). */
-  imagery?: Pick<ImageryStageOptions, 'only' | 'shard'>;
+  /** Imagery stage only: which tilesets, one shard of a distributed run, or the tilesets a run's plan leaves to the shards (pipeline/run/). */
+  imagery?: Pick<ImageryStageOptions, 'only' | 'shard' | 'planOnly'>;
 }
 
 export interface Stage {

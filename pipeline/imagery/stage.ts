@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import sharp from 'sharp';
 import { availableCpus } from '../../lib/cpus.ts';
 import { isUserError, UserError } from '../../lib/errors.ts';
-import { RASTER_TILE_SIZE, readManifestOrEmpty, updateManifest, type HidpiArchive, type Manifest, type TilesetEntry } from '../../lib/manifest.ts';
+import { RASTER_TILE_SIZE, readManifestOrEmpty, updateManifest, type Manifest, type TilesetEntry } from '../../lib/manifest.ts';
 import { Compression, openArchiveFile, TileType } from '../../lib/pmtiles/index.ts';
 import { logLine } from '../../lib/progress.ts';
 import type { EncoderSettings } from '../../lib/raster-encode.ts';
@@ -47,6 +47,11 @@ export interface ImageryStageOptions {
   only?: (id: string) => boolean;
   /** One shard of a distributed run: only the batches of this shard, into partial archives (pipeline/run/). */
   shard?: { index: number; count: number };
+  /**
+   * A distributed run's plan: these tilesets are recorded (their manifest entry without tile counts,
+   * their fingerprint) but not warped: the shards warp them, publish merges them (pipeline/run/).
+   */
+  planOnly?: (id: string) => boolean;
 }
 
 /** What the stage did, per tileset. */
@@ -130,10 +135,11 @@ export async function runImageryStage(config: BuildConfig, outDir: string, opts:
   const kept = new Set<string>();
   try {
     for (const t of Object.values(config.tilesets)) {
+      // Before classifying: a shard's config names sources it does not have (the vector tilesets).
+      if (opts.only && !opts.only(t.id)) continue;
       const kind = await tilesetSourceKind(t.source);
       if (kind === 'vector') continue;
       kept.add(t.id);
-      if (opts.only && !opts.only(t.id)) continue;
       checkFields(config, t, kind);
       const prevEntry = prevManifest?.tilesets[t.id]?.kind === 'raster' ? prevManifest.tilesets[t.id] : undefined;
       const workDir = join(opts.workDir, WORK_SUBDIR, t.id);
@@ -154,7 +160,10 @@ export async function runImageryStage(config: BuildConfig, outDir: string, opts:
         continue;
       }
       let entry: TilesetEntry;
-      if (src && settings) {
+      if (src && settings && opts.planOnly?.(t.id)) {
+        entry = imageryEntry(t, src, settings);
+        logLine(`imagery ${t.id}: warped by the shards of the run`);
+      } else if (src && settings) {
         warper ??= await TileWarper.create(threads);
         const w = warper;
         entry = await warpTileset(t, src, settings, { outDir, workDir, fingerprint, threads, shard: opts.shard, run: (task) => w.run(task) });
@@ -205,10 +214,28 @@ export function imageryArchives(id: string): { 1: string; 2: string } {
   return { 1: `data/${id}.pmtiles`, 2: `data/${id}@2x.pmtiles` };
 }
 
-/** Warp an imagery tileset's tiles at 1x (and @2x) into its archives; returns its manifest entry. */
-async function warpTileset(t: TilesetConfig, src: ImagerySource, s: ImagerySettings, c: WarpContext): Promise<TilesetEntry> {
+/** The manifest entry of an imagery tileset, its tile counts and sizes 0 (those of its archives once written). */
+function imageryEntry(t: TilesetConfig, src: ImagerySource, s: ImagerySettings): TilesetEntry {
   const bounds = src.bounds;
   const center = centerInBounds(bounds, [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2, NaN], s.minzoom, s.maxzoom);
+  const archives = imageryArchives(t.id);
+  return {
+    archive: archives[1], kind: 'raster', format: s.format, tileSize: RASTER_TILE_SIZE,
+    name: t.name ?? t.id, attribution: t.attribution, description: t.description,
+    minzoom: s.minzoom, maxzoom: s.maxzoom, bounds, center, tiles: 0, bytes: 0,
+    ...(s.hidpiMaxzoom !== undefined ? { hidpi: { archive: archives[2], maxzoom: s.hidpiMaxzoom, tiles: 0, bytes: 0 } } : {}),
+  };
+}
+
+/** The fingerprint an imagery archive records (IMAGERY_METADATA_KEY) for its tileset's fingerprint and scale. */
+export function archiveFingerprint(fingerprint: string, scale: 1 | 2): string {
+  return `${fingerprint}:${scale}x`;
+}
+
+/** Warp an imagery tileset's tiles at 1x (and @2x) into its archives; returns its manifest entry. */
+async function warpTileset(t: TilesetConfig, src: ImagerySource, s: ImagerySettings, c: WarpContext): Promise<TilesetEntry> {
+  const entry = imageryEntry(t, src, s);
+  const { bounds, center } = entry;
   const archives = imageryArchives(t.id);
   const metadata: Record<string, unknown> = {
     name: t.name ?? t.id, format: s.format, type: 'baselayer', tileSize: RASTER_TILE_SIZE,
@@ -219,7 +246,7 @@ async function warpTileset(t: TilesetConfig, src: ImagerySource, s: ImagerySetti
       label: `imagery ${t.id}${scale === 2 ? ' @2x' : ''}`,
       archive: join(c.outDir, archives[scale]),
       journal: join(c.workDir, `${scale}x.journal`),
-      fingerprint: `${c.fingerprint}:${scale}x`,
+      fingerprint: archiveFingerprint(c.fingerprint, scale),
       fingerprintKey: IMAGERY_METADATA_KEY,
       boxes: src.boxes,
       minzoom: s.minzoom,
@@ -243,11 +270,5 @@ async function warpTileset(t: TilesetConfig, src: ImagerySource, s: ImagerySetti
     if (isUserError(e)) throw e;
     throw new UserError(`tileset "${t.id}": ${t.source}: GDAL cannot read it (${(e as Error).message.replace(/\s+/g, ' ').trim()})`, { cause: e });
   }
-  const hidpi: HidpiArchive | undefined = two && { archive: archives[2], maxzoom: s.hidpiMaxzoom!, tiles: two.tiles, bytes: two.bytes };
-  return {
-    archive: archives[1], kind: 'raster', format: s.format, tileSize: RASTER_TILE_SIZE,
-    name: t.name ?? t.id, attribution: t.attribution, description: t.description,
-    minzoom: s.minzoom, maxzoom: s.maxzoom, bounds, center, tiles: one.tiles, bytes: one.bytes,
-    ...(hidpi ? { hidpi } : {}),
-  };
+  return { ...entry, tiles: one.tiles, bytes: one.bytes, ...(entry.hidpi && two ? { hidpi: { ...entry.hidpi, tiles: two.tiles, bytes: two.bytes } } : {}) };
 }

@@ -56,7 +56,7 @@ function resolveSource(
   file: string,
   sourceId: string,
   src: Json,
-  tilesets: Record<string, TilesetEntry>,
+  tilesets: Record<string, Pick<TilesetEntry, 'kind'>>,
   defaultTileset: string,
 ): string {
   const type = src.type;
@@ -82,6 +82,30 @@ function resolveSource(
     throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (no raster tileset "${name}": ${built}; name one as mbtiles://{id}, pmtiles://{id}.pmtiles or …/data/{id}.json)`);
   }
   throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (only vector, raster and raster-dem sources of built tilesets can be rendered)`);
+}
+
+/**
+ * The raster tilesets the raster sources of style `file` resolve to, as prepareStyle resolves them, from
+ * the tilesets' kinds alone (before they are built: a distributed run's plan builds these itself). A
+ * style that cannot be read or resolved gives none here: preparing it later says what is wrong.
+ */
+export async function rasterTilesetsOf(file: string, tilesets: Record<string, Pick<TilesetEntry, 'kind'>>): Promise<string[]> {
+  let style: Json;
+  try {
+    style = JSON.parse(await readFile(file, 'utf8')) as Json;
+  } catch {
+    return [];
+  }
+  const out = new Set<string>();
+  for (const [sid, src] of Object.entries((style.sources ?? {}) as Record<string, Json>)) {
+    if (src.type !== 'raster') continue;
+    try {
+      out.add(resolveSource(file, sid, src, tilesets, ''));
+    } catch {
+      // Not resolvable: prepareStyle names it.
+    }
+  }
+  return [...out];
 }
 
 /** Resolve a sprite reference relative to the style file; returns the base path without extension. */
