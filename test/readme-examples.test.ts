@@ -1,6 +1,7 @@
 // The README's examples stay true: every fenced block marked ```sh example is run with bash against a
 // server over a build of the sample (vector tiles, raster tiles of osm-bright, the elevation index,
-// terrain tiles), with $T and $TILEBAKE_URL set as the README tells its reader to; each must succeed.
+// terrain tiles, the Landsat imagery and the hybrid style), with $T and $TILEBAKE_URL set as the README
+// tells its reader to; each must succeed.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../static-server/serve.ts';
+import { addSampleImagery } from './fixtures/imagery.ts';
 import { serveFullOutputWithTerrain, type FullOutput } from './fixtures/server/full-output.ts';
 import { ROOT } from './fixtures/server/helpers.ts';
 
@@ -26,7 +28,7 @@ let server: RunningServer;
 let cwd: string;
 
 beforeAll(async () => {
-  ({ fx, server } = await serveFullOutputWithTerrain(TOKEN));
+  ({ fx, server } = await serveFullOutputWithTerrain(TOKEN, addSampleImagery));
   cwd = await mkdtemp(join(tmpdir(), 'tilebake-readme-'));
 });
 
