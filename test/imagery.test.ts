@@ -4,17 +4,19 @@
 // @2x tiles; the hybrid style draws the imagery under the roads and is served with its raster source.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty, type Manifest } from '../lib/manifest.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
-import { HRO, HYBRID_TILE, imageryBuild, LANDSAT, mosaicFiles } from './fixtures/imagery.ts';
+import { copyOfFixture } from './fixtures/cache.ts';
+import { HRO, HYBRID_TILE, imageryBuild, imageryConfig, LANDSAT, mosaicFiles } from './fixtures/imagery.ts';
 import { CLI, ROOT, request, serveOptions } from './fixtures/server/helpers.ts';
 
 const run = promisify(execFile);
@@ -214,6 +216,40 @@ describe('the hybrid style', () => {
     const r = await request(`${server.url}/styles/hybrid/${z}/${x}/${y}.jpg`, { headers: AUTH });
     expect(r.status).toBe(200);
     expect(Buffer.compare(r.body, Buffer.from((await stored('styles/hybrid/1x.jpg.pmtiles', z, x, y))!))).toBe(0);
+  });
+});
+
+describe('a rebuild', () => {
+  it('links the archives of unchanged images and warps a mosaic again when one of its files changed', async () => {
+    const copy = await copyOfFixture(out, 'tilebake-imagery-rebuild-');
+    try {
+      // The fixture's config on the copy: its images and fonts are the copy's.
+      const config = join(copy, '.config.json');
+      await writeFile(config, JSON.stringify({ ...imageryConfig(join(copy, '.fonts', 'fonts-latin'), join(copy, '.images')), out: copy }));
+      await run('gdal_edit.py', ['-mo', 'NOTE=changed', mosaicFiles(join(copy, '.images')).east]);
+      const before = (await currentVersionDir(copy))!.dir;
+      const r = await run(process.execPath, [CLI, 'build', '--config', config], { cwd: ROOT, env: { ...process.env, TILEBAKE_QUIET: '' } });
+      const log = r.stdout + r.stderr;
+      const after = (await currentVersionDir(copy))!.dir;
+      expect(after).not.toBe(before);
+      for (const id of ['landsat', 'hro', 'grey']) expect(log).toContain(`imagery ${id}: source and settings unchanged, archives reused from the previous build`);
+      expect(log).not.toContain('imagery mosaic: source and settings unchanged');
+      // Linked, not written again.
+      expect((await stat(join(after, 'data/landsat@2x.pmtiles'))).ino).toBe((await stat(join(before, 'data/landsat@2x.pmtiles'))).ino);
+      expect((await stat(join(after, 'data/mosaic.pmtiles'))).ino).not.toBe((await stat(join(before, 'data/mosaic.pmtiles'))).ino);
+      // Its pixels did not change (only the file's metadata): the same tiles, under the new fingerprint.
+      const tile = async (v: string) => {
+        const a = await openArchiveFile(join(v, 'data/mosaic.pmtiles'));
+        try {
+          return [a.header.numAddressedTiles, Buffer.from((await a.getTile(9, 145, 219))!).toString('base64')];
+        } finally {
+          await a.close();
+        }
+      };
+      expect(await tile(after)).toEqual(await tile(before));
+    } finally {
+      await rm(copy, { recursive: true, force: true });
+    }
   });
 });
 

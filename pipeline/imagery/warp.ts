@@ -23,8 +23,8 @@ const TILE_PX = 256;
 const CHANNELS = 4;
 /** Warped VRTs a lane keeps open (the zooms and scales of its recent batches). */
 const OPEN_WARPS = 2;
-/** GDAL's block cache for the process, MB. */
-export const GDAL_CACHE_MB = 256;
+/** GDAL's block cache for the process, MB, unless GDAL_CACHEMAX is set (bench/own-data/imagery.ts measures it). */
+export const GDAL_CACHE_MB = 64;
 /** GDAL's warp buffer per warp, MB. */
 const WARP_MEMORY_MB = 64;
 /** Encodes a lane keeps in flight while it reads the next tile. */
@@ -99,7 +99,7 @@ let gdalReady: Promise<Gdal> | undefined;
 /** gdal-async with the stage's cache settings (set once per process). */
 function gdalOnce(): Promise<Gdal> {
   gdalReady ??= loadGdal().then((gdal) => {
-    gdal.config.set('GDAL_CACHEMAX', String(GDAL_CACHE_MB));
+    if (!process.env.GDAL_CACHEMAX) gdal.config.set('GDAL_CACHEMAX', String(GDAL_CACHE_MB));
     return gdal;
   });
   return gdalReady;
