@@ -1,6 +1,6 @@
 // The preview page at `/` in Debian's Chromium (playwright-core): token from the fragment, tiles with
-// the Authorization header, raster/vector switch, the terrain toggle, an elevation profile matching
-// /height, the form on 401.
+// the Authorization header, raster/vector switch, a raster tileset's images, the terrain toggle, an
+// elevation profile matching /height, the form on 401.
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../static-server/serve.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../workers/chromium.ts';
+import { addSampleImagery } from './fixtures/imagery.ts';
 import { serveFullOutputWithTerrain, type FullOutput } from './fixtures/server/full-output.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
@@ -30,8 +31,8 @@ let server: RunningServer;
 let browser: Browser;
 
 beforeAll(async () => {
-  // Terrain tiles for the terrain toggle (this file's own copy of the fixture).
-  ({ fx, server } = await serveFullOutputWithTerrain(TOKEN));
+  // Terrain tiles for the terrain toggle (this file's own copy of the fixture), and the sample's imagery.
+  ({ fx, server } = await serveFullOutputWithTerrain(TOKEN, addSampleImagery));
   browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
   if (SHOTS) await mkdir(SHOTS, { recursive: true });
 });
@@ -197,6 +198,24 @@ describe('preview page', () => {
       await page.locator('li[data-style="osm-bright"] button', { hasText: 'Raster' }).click();
       await page.locator('#language-note').waitFor({ state: 'visible' });
       expect(await page.locator('#language-note').textContent()).toContain('No raster tiles of this style are baked in it');
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('shows a raster tileset\'s images, moved to them, fetched with the token', async () => {
+    const { page, errors, requests } = await openPage(`token=${TOKEN}`);
+    try {
+      await mapIdle(page);
+      await page.locator('li[data-tileset="landsat"] button', { hasText: 'Show' }).click();
+      await mapIdle(page);
+      const tiles = requests.filter((r) => /\/data\/landsat\/\d+\/\d+\/\d+(@2x)?\.webp$/.test(r.url));
+      expect(tiles.length).toBeGreaterThan(0);
+      expect(tiles.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
+      expect(await page.locator('li[data-tileset="landsat"] button', { hasText: 'Show' }).getAttribute('aria-pressed')).toBe('true');
+      // The scene covers a good part of the view (its tiles start at z7: the map fits it at about that zoom).
+      expect((await canvasPixels(page)).drawn).toBeGreaterThan(0.2);
       expect(errors).toEqual([]);
     } finally {
       await page.close();

@@ -15,6 +15,14 @@ function modeButton(label, pressed, onClick) {
   return b;
 }
 
+/** Show a raster tileset's images, moving the map to them when they are not in view. */
+function showRaster(t) {
+  show({ kind: 'raster', id: t.id });
+  const c = state.map.getCenter();
+  const [w, s, e, n] = t.region;
+  if (c.lng < w || c.lng > e || c.lat < s || c.lat > n) state.map.fitBounds(t.region, { padding: 20, animate: false });
+}
+
 /** The style and tileset lists, with the current view pressed. */
 export function renderLists() {
   const v = state.view;
@@ -46,7 +54,7 @@ export function renderLists() {
     li.dataset.tileset = t.id;
     li.append(el('span', { class: 'name' }, t.name), el('span', { class: 'kind' }, `${t.kind} z${t.minzoom}–${t.maxzoom}`));
     if (t.kind === 'vector') li.append(modeButton('Inspect', v.kind === 'inspect' && v.id === t.id, () => show({ kind: 'inspect', id: t.id })));
-    if (t.kind === 'raster') li.append(modeButton('Show', v.kind === 'raster' && v.id === t.id, () => show({ kind: 'raster', id: t.id })));
+    if (t.kind === 'raster') li.append(modeButton('Show', v.kind === 'raster' && v.id === t.id, () => showRaster(t)));
     tilesets.append(li);
   }
   $('terrain-box').hidden = !state.catalog.tilesets.some((t) => t.kind === 'terrain');
