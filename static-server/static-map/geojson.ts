@@ -1,6 +1,6 @@
 /**
  * GeoJSON overlays of static maps (RFC 7946: a Feature or a FeatureCollection, POSTed or in `?geojson=`),
- * read into the static maps' one overlay model (params.ts: paths with fills and holes, markers) with the
+ * read into the static maps' one overlay model (model.ts: paths with fills and holes, markers) with the
  * simplestyle-spec 1.1.0 properties and defaults: `stroke`, `stroke-width`, `stroke-opacity`, `fill`,
  * `fill-opacity` on lines and polygons; `marker-color`, `marker-size` (small, medium, large) and
  * `marker-symbol` (an icon of the style's sprite, else 1–3 letters or digits on the pin: resolved against
@@ -17,8 +17,7 @@ import { HttpError } from '../../lib/http-error.ts';
 import { HttpStatus } from '../../lib/http-status.ts';
 import { MAX_LATITUDE } from '../../lib/tile-math.ts';
 import { parseColour, type Colour } from './colour.ts';
-import { MARKER_SIZES, type MarkerSize } from './overlay.ts';
-import type { MarkerOverlay, PathOverlay } from './params.ts';
+import { MARKER_SIZES, type MarkerOverlay, type MarkerSize, type PathOverlay } from './model.ts';
 
 /** simplestyle-spec 1.1.0's defaults. */
 const DEFAULTS = Object.freeze({ stroke: '#555555', strokeOpacity: 1, strokeWidth: 2, fill: '#555555', fillOpacity: 0.6, markerColor: '#7e7e7e', markerSize: 'medium' as MarkerSize });

@@ -16,11 +16,9 @@ import type { LatLon } from '../../lib/elevation/geo.ts';
 import { xmlEscape } from '../../lib/xml.ts';
 import { project, type Camera } from './camera.ts';
 import type { Colour } from './colour.ts';
-import type { MarkerOverlay, PathOverlay } from './params.ts';
+import type { MarkerOverlay, MarkerSize, PathOverlay } from './model.ts';
 
 /** Pin sizes (simplestyle's `marker-size`), as scales of the medium pin. */
-export const MARKER_SIZES = ['small', 'medium', 'large'] as const;
-export type MarkerSize = (typeof MARKER_SIZES)[number];
 const PIN_SCALE: Readonly<Record<MarkerSize, number>> = Object.freeze({ small: 0.7, medium: 1, large: 1.4 });
 
 /** Pin outline with its tip at 0,0, in logical pixels (20 px wide, 30 px tall at medium). */

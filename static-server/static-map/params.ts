@@ -13,7 +13,7 @@
  *   segment, `{width}x{height}[@2x].{png|jpg|webp}`, fits the overlays (`auto`) or takes
  *   `center={lon},{lat},{zoom}[@{bearing}]`.
  */
-import { decodePolyline, TooManyPointsError, type LatLon } from '../../lib/elevation/geo.ts';
+import { decodePolyline, TooManyPointsError } from '../../lib/elevation/geo.ts';
 import { UserError } from '../../lib/errors.ts';
 import type { RasterFormat } from '../../lib/raster-encode.ts';
 import { MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
@@ -23,7 +23,7 @@ import { checkJsonDepth } from '../json-body.ts';
 import { queryLanguage } from '../styles/language.ts';
 import { parseColour, type Colour } from './colour.ts';
 import { parseGeoJson } from './geojson.ts';
-import type { MarkerSize } from './overlay.ts';
+import type { MarkerOverlay, PathOverlay } from './model.ts';
 
 /** Limits of static images (TILEBAKE_STATIC_* environment variables override some). */
 export interface StaticMapLimits {
@@ -74,37 +74,6 @@ export type StaticView =
   | { kind: 'center'; lon: number; lat: number; zoom: number; bearing: number }
   | { kind: 'bbox'; bbox: BBox }
   | { kind: 'auto' };
-
-/** A line, or with `fill` a closed path: a polygon (its outer ring, and its holes). */
-export interface PathOverlay {
-  /** The line's vertices, or the polygon's outer ring. */
-  points: LatLon[];
-  /** The polygon's inner rings (filled by the even-odd rule). */
-  holes?: LatLon[][];
-  stroke: Colour;
-  /** Line width in logical pixels (0: no outline). */
-  width: number;
-  fill?: Colour;
-  /** A label at the line's middle or the polygon's centroid. */
-  title?: string;
-}
-
-/** A pin whose tip stands on the point, or an icon of the style's sprite centred on it. */
-export interface MarkerOverlay {
-  lon: number;
-  lat: number;
-  colour: Colour;
-  /** 1–3 letters or digits on the pin. */
-  label?: string;
-  /** The pin's size (default medium). */
-  size?: MarkerSize;
-  /** An icon of the style's sprite drawn instead of the pin (sprite-icons.ts). */
-  icon?: string;
-  /** A GeoJSON `marker-symbol` not yet resolved against the sprite (icon, else label), and where it was given. */
-  symbol?: { name: string; where: string };
-  /** A label below the marker. */
-  title?: string;
-}
 
 export interface StaticMapRequest {
   view: StaticView;

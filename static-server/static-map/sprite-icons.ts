@@ -15,7 +15,7 @@ import { StoreCorruptError } from '../../lib/store-read.ts';
 import type { Store } from '../../lib/storage.ts';
 import type { ServerContext } from '../context.ts';
 import type { Icon, Icons } from './overlay.ts';
-import type { MarkerOverlay } from './params.ts';
+import type { MarkerOverlay } from './model.ts';
 
 /** A `marker-symbol` that is not an icon is drawn on the pin when it is this (as the URL markers' `label:`). */
 const PIN_LABEL = /^[\p{L}\p{N}]{1,3}$/u;
