@@ -33,6 +33,7 @@ import { shuffle, stop, type WrkFigures } from '../wrk.ts';
 import { measureRender, type RenderFigures } from './render-mode.ts';
 import { buildSample, root, STYLE, UPSCALED_ZOOM, views, work } from './sample.ts';
 import { PROCESSES, serve, TOKEN, wrk as wrkRun } from './server.ts';
+import { writeResults } from '../results.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -207,7 +208,7 @@ async function main(): Promise<void> {
     '',
   ];
   console.log(lines.join('\n'));
-  writeFileSync(join(root, 'bench/static-map/RESULTS.md'), lines.join('\n'));
+  writeResults(join(root, 'bench/static-map/RESULTS.md'), lines.join('\n'));
 }
 
 main().catch((e: unknown) => {
