@@ -29,6 +29,9 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'quick',
+          // One module graph per worker for the tier's many small files: importing fastify, sharp, GDAL and the
+          // sources again for each file was most of its time.
+          isolate: false,
           include: QUICK_FILES ?? [QUICK],
           // Starting a browser, a daemon or tilemaker here fails the run (test/quick-guard.mjs, test/quick-teardown.ts).
           execArgv: ['--import', resolve(import.meta.dirname, 'test/quick-guard.mjs')],
