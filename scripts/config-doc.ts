@@ -1,7 +1,7 @@
 // Writes docs/config.md, the build configuration's reference, from the zod schema the CLI validates
 // with (pipeline/config), so the reference cannot drift from what is accepted:
 //   node --import tsx scripts/config-doc.ts          # rewrite docs/config.md
-// test/config-doc.test.ts fails when docs/config.md differs from what this prints.
+// test/config-doc.quick.test.ts fails when docs/config.md differs from what this prints.
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';

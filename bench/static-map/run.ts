@@ -35,6 +35,7 @@ import { shuffle, stop, type WrkFigures } from '../wrk.ts';
 import { measureRender, type RenderFigures } from './render-mode.ts';
 import { buildSample, GEOJSON_POINTS, geojsonViews, POLYGON_VERTICES, root, STYLE, UPSCALED_ZOOM, views, work } from './sample.ts';
 import { PROCESSES, serve, TOKEN, wrk as wrkRun, wrkPost } from './server.ts';
+import { writeResults } from '../results.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -231,7 +232,7 @@ async function main(): Promise<void> {
     '',
   ];
   console.log(lines.join('\n'));
-  writeFileSync(join(root, 'bench/static-map/RESULTS.md'), lines.join('\n'));
+  writeResults(join(root, 'bench/static-map/RESULTS.md'), lines.join('\n'));
 }
 
 main().catch((e: unknown) => {
