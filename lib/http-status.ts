@@ -9,6 +9,7 @@ export const enum HttpStatus {
   MethodNotAllowed = 405,
   RequestTimeout = 408,
   PayloadTooLarge = 413,
+  UnsupportedMediaType = 415,
   TooManyRequests = 429,
   HeaderTooLarge = 431,
   Internal = 500,

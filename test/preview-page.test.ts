@@ -1,6 +1,6 @@
 // The preview page at `/` in Debian's Chromium (playwright-core): token from the fragment, tiles with
-// the Authorization header, raster/vector switch, a raster tileset's images, the terrain toggle, an
-// elevation profile matching /height, the form on 401.
+// the Authorization header, raster/vector switch, the globe switch, a raster tileset's images, the
+// terrain toggle, an elevation profile matching /height, the form on 401.
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -194,6 +194,19 @@ describe('preview page', () => {
       );
       await mapIdle(page);
       expect(page.url()).toContain('language=it');
+      // The globe switch: the style again with ?projection=globe, drawn by MapLibre on its globe, not blank.
+      const globe = page.waitForResponse((r) => r.url().endsWith('/styles/osm-bright/style.json?language=it&projection=globe') && r.status() === 200, { timeout: LOAD_TIMEOUT_MS });
+      await page.locator('#globe').check();
+      await globe;
+      await page.waitForFunction(
+        () => (window as unknown as { tilebakePreview: { map: { getProjection(): { type?: unknown } | undefined } } }).tilebakePreview.map.getProjection()?.type === 'globe',
+        undefined,
+        { timeout: LOAD_TIMEOUT_MS },
+      );
+      await mapIdle(page);
+      expect(page.url()).toContain('globe=1');
+      expect((await canvasPixels(page)).colours).toBeGreaterThan(200);
+      if (SHOTS) await page.screenshot({ path: join(SHOTS, 'preview-globe.png') });
       // The fixture bakes no Italian rasters: in raster mode the page says so.
       await page.locator('li[data-style="osm-bright"] button', { hasText: 'Raster' }).click();
       await page.locator('#language-note').waitFor({ state: 'visible' });

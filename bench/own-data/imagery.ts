@@ -25,6 +25,7 @@ import { tileBatches } from '../../pipeline/elevation/tiles.ts';
 import { openImagery } from '../../pipeline/imagery/sources.ts';
 import { TileWarper } from '../../pipeline/imagery/warp.ts';
 import { runCommand, runSampled } from '../command.ts';
+import { writeResults } from '../results.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const SHARED = process.env.TILEBAKE_SHARED_IMAGERY ?? '/work/shared/data/imagery';
@@ -159,7 +160,7 @@ try {
   log(summary);
   if (!QUICK) {
     const rows = (who: string, runs: Run[]) => runs.map((x, i) => `| ${who} | ${i + 1} | ${x.tiles} | ${fmt(x.seconds, 2)} | ${fmt(x.tiles / x.seconds)} | ${fmt(x.peakMb, 0)} |`).join('\n');
-    await writeFile(
+    writeResults(
       join(ROOT, 'bench/own-data/RESULTS-imagery.md'),
       `# Imagery: tilebake build vs gdal2tiles.py --xyz
 
@@ -183,6 +184,7 @@ Lower zooms, in process on the same ${lower.tiles} z${PARENT_ZOOM} tiles: warped
 GDAL reads the overview that fits, each tile independent) **${fmt(lower.warp, 2)} s**, composed from the four z${MAXZOOM}
 children and halved with sharp (gdal2tiles' way, children decoded from PNG) **${fmt(lower.children, 2)} s**.
 `,
+      [`- ${new Date().toISOString().slice(0, 10)}, load ${fmt(load0, 1)} → ${fmt(load1, 1)}: ${summary}; z${PARENT_ZOOM} warped ${fmt(lower.warp, 2)} s, from children ${fmt(lower.children, 2)} s`],
     );
   }
 } finally {

@@ -18,7 +18,8 @@ import { logLine } from '../../lib/progress.ts';
 import { renderPlan } from '../render/jobs.ts';
 import { archiveFingerprint } from '../imagery/stage.ts';
 import { openImagery } from '../imagery/sources.ts';
-import { rasterTilesetsOf, SPRITE_FILES, spriteBase } from '../render/style.ts';
+import { rasterTilesetsOf } from '../render/style.ts';
+import { SPRITE_FILES, spriteBase } from '../render/sprite.ts';
 import { hashInputs, readDeps } from '../reuse.ts';
 import { tilesetSourceKinds } from '../stage.ts';
 import { permanent } from './exit.ts';
@@ -34,9 +35,15 @@ export interface PlanOptions {
   s3Endpoint?: string;
 }
 
-/** Files the config reads: the config itself, tileset sources, DEMs, styles. */
+/** The folder of SVG icons a style entry's `"sprite"` names, if any. */
+function spriteFolder(s: BuildConfig['styles'][string]): string | undefined {
+  return s.sprite === undefined ? undefined : typeof s.sprite === 'string' ? s.sprite : s.sprite.extend;
+}
+
+/** Files the config reads: the config itself, tileset sources, DEMs, styles and their SVG icon folders. */
 function configInputs(config: BuildConfig): string[] {
-  return [config.file, ...Object.values(config.tilesets).map((t) => t.source), ...(config.elevation?.sources ?? []).map((s) => s.path), ...Object.values(config.styles).map((s) => s.style)];
+  const styles = Object.values(config.styles);
+  return [config.file, ...Object.values(config.tilesets).map((t) => t.source), ...(config.elevation?.sources ?? []).map((s) => s.path), ...styles.map((s) => s.style), ...styles.flatMap((s) => spriteFolder(s) ?? [])];
 }
 
 /**
@@ -73,12 +80,12 @@ function commonFolder(files: string[]): string {
 
 /**
  * Write what a shard needs to render into `dir`: the config with its styles and fonts moved beside it
- * (`styles/<id>/style.json` with its sprite as `sprite*`, `fonts/`), and the images of the imagery
- * tilesets it warps (`imagery/<id>/`). The prepared styles, hence the render fingerprints, and the
- * imagery fingerprints are the same as from the original files.
+ * (`styles/<id>/style.json` with its sprite as `sprite*` and its SVG icon folder as `icons/`, `fonts/`),
+ * and the images of the imagery tilesets it warps (`imagery/<id>/`). The prepared styles, hence the
+ * render fingerprints, and the imagery fingerprints are the same as from the original files.
  */
 async function writeInputs(config: BuildConfig, dir: string, sharded: ReadonlySet<string>, scratch: string): Promise<void> {
-  const raw = JSON.parse(await readFile(config.file, 'utf8')) as { out?: string; fonts?: string; styles: Record<string, { style: string }>; tilesets?: Record<string, string | { source: string }> };
+  const raw = JSON.parse(await readFile(config.file, 'utf8')) as { out?: string; fonts?: string; styles: Record<string, { style: string; sprite?: unknown }>; tilesets?: Record<string, string | { source: string }> };
   for (const id of sharded) {
     const t = raw.tilesets![id];
     const source = await copyImagery(id, config.tilesets[id].source, join(dir, 'imagery', id), dir, scratch);
@@ -88,7 +95,8 @@ async function writeInputs(config: BuildConfig, dir: string, sharded: ReadonlySe
     const styleDir = join(dir, 'styles', s.id);
     await mkdir(styleDir, { recursive: true });
     const style = JSON.parse(await readFile(s.style, 'utf8')) as { sprite?: unknown };
-    const base = spriteBase(s.style, style.sprite);
+    // A folder that replaces the style's sprite leaves the style's own unread (as the render stage does).
+    const base = typeof s.sprite === 'string' ? undefined : spriteBase(s.style, style.sprite);
     if (base) {
       for (const suffix of SPRITE_FILES) {
         if (await stat(base + suffix).then(() => true, () => false)) await copyFile(base + suffix, join(styleDir, `sprite${suffix}`));
@@ -97,6 +105,11 @@ async function writeInputs(config: BuildConfig, dir: string, sharded: ReadonlySe
     }
     await writeFile(join(styleDir, 'style.json'), JSON.stringify(style));
     raw.styles[s.id].style = `styles/${s.id}/style.json`;
+    const icons = spriteFolder(s);
+    if (icons) {
+      await cp(icons, join(styleDir, 'icons'), { recursive: true });
+      raw.styles[s.id].sprite = typeof s.sprite === 'string' ? `styles/${s.id}/icons` : { extend: `styles/${s.id}/icons` };
+    }
   }
   if (config.fonts) {
     await cp(config.fonts, join(dir, 'fonts'), { recursive: true });

@@ -7,6 +7,7 @@
  */
 import { boundsAtZoom, tilesetMaxzoom, tilesetScales, type StyleEntry, type TilesetEntry, type ZoomCoverage } from '../../lib/manifest.ts';
 import { tileRangeForBBox } from '../../lib/tile-math.ts';
+import { xmlEscape } from '../../lib/xml.ts';
 import { TILE_CONTENT_TYPES } from '../tile-response.ts';
 import { FORMAT_PREFERENCE, TILE_SIZE_1X } from './raster-tilejson.ts';
 
@@ -78,11 +79,6 @@ export function tilesetLayers(id: string, entry: TilesetEntry, baseUrl: string, 
     scale, minzoom: entry.minzoom, maxzoom: tilesetMaxzoom(entry, scale), formats: [entry.format],
     root: `${baseUrl}/data/${encodeURIComponent(id)}/{TileMatrix}/{TileCol}/{TileRow}${scale === 2 ? '@2x' : ''}`,
   }));
-}
-
-/** XML text and attribute escaping. */
-export function xmlEscape(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
 }
 
 /** One tile matrix set from zoom 0 to `maxzoom`: 256 px tiles at scale 1, 512 px tiles at scale 2. */
