@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { tileBounds, type BBox } from '../lib/tile-math.ts';
-import { loadGdal } from '../pipeline/elevation/gdal.ts';
+import { loadGdal } from '../lib/gdal.ts';
 import { canonicalEncode, canonicalTile, decodeStored } from '../pipeline/osm/canonical.ts';
 import { signedArea2 } from '../pipeline/osm/coastline.ts';
 import { fillLayers } from '../pipeline/osm/compose.ts';

@@ -3,7 +3,7 @@
  * polygons, clipping to a box, and WGS84 shapefiles tilemaker 2.2 reads, with attribute columns.
  */
 import type { BBox } from '../../lib/tile-math.ts';
-import { loadGdal } from '../elevation/gdal.ts';
+import { loadGdal } from '../../lib/gdal.ts';
 
 type Gdal = typeof import('gdal-async');
 export type Geometry = import('gdal-async').Geometry;
