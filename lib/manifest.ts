@@ -14,7 +14,7 @@ export interface Manifest {
   version: 1;
   /** ISO time of the last change. */
   generatedAt: string;
-  /** Tile archives served at /data/{id}/{z}/{x}/{y}.{ext}: vector tilesets and terrain tiles. */
+  /** Tile archives served at /data/{id}/{z}/{x}/{y}.{ext}: vector tilesets, terrain tiles and raster tilesets. */
   tilesets: Record<string, TilesetEntry>;
   /** Rendered styles served at /styles/{id}/... */
   styles: Record<string, StyleEntry>;
@@ -31,11 +31,12 @@ export type TileFormat = 'pbf' | 'png' | 'jpg' | 'webp';
 export interface TilesetEntry {
   /** PMTiles archive, relative to the output folder. */
   archive: string;
-  kind: 'vector' | 'terrain';
+  /** `raster`: image tiles (hillshade, colour relief) drawn as a style's `raster` source. */
+  kind: 'vector' | 'terrain' | 'raster';
   format: TileFormat;
   /** Terrain tiles only: how heights are packed into RGB. */
   encoding?: 'terrarium' | 'mapbox';
-  /** Raster tiles (terrain): pixels per tile side, the TileJSON's `tileSize`. */
+  /** Raster and terrain tiles: pixels per tile side, the TileJSON's `tileSize`. */
   tileSize?: number;
   name?: string;
   attribution?: string;
@@ -144,7 +145,7 @@ export interface ElevationEntry {
   bytes: number;
   /** Content fingerprint of the DEM inputs and settings (sha256 hex; equal ⇒ an equal index). */
   fingerprint?: string;
-  /** Ids of the tilesets the elevation stage wrote (terrain, contours). */
+  /** Ids of the tilesets the elevation stage wrote (terrain, contours, hillshade, relief). */
   tilesets?: string[];
 }
 

@@ -151,12 +151,15 @@ function alphaStats(raw: Uint8Array, width: number, r: { left: number; top: numb
   return { opaque, transparent };
 }
 
+/** Each format's encoder settings. */
+export type EncoderSettings = Pick<SliceOptions, 'png' | 'jpeg' | 'webp'>;
+
 /**
  * The encoder of format `f` on an image of `channels` channels. PNG and WebP keep alpha (WebP lossless
  * with `exact`: colour under transparent pixels kept, so it decodes to the PNG's pixels); JPEG flattens
  * it onto white.
  */
-function encoder(f: RasterFormat, img: Sharp, channels: number, opts: SliceOptions): Sharp {
+export function encoder(f: RasterFormat, img: Sharp, channels: number, opts: EncoderSettings): Sharp {
   switch (f) {
     case 'png':
       return img.png({ compressionLevel: opts.png.compressionLevel, palette: opts.png.palette, adaptiveFiltering: false });
