@@ -2,14 +2,14 @@
  * Hillshade and colour-relief raster tilesets from the elevation index: the pool's threads sample
  * each tile's grid (with a one-pixel margin, so edge pixels shade from their real neighbours), this
  * thread shades or colours it with GDAL's DEM processing (lib/elevation/dem-processing.ts, on libuv's
- * threads) and encodes it with sharp (lib/raster-encode.ts). Tiles with nothing to show are left out.
+ * threads) and encodes it with the build's encoders (lib/raster-encode.ts). Tiles with nothing to show are left out.
  */
 import sharp from 'sharp';
 import { colorReliefTile, hillshadeGreyAlpha, hillshadeOverlay, type HillshadeOptions, type TileGrid } from '../../lib/elevation/dem-processing.ts';
 import { loadGdal } from '../../lib/gdal.ts';
 import type { TilesetEntry } from '../../lib/manifest.ts';
 import { Compression, TileType } from '../../lib/pmtiles/index.ts';
-import { encoder, type EncoderSettings } from '../../lib/raster-encode.ts';
+import { encodeRgba, encoder, type EncoderSettings } from '../../lib/raster-encode.ts';
 import type { GridOut, GridTask, TileOut } from '../../workers/elevation-tiles.ts';
 import type { HillshadeConfig, ReliefConfig } from '../config/elevation.ts';
 import { fingerprintOf } from './fingerprint.ts';
@@ -27,22 +27,24 @@ const SHADED_VERSION = 'tilebake-shaded/1';
 export type HillshadeJob = HillshadeConfig & { minzoom: number; maxzoom: number };
 export type ReliefJob = Omit<ReliefConfig, 'ramp'> & { minzoom: number; maxzoom: number; rampText: string };
 
-/** True when some pixel of an image with alpha last (`channels` per pixel) is not fully transparent. */
-function anyVisible(pixels: Uint8Array, channels: number): boolean {
-  for (let i = channels - 1; i < pixels.length; i += channels) if (pixels[i] !== 0) return true;
+/** True when some pixel of a grey-alpha image is not fully transparent. */
+function anyVisible(greyAlpha: Uint8Array): boolean {
+  for (let i = 1; i < greyAlpha.length; i += 2) if (greyAlpha[i] !== 0) return true;
   return false;
 }
 
-/** Shade (or colour) each sampled grid and encode it; tiles left fully transparent are dropped. */
-async function encodeGrids(grids: GridOut[], buffer: number, channels: 2 | 4, format: 'png' | 'webp', settings: EncoderSettings, pixelsOf: (g: TileGrid) => Promise<Uint8Array>): Promise<TileOut[]> {
+/** A grey-alpha image encoded (a grey-alpha PNG; libvips would otherwise read the two channels as colour), or undefined when fully transparent. */
+async function encodeGreyAlpha(pixels: Uint8Array, format: 'png' | 'webp', settings: EncoderSettings): Promise<Buffer | undefined> {
+  if (!anyVisible(pixels)) return undefined;
+  const img = sharp(pixels, { raw: { width: SHADED_TILE_SIZE, height: SHADED_TILE_SIZE, channels: 2 } }).toColourspace('b-w');
+  return encoder(format, img, 2, settings).toBuffer();
+}
+
+/** Shade (or colour) each sampled grid and encode it (grey-alpha or RGBA pixels); tiles left fully transparent are dropped. */
+async function encodeGrids(grids: GridOut[], buffer: number, pixelsOf: (g: TileGrid) => Promise<Uint8Array>, encode: (pixels: Uint8Array) => Promise<Buffer | undefined>): Promise<TileOut[]> {
   const tiles = await Promise.all(grids.map(async (g): Promise<TileOut | undefined> => {
-    const pixels = await pixelsOf({ ...g, size: SHADED_TILE_SIZE, buffer });
-    if (!anyVisible(pixels, channels)) return undefined;
-    const raw = sharp(pixels, { raw: { width: SHADED_TILE_SIZE, height: SHADED_TILE_SIZE, channels } });
-    // Two channels are grey and alpha (a grey-alpha PNG; libvips would otherwise read them as colour).
-    const img = channels === 2 ? raw.toColourspace('b-w') : raw;
-    const data = await encoder(format, img, channels, settings).toBuffer();
-    return { z: g.z, x: g.x, y: g.y, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+    const data = await encode(await pixelsOf({ ...g, size: SHADED_TILE_SIZE, buffer }));
+    return data && { z: g.z, x: g.x, y: g.y, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
   }));
   return tiles.filter((t): t is TileOut => t !== undefined);
 }
@@ -96,8 +98,8 @@ export function writeHillshadeTiles(cfg: HillshadeJob, job: IndexTileset<GridTas
     job,
     HILLSHADE_BUFFER,
     (grids) => (overlay
-      ? encodeGrids(grids, HILLSHADE_BUFFER, 4, cfg.format, settings, (g) => hillshadeOverlay(g, opts))
-      : encodeGrids(grids, HILLSHADE_BUFFER, 2, cfg.format, settings, (g) => hillshadeGreyAlpha(g, opts))),
+      ? encodeGrids(grids, HILLSHADE_BUFFER, (g) => hillshadeOverlay(g, opts), (px) => encodeRgba(px, SHADED_TILE_SIZE, SHADED_TILE_SIZE, cfg.format, settings))
+      : encodeGrids(grids, HILLSHADE_BUFFER, (g) => hillshadeGreyAlpha(g, opts), (px) => encodeGreyAlpha(px, cfg.format, settings))),
   );
 }
 
@@ -108,6 +110,6 @@ export function writeReliefTiles(cfg: ReliefJob, job: IndexTileset<GridTask, Gri
     { id: cfg.id, label: 'relief', type: 'baselayer', format: cfg.format, minzoom: cfg.minzoom, maxzoom: cfg.maxzoom, description, settings: { ramp: cfg.rampText, match: cfg.match, format: cfg.format, encode: settings[cfg.format], size: SHADED_TILE_SIZE } },
     job,
     0,
-    (grids) => encodeGrids(grids, 0, 4, cfg.format, settings, (g) => colorReliefTile(g, cfg.rampText, cfg.match)),
+    (grids) => encodeGrids(grids, 0, (g) => colorReliefTile(g, cfg.rampText, cfg.match), (px) => encodeRgba(px, SHADED_TILE_SIZE, SHADED_TILE_SIZE, cfg.format, settings)),
   );
 }

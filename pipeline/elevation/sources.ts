@@ -13,6 +13,11 @@ export interface DemSource {
 
 const GLOB_CHARS = /[*?[]/;
 
+/** True when a path is a glob pattern (`*`, `?`, `[...]`, `**`). */
+export function isGlob(path: string): boolean {
+  return GLOB_CHARS.test(path);
+}
+
 /** A glob pattern (`*`, `?`, `[...]`, `**`) of one path component as a RegExp. */
 function componentRegex(pattern: string): RegExp {
   let re = '';

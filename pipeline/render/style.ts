@@ -5,7 +5,7 @@ import { UserError } from '../../lib/errors.ts';
 import { languagesOfLayers } from '../../lib/languages.ts';
 import { localizeStyle } from '../../lib/style-language.ts';
 import { writeFileAtomic } from '../../lib/atomic.ts';
-import type { TilesetEntry } from '../../lib/manifest.ts';
+import { RASTER_TILE_SIZE, type TilesetEntry } from '../../lib/manifest.ts';
 import { NEUTRAL_PREFIX } from '../../lib/style-urls.ts';
 
 /** Sprite files copied beside the prepared style (base name + these suffixes). */
@@ -74,7 +74,14 @@ function resolveSource(
     if (terrain.length === 1) return terrain[0];
     throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (no terrain tileset "${name}" was built)`);
   }
-  throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (only vector and raster-dem sources of built tilesets can be rendered)`);
+  if (type === 'raster') {
+    if (tilesets[name]?.kind === 'raster') return name;
+    const raster = Object.keys(tilesets).filter((k) => tilesets[k].kind === 'raster');
+    if (raster.length === 1) return raster[0];
+    const built = raster.length ? `the raster tilesets are ${raster.join(', ')}` : 'no raster tileset was built';
+    throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (no raster tileset "${name}": ${built}; name one as mbtiles://{id}, pmtiles://{id}.pmtiles or …/data/{id}.json)`);
+  }
+  throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (only vector, raster and raster-dem sources of built tilesets can be rendered)`);
 }
 
 /** Resolve a sprite reference relative to the style file; returns the base path without extension. */
@@ -99,7 +106,8 @@ function usesGlyphs(style: Json): boolean {
 }
 
 /**
- * Load, validate and prepare style `id` from `file`: sources → `tilebake://data/<tileset>.json`,
+ * Load, validate and prepare style `id` from `file`: sources (vector, raster-dem, and raster sources of
+ * raster tilesets: imagery, hillshade) → `tilebake://data/<tileset>.json`,
  * sprite → `tilebake://styles/<id>/sprite` (files copied to `<out>/styles/<id>/`), glyphs →
  * `tilebake://fonts/{fontstack}/{range}.pbf`. Writes `<out>/styles/<id>/style.json`.
  */
@@ -144,6 +152,8 @@ export async function prepareStyle(
     const next: Json = { ...src, url: `${NEUTRAL_PREFIX}data/${tileset}.json` };
     delete next.tiles;
     if (src.type === 'raster-dem' && next.encoding === undefined && entry.encoding) next.encoding = entry.encoding;
+    // MapLibre's default raster tile size is 512 CSS px; a raster tileset's tiles are drawn at their own (256).
+    if (src.type === 'raster' && next.tileSize === undefined) next.tileSize = entry.tileSize ?? RASTER_TILE_SIZE;
     sources[sid] = next;
   }
 

@@ -4,8 +4,12 @@ import { Compression, TileType } from 'pmtiles';
 import { UserError } from '../../lib/errors.ts';
 import type { TileFormat } from '../../lib/manifest.ts';
 
-/** The kinds of input the vector stage reads (`osm`: an OpenStreetMap extract, generated into tiles). */
-export type InputKind = 'mbtiles' | 'pmtiles' | 'folder' | 'osm';
+/**
+ * The kinds of input a tileset reads: tile archives and folders (packed as they are), `osm` (an
+ * OpenStreetMap extract, generated into tiles), `raster` (images GDAL opens, or a glob of them: warped
+ * into tiles by the imagery stage, pipeline/imagery/).
+ */
+export type InputKind = 'mbtiles' | 'pmtiles' | 'folder' | 'osm' | 'raster';
 
 /** Highest zoom level accepted from any input (the pmtiles library rejects deeper tile ids). */
 export const MAX_ZOOM = 26;

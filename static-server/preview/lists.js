@@ -46,6 +46,7 @@ export function renderLists() {
     li.dataset.tileset = t.id;
     li.append(el('span', { class: 'name' }, t.name), el('span', { class: 'kind' }, `${t.kind} z${t.minzoom}–${t.maxzoom}`));
     if (t.kind === 'vector') li.append(modeButton('Inspect', v.kind === 'inspect' && v.id === t.id, () => show({ kind: 'inspect', id: t.id })));
+    if (t.kind === 'raster') li.append(modeButton('Show', v.kind === 'raster' && v.id === t.id, () => show({ kind: 'raster', id: t.id })));
     tilesets.append(li);
   }
   $('terrain-box').hidden = !state.catalog.tilesets.some((t) => t.kind === 'terrain');

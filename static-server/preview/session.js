@@ -12,7 +12,7 @@ export const fragment = new URLSearchParams(location.hash.slice(1));
 export const state = {
   token: fragment.get('token') ?? sessionStorage.getItem(TOKEN_KEY) ?? '',
   catalog: null,
-  /** What the map shows: { kind: 'style', id, mode: 'raster' | 'vector', format } or { kind: 'inspect', id }. */
+  /** What the map shows: { kind: 'style', id, mode: 'raster' | 'vector', format }, { kind: 'inspect', id } or { kind: 'raster', id } (a raster tileset). */
   view: null,
   /** The label language chosen (`name:xx` first), '' for the style's own labels. */
   language: fragment.get('language') ?? '',

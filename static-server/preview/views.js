@@ -1,5 +1,5 @@
 // The style document of each view the page offers: a style's pre-rendered raster tiles, the style
-// drawn from its vector tiles, or the inspector's outlines of a vector tileset.
+// drawn from its vector tiles, the inspector's outlines of a vector tileset, or a raster tileset's images.
 import { baseUrl, fragment, state } from './session.js';
 
 /** The raster tiles of a style: @2x on high-density screens when built, in the chosen format. */
@@ -20,6 +20,27 @@ function rasterStyle(style, format) {
       },
     },
     layers: [{ id: 'raster', type: 'raster', source: 'raster' }],
+  };
+}
+
+/** A raster tileset's images (imagery, hillshade): its @2x tiles on high-density screens when built. */
+function rasterTilesetStyle(tileset) {
+  const hidpi = window.devicePixelRatio > 1 && tileset.maxzoom_2x !== undefined;
+  return {
+    version: 8,
+    sources: {
+      raster: {
+        type: 'raster',
+        tiles: [`${baseUrl()}/data/${encodeURIComponent(tileset.id)}/{z}/{x}/{y}${hidpi ? '@2x' : ''}.${tileset.format}`],
+        tileSize: tileset.tileSize ?? 256,
+        minzoom: tileset.minzoom,
+        maxzoom: hidpi ? tileset.maxzoom_2x : tileset.maxzoom,
+        bounds: tileset.bounds,
+        ...(tileset.attribution ? { attribution: tileset.attribution } : {}),
+      },
+    },
+    // Dark under the images, as the inspector: transparent pixels (outside the images) show it.
+    layers: [{ id: 'background', type: 'background', paint: { 'background-color': '#10131a' } }, { id: 'raster', type: 'raster', source: 'raster' }],
   };
 }
 
@@ -58,6 +79,7 @@ export function bakedStyleOf(style, format) {
 export function styleOfView() {
   const v = state.view;
   if (v.kind === 'inspect') return inspectStyle(state.catalog.tilesets.find((t) => t.id === v.id));
+  if (v.kind === 'raster') return rasterTilesetStyle(state.catalog.tilesets.find((t) => t.id === v.id));
   const style = state.catalog.styles.find((s) => s.id === v.id);
   if (v.mode === 'raster') return rasterStyle(bakedStyleOf(style, v.format), v.format);
   const query = new URLSearchParams();
@@ -76,8 +98,8 @@ export function rasterFormats(style) {
 export function initialView(catalog) {
   const s = catalog.styles.find((x) => x.id === fragment.get('style')) ?? catalog.styles[0];
   if (!s) {
-    const t = catalog.tilesets.find((x) => x.kind === 'vector');
-    return t ? { kind: 'inspect', id: t.id } : null;
+    const t = catalog.tilesets.find((x) => x.kind === 'vector') ?? catalog.tilesets.find((x) => x.kind === 'raster');
+    return t ? { kind: t.kind === 'vector' ? 'inspect' : 'raster', id: t.id } : null;
   }
   const formats = rasterFormats(s);
   const mode = fragment.get('mode') === 'vector' || formats.length === 0 ? 'vector' : 'raster';
