@@ -97,6 +97,18 @@ describe('the sample hillshade', () => {
     expect((await fetch(`${server.url}/data/hillshade/11/1000/700.png`, { headers: AUTH })).status).toBe(204);
   });
 
+  it('is a WMTS layer, in the capabilities of every layer and in its own', async () => {
+    for (const path of ['/styles/wmts.xml', '/data/hillshade/wmts.xml']) {
+      const r = await fetch(`${server.url}${path}`, { headers: AUTH });
+      expect(r.status, path).toBe(200);
+      const xml = await r.text();
+      const layer = /<Layer>(?:(?!<\/Layer>)[\s\S])*<ows:Identifier>hillshade<\/ows:Identifier>[\s\S]*?<\/Layer>/.exec(xml)?.[0];
+      expect(layer, path).toBeDefined();
+      expect(layer).toContain('<Format>image/png</Format>');
+      expect(layer).toContain(`template="${server.url}/data/hillshade/{TileMatrix}/{TileCol}/{TileRow}.png"`);
+    }
+  });
+
   it('correlates ≥ 0.95 with gdaldem hillshade of the DEM warped to the tile (and of the geographic DEM with -s 111120), grey for grey', async () => {
     const gdal = await loadGdal();
     const dem = gdal.open(SAMPLE_HGT);
