@@ -178,6 +178,14 @@ describe('colour relief', () => {
     });
     expect(s.indexKept).toBe(true);
     expect(s.relief?.tiles).toBeGreaterThan(2);
+    // The same index, settings and ramp: the archive is kept; another ramp makes it again.
+    const again = await buildElevation(dir, [{ path: SAMPLE_HGT }], { precision: 0.1, terrain: false, relief: { id: 'relief', format: 'png', minzoom: 10, maxzoom: 10, ramp, match: 'interpolate' } });
+    expect(again.relief).toMatchObject({ kept: true, computed: 0 });
+    const other = join(dir, 'other-ramp.txt');
+    await writeFile(other, 'nv 0 0 0 0\n0 0 0 255\n2550 255 0 254\n');
+    const changed = await buildElevation(dir, [{ path: SAMPLE_HGT }], { precision: 0.1, terrain: false, relief: { id: 'relief', format: 'png', minzoom: 10, maxzoom: 10, ramp: other, match: 'interpolate' } });
+    expect(changed.relief?.kept).toBe(false);
+    await buildElevation(dir, [{ path: SAMPLE_HGT }], { precision: 0.1, terrain: false, relief: { id: 'relief', format: 'png', minzoom: 10, maxzoom: 10, ramp, match: 'interpolate' } });
     const m = await readManifestOrEmpty(dir);
     expect(m.tilesets.relief).toMatchObject({ kind: 'raster', format: 'png', tileSize: SIZE, minzoom: 10, maxzoom: 10 });
     const [z, x, y] = MOUNTAINS[0];
