@@ -79,7 +79,8 @@ describe('tilebake build --only vector', () => {
     // The build is a new version of the folder (lib/build-version.ts); the legacy files stay as they were.
     const v = (await currentVersionDir(out))!.dir;
     expect(v).toMatch(/builds\/\d{8}T\d{6}Z-[0-9a-f]{6}$/);
-    expect(await readdir(join(v, 'data'))).toEqual(['openmaptiles.pmtiles']);
+    // The sample's vector tilesets (Monaco, Nassau); its imagery is the imagery stage's.
+    expect((await readdir(join(v, 'data'))).sort()).toEqual(['nassau.pmtiles', 'openmaptiles.pmtiles']);
     const m = parseManifest(await readFile(join(v, 'manifest.json'), 'utf8'), 'manifest');
     const t = m.tilesets.openmaptiles;
     expect(t).toMatchObject({ archive: 'data/openmaptiles.pmtiles', kind: 'vector', format: 'pbf', name: 'OpenMapTiles Monaco', minzoom: 0, maxzoom: 14, tiles: 23 });
@@ -90,6 +91,7 @@ describe('tilebake build --only vector', () => {
     // Nothing from the other stages ran.
     expect(m.elevation).toBeUndefined();
     expect(m.tilesets.terrain).toBeUndefined();
+    expect(m.tilesets.landsat).toBeUndefined();
 
     const a = await openArchiveFile(join(v, t.archive));
     try {

@@ -59,7 +59,7 @@ describe('parseConfig', () => {
 
   it('names unknown nested fields with the allowed ones, and bad ids', () => {
     const msg = userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a', sorce: 'b' }, 'bad id': 'c' } }, file));
-    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description, bbox, world_maxzoom, replication, languages, encodings)');
+    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description, bbox, world_maxzoom, replication, languages, encodings, format, minzoom, maxzoom, scales, resampling, nodata)');
     expect(msg).toMatch(/\$\.tilesets\["bad id"\]: invalid key: expected an id/);
   });
 
@@ -129,9 +129,13 @@ describe('parseConfig', () => {
 
   it('accepts the sample config', async () => {
     const c = await loadConfig('data/sample/config.json');
-    expect(Object.keys(c.tilesets)).toEqual(['openmaptiles']);
+    expect(Object.keys(c.tilesets)).toEqual(['openmaptiles', 'nassau', 'landsat']);
     expect(c.tilesets.openmaptiles.source).toBe(MONACO);
-    expect(Object.keys(c.styles).sort()).toEqual(['dark-matter', 'osm-bright', 'positron', 'topo']);
+    // The imagery tileset takes its zooms from the image's pixels; the hybrid style draws it.
+    expect(c.tilesets.landsat).toMatchObject({ format: 'webp', source: resolve('data/sample/imagery/landsat-andros-RGB.byte.tif') });
+    expect(c.tilesets.landsat.maxzoom).toBeUndefined();
+    expect(Object.keys(c.styles).sort()).toEqual(['dark-matter', 'hybrid', 'osm-bright', 'positron', 'topo']);
+    expect(c.styles.hybrid).toMatchObject({ tileset: 'nassau', scales: [1], formats: ['jpg'] });
     // Terrain's maxzoom comes from the DEM; contours take the default intervals.
     expect(c.elevation?.terrain).toMatchObject({ id: 'terrain', minzoom: 0 });
     expect(c.elevation?.terrain && c.elevation.terrain.maxzoom).toBeUndefined();

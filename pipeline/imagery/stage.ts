@@ -10,7 +10,7 @@
 import { dirname, join } from 'node:path';
 import sharp from 'sharp';
 import { availableCpus } from '../../lib/cpus.ts';
-import { UserError } from '../../lib/errors.ts';
+import { isUserError, UserError } from '../../lib/errors.ts';
 import { RASTER_TILE_SIZE, readManifestOrEmpty, updateManifest, type HidpiArchive, type Manifest, type TilesetEntry } from '../../lib/manifest.ts';
 import { Compression, openArchiveFile, TileType } from '../../lib/pmtiles/index.ts';
 import { logLine } from '../../lib/progress.ts';
@@ -234,8 +234,15 @@ async function warpTileset(t: TilesetConfig, src: ImagerySource, s: ImagerySetti
       },
       run: (tiles) => c.run({ datasets: src.datasets, nodata: s.nodata, resampling: s.resampling, scale, format: s.format, encoders: s.encoders, extent: extentAt(bounds, tiles[0]), tiles }),
     });
-  const one = await job(1, s.maxzoom);
-  const two = s.hidpiMaxzoom !== undefined ? await job(2, s.hidpiMaxzoom) : undefined;
+  let one, two;
+  try {
+    one = await job(1, s.maxzoom);
+    two = s.hidpiMaxzoom !== undefined ? await job(2, s.hidpiMaxzoom) : undefined;
+  } catch (e) {
+    // GDAL failing to read the images (a truncated or corrupt file): one line naming the tileset and source.
+    if (isUserError(e)) throw e;
+    throw new UserError(`tileset "${t.id}": ${t.source}: GDAL cannot read it (${(e as Error).message.replace(/\s+/g, ' ').trim()})`, { cause: e });
+  }
   const hidpi: HidpiArchive | undefined = two && { archive: archives[2], maxzoom: s.hidpiMaxzoom!, tiles: two.tiles, bytes: two.bytes };
   return {
     archive: archives[1], kind: 'raster', format: s.format, tileSize: RASTER_TILE_SIZE,
