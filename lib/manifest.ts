@@ -202,7 +202,7 @@ export interface ElevationEntry {
   bytes: number;
   /** Content fingerprint of the DEM inputs and settings (sha256 hex; equal ⇒ an equal index). */
   fingerprint?: string;
-  /** Ids of the tilesets the elevation stage wrote (terrain, contours). */
+  /** Ids of the tilesets the elevation stage wrote (terrain, contours, hillshade, relief). */
   tilesets?: string[];
 }
 

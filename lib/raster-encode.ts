@@ -157,7 +157,7 @@ function alphaStats(raw: Uint8Array, width: number, r: { left: number; top: numb
  * with `exact`: colour under transparent pixels kept, so it decodes to the PNG's pixels); JPEG flattens
  * it onto white.
  */
-function encoder(f: RasterFormat, img: Sharp, channels: number, opts: EncoderSettings): Sharp {
+export function encoder(f: RasterFormat, img: Sharp, channels: number, opts: EncoderSettings): Sharp {
   switch (f) {
     case 'png':
       return img.png({ compressionLevel: opts.png.compressionLevel, palette: opts.png.palette, adaptiveFiltering: false });

@@ -212,17 +212,19 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
     const sprite = s.sprite === undefined ? {} : { sprite: typeof s.sprite === 'string' ? abs(s.sprite) : { extend: abs(s.sprite.extend) } };
     styles[id] = { ...s, id, tileset, style: abs(s.style), ...sprite };
   }
-  // Terrain and contours are tilesets too: one id, one tileset.
+  // Terrain, contours, hillshade and relief are tilesets too: one id, one tileset.
   const taken = new Map(Object.keys(tilesets).map((id) => [id, jsonPath(['tilesets', id])]));
-  for (const part of ['terrain', 'contours'] as const) {
+  for (const part of ['terrain', 'contours', 'hillshade', 'relief'] as const) {
     const section = c.elevation?.[part];
     if (!section) continue;
     const other = taken.get(section.id);
     if (other) throw new UserError(`${file}: invalid config\n  ${jsonPath(['elevation', part, 'id'])}: "${section.id}" is already the id of ${other}`, { exitCode: 2 });
     taken.set(section.id, jsonPath(['elevation', part]));
   }
+  const relief = c.elevation?.relief;
   const elevation = c.elevation && {
     ...c.elevation,
+    ...(relief ? { relief: { ...relief, ramp: relief.ramp && abs(relief.ramp) } } : {}),
     sources: c.elevation.sources.map((s) => (typeof s === 'string' ? { path: abs(s) } : { ...s, path: abs(s.path) })),
   };
   return { ...c, file: resolve(file), out: abs(c.out), fonts: c.fonts ? abs(c.fonts) : undefined, tilesets, styles, elevation };

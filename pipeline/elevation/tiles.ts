@@ -52,8 +52,8 @@ export function tileBatches(boxes: readonly BBox[], minzoom: number, maxzoom: nu
   return { batches, tiles };
 }
 
-/** What the stage gives every tileset written from the index (terrain, contours). */
-export interface IndexTileset<Task> {
+/** What the stage gives every tileset written from the index (terrain, contours, hillshade, relief). */
+export interface IndexTileset<Task, Out = TileOut> {
   index: IndexRef;
   meta: IndexMeta;
   /** Where the index has data (`ElevationIndex.dataBoxes`): tiles elsewhere are never made. */
@@ -65,7 +65,7 @@ export interface IndexTileset<Task> {
   /** Pool threads. */
   threads: number;
   /** Runs one batch on the pool. */
-  run: (task: Task) => Promise<TileOut[]>;
+  run: (task: Task) => Promise<Out[]>;
 }
 
 /** A tileset to write from the index. */
