@@ -7,6 +7,7 @@ import { copyFile, cp, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { newBuildId } from '../../lib/build-version.ts';
+import { sha256File } from '../../lib/hash.ts';
 
 import { uploadTree } from '../../lib/store-tree.ts';
 import { openWritableStore, type WritableStore } from '../../lib/object-store.ts';
@@ -17,7 +18,7 @@ import { renderPlan } from '../render/jobs.ts';
 import { SPRITE_FILES, spriteBase } from '../render/style.ts';
 import { hashInputs } from '../reuse.ts';
 import { permanent } from './exit.ts';
-import { BASE_DIR, INPUTS_DIR, newRunFile, readRunFile, RUN_FILE, sha256File, type RunFile, type RunInput } from './run-file.ts';
+import { BASE_DIR, INPUTS_DIR, newRunFile, readRunFile, RUN_FILE, type RunFile, type RunInput } from './run-file.ts';
 import { TILEBAKE_VERSION } from './version.ts';
 
 export interface PlanOptions {

@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_KEEP_VERSIONS, newBuildId, pruneStoreVersions, pruneVersions, publishVersionToStore, resolveCurrentVersion } from '../../lib/build-version.ts';
+import { sha256File } from '../../lib/hash.ts';
 import { updateManifest, type StyleArchive } from '../../lib/manifest.ts';
 import { FolderStore, openWritableStore, type WritableStore } from '../../lib/object-store.ts';
 import { summarizeArchiveFile } from '../../lib/pmtiles/index.ts';
@@ -17,7 +18,7 @@ import { mergeArchives } from '../merge.ts';
 import { logLine } from '../../lib/progress.ts';
 import { archiveName } from '../render/stage.ts';
 import { permanent, transient } from './exit.ts';
-import { BASE_DIR, doneMismatch, donePath, mergedPath, parseArchiveKey, readDoneFile, readRunFile, sha256File, type DoneFile, type RunFile } from './run-file.ts';
+import { BASE_DIR, doneMismatch, donePath, mergedPath, parseArchiveKey, readDoneFile, readRunFile, type DoneFile, type RunFile } from './run-file.ts';
 
 export interface PublishOptions {
   run: string;

@@ -9,6 +9,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { sha256File } from '../../lib/hash.ts';
 import { downloadTree } from '../../lib/store-tree.ts';
 import { openWritableStore } from '../../lib/object-store.ts';
 import { SubStore } from '../../lib/storage.ts';
@@ -19,7 +20,7 @@ import { readIdentity } from '../render/archive.ts';
 import { renderStage } from '../stages/render.ts';
 import { shardIndex } from './engine-index.ts';
 import { permanent } from './exit.ts';
-import { BASE_DIR, doneMismatch, donePath, INPUTS_DIR, newDoneFile, partialPath, readDoneFile, parseArchiveKey, readRunFile, sha256File, type ShardArchive } from './run-file.ts';
+import { BASE_DIR, doneMismatch, donePath, INPUTS_DIR, newDoneFile, partialPath, readDoneFile, parseArchiveKey, readRunFile, type ShardArchive } from './run-file.ts';
 
 export interface ShardOptions {
   run: string;
