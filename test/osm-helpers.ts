@@ -7,6 +7,7 @@ import { gunzipSync } from 'node:zlib';
 import { VectorTile } from '@mapbox/vector-tile';
 import { PbfReader } from 'pbf';
 import { currentVersionDir } from '../lib/build-version.ts';
+import { gunzipIfGzipped } from '../lib/gzip.ts';
 import { build } from '../pipeline/build.ts';
 import { ensureWorld, worldCacheDir } from '../pipeline/osm/world.ts';
 import { copyOfFixture, sharedFixture } from './fixtures/cache.ts';
@@ -51,7 +52,7 @@ export async function worldArchive(): Promise<string> {
 /** A stored tile of an archive, decoded. */
 export async function vectorTile(archive: string, z: number, x: number, y: number): Promise<VectorTile> {
   const data = Buffer.from(await readTile(archive, z, x, y));
-  return new VectorTile(new PbfReader(data[0] === 0x1f ? gunzipSync(data) : data));
+  return new VectorTile(new PbfReader(gunzipIfGzipped(data)));
 }
 
 /** Tile z/x/y (XYZ) of an MBTiles file (e.g. the official OpenMapTiles tiles), decoded, or undefined. */
