@@ -2,7 +2,8 @@
  * The /height request and response (Valhalla's elevation API): validation, resampling and the
  * response body with its fixed key order. Pure functions; the HTTP route wraps them.
  */
-import { cumulativeDistances, decodePolyline, encodePolyline, resample, resampledCount, TooManyPointsError, type LatLon, type PolylinePrecision } from './geo.ts';
+import { cumulativeDistances, type LatLon } from '../geo-distance.ts';
+import { decodePolyline, encodePolyline, resample, resampledCount, TooManyPointsError, type PolylinePrecision } from './geo.ts';
 
 /** Error codes in `error_code` (Valhalla's numbering where it has one). */
 export enum HeightErrorCode {

@@ -10,7 +10,8 @@
  *   (repeatable): `{lon},{lat}[|color:{colour}][|label:{text}]`; `padding` for `auto` and boxes;
  *   `language`: the labels of the style's variant baked in that language.
  */
-import { decodePolyline, TooManyPointsError, type LatLon } from '../../lib/elevation/geo.ts';
+import { decodePolyline, TooManyPointsError } from '../../lib/elevation/geo.ts';
+import type { LatLon } from '../../lib/geo-distance.ts';
 import { UserError } from '../../lib/errors.ts';
 import type { RasterFormat } from '../../lib/raster-encode.ts';
 import { MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
