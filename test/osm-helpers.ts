@@ -1,4 +1,4 @@
-/** Shared helpers of the OSM source tests: the Monaco extract, configs, decoded tiles, osmium look-ups, the CLI. */
+/** Shared helpers of the OSM source tests: the Monaco extract, configs, decoded tiles, osmium look-ups. */
 import Database from 'better-sqlite3';
 import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
@@ -19,7 +19,6 @@ export const MONACO_PBF = join(SAMPLE, 'monaco-latest.osm.pbf');
 /** The extract's header bbox. */
 export const MONACO_HEADER_BBOX: [number, number, number, number] = [7.409205, 43.72335, 7.448637, 43.75169];
 const ROOT = resolve(import.meta.dirname, '..');
-export const CLI = join(ROOT, 'bin', 'tilebake.js');
 
 /** A raw build config with one tileset built from `source` (and `tileset` fields merged in). */
 export function osmConfig(out: string, source: string, tileset: Record<string, unknown> = {}, rest: Record<string, unknown> = {}): Record<string, unknown> {
@@ -80,13 +79,4 @@ export async function wayCoords(pbf: string, ids: number[]): Promise<Map<number,
     if (w) ways.set(Number(w[1]), w[2].split(',').map((r) => nodes.get(r.slice(1))!));
   }
   return ways;
-}
-
-/** Run the CLI as a child process; resolves with the exit code and output (never rejects). */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, TILEBAKE_QUIET: '1', ...env } }, (err, stdout, stderr) => {
-      done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
 }
