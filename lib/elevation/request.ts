@@ -3,6 +3,7 @@
  * response body with its fixed key order. Pure functions; the HTTP route wraps them.
  */
 import { cumulativeDistances, type LatLon } from '../geo-distance.ts';
+import { HttpStatus } from '../http-status.ts';
 import { decodePolyline, encodePolyline, resample, resampledCount, TooManyPointsError, type PolylinePrecision } from './geo.ts';
 
 /** Error codes in `error_code` (Valhalla's numbering where it has one). */
@@ -54,7 +55,7 @@ export function heightLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Heigh
 
 /** A request error: HTTP status, message and error code. */
 export class HeightRequestError extends Error {
-  constructor(readonly code: HeightErrorCode, message: string, readonly status = 400) {
+  constructor(readonly code: HeightErrorCode, message: string, readonly status: number = HttpStatus.BadRequest) {
     super(message);
     this.name = 'HeightRequestError';
   }
