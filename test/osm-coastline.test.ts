@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { BBox } from '../lib/tile-math.ts';
 import { assembleChains, clipPolyline, parseCoastlineOpl, pointInRing, signedArea2, waterPolygons, type Point } from '../pipeline/osm/coastline.ts';
 import { seaGeometry } from '../pipeline/osm/ocean.ts';
-import { loadGdal } from '../pipeline/elevation/gdal.ts';
+import { loadGdal } from '../lib/gdal.ts';
 
 const BOX: BBox = [0, 0, 10, 10];
 
