@@ -1,7 +1,7 @@
 /**
  * Reads from a build store with a deadline, retries and typed failures: the one place that decides
  * what a failed read is (a timeout, a bad answer, corrupt data), for HTTP statuses, /health, logs and
- * (later) metrics, which subscribe to every read's outcome through a `ReadListener`.
+ * metrics, which subscribe to every read's outcome through a `ReadListener` (static-server/serve.ts).
  */
 import { HttpStatus } from './http-status.ts';
 
