@@ -22,7 +22,7 @@ import { readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { buildSea } from '../pipeline/osm/sea.ts';
 import { runShapeLayers } from '../pipeline/osm/shape-runs.ts';
 import { boxPolygon, ofKind, writeShapefile } from '../pipeline/osm/shapes.ts';
-import { tileBox } from '../pipeline/sources/osm.ts';
+import { tileBox } from '../pipeline/osm/source.ts';
 import { buildMonacoVector, MONACO_HEADER_BBOX, MONACO_PBF } from './osm-helpers.ts';
 import { archiveTiles, readTile } from './render-helpers.ts';
 

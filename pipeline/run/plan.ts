@@ -17,7 +17,7 @@ import { logLine } from '../../lib/progress.ts';
 import { renderPlan } from '../render/jobs.ts';
 import { SPRITE_FILES, spriteBase } from '../render/style.ts';
 import { hashInputs } from '../reuse.ts';
-import { permanent } from './exit.ts';
+import { permanent } from '../exit.ts';
 import { BASE_DIR, INPUTS_DIR, newRunFile, readRunFile, RUN_FILE, type RunFile, type RunInput } from './run-file.ts';
 import { TILEBAKE_VERSION } from './version.ts';
 

@@ -17,7 +17,7 @@ import { downloadTree } from '../../lib/store-tree.ts';
 import { mergeArchives } from '../merge.ts';
 import { logLine } from '../../lib/progress.ts';
 import { archiveName } from '../render/stage.ts';
-import { permanent, transient } from './exit.ts';
+import { permanent, transient } from '../exit.ts';
 import { BASE_DIR, doneMismatch, donePath, mergedPath, parseArchiveKey, readDoneFile, readRunFile, type DoneFile, type RunFile } from './run-file.ts';
 
 export interface PublishOptions {

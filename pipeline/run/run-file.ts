@@ -13,7 +13,7 @@
 import type { StyleEntry } from '../../lib/manifest.ts';
 import type { WritableStore } from '../../lib/object-store.ts';
 import type { RasterFormat } from '../../lib/raster-encode.ts';
-import { permanent } from './exit.ts';
+import { permanent } from '../exit.ts';
 
 export const RUN_FILE = 'run.json';
 export const INPUTS_DIR = 'inputs';

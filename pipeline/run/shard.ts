@@ -19,7 +19,7 @@ import { archiveName } from '../render/stage.ts';
 import { readIdentity } from '../render/archive.ts';
 import { renderStage } from '../stages/render.ts';
 import { shardIndex } from './engine-index.ts';
-import { permanent } from './exit.ts';
+import { permanent } from '../exit.ts';
 import { BASE_DIR, doneMismatch, donePath, INPUTS_DIR, newDoneFile, partialPath, readDoneFile, parseArchiveKey, readRunFile, type ShardArchive } from './run-file.ts';
 
 export interface ShardOptions {

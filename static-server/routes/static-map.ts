@@ -3,12 +3,12 @@
  * from the style's baked raster tiles (static-server/static-map/), up to the style's served maxzoom.
  */
 import type { FastifyInstance } from 'fastify';
-import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
+import { servedMaxzoom, type StyleArchive, type StyleEntry } from '../../lib/manifest.ts';
 import { archivesOf } from '../archives.ts';
 import { BoundedQueue } from '../bounded-queue.ts';
 import { HttpError, type RouteModule, type ServerContext } from '../context.ts';
 import { HttpStatus } from '../../lib/http-status.ts';
-import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
+import { SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { styleRasterSource } from '../overzoom/upscale.ts';
 import { cameraFor } from '../static-map/camera.ts';
 import { composeImage } from '../static-map/compose.ts';
