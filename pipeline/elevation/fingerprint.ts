@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
-import { sha256File } from '../../lib/hash.ts';
+import { sha256, sha256File } from '../../lib/hash.ts';
 import { DEFAULT_BLOCK_SIZE, FORMAT_VERSION, type IndexInput } from '../../lib/elevation/format.ts';
 import type { DemSource } from './sources.ts';
 
@@ -61,5 +61,5 @@ export function indexFingerprint(files: readonly DemSource[], inputs: readonly I
 
 /** A fingerprint of `parts` (an output's inputs and settings), sha256 hex. */
 export function fingerprintOf(...parts: unknown[]): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
+  return sha256(JSON.stringify(parts));
 }
