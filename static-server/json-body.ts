@@ -47,11 +47,14 @@ export function checkJsonDepth(text: string): void {
   }
 }
 
-/** Replace the app's `application/json` parser with the checked one (per-route body limits still apply). */
+/** JSON media types parsed: JSON, and GeoJSON (RFC 7946: `application/geo+json`, static maps' bodies). */
+const JSON_TYPES = ['application/json', 'application/geo+json'];
+
+/** Replace the app's `application/json` parser with the checked one, also for GeoJSON (per-route body limits still apply). */
 export function useCheckedJsonParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req: FastifyRequest, body: string | Buffer, done) => {
+  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, (req: FastifyRequest, body: string | Buffer, done) => {
     const charset = charsetOf(req.headers['content-type']);
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(new BodyError(HttpStatus.UnsupportedMediaType, `charset "${charset}" is not supported: send UTF-8 JSON`), undefined);

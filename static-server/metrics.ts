@@ -19,6 +19,7 @@ const KIND_BY_ROUTE: Readonly<Record<string, RouteKind>> = Object.freeze({
   '/fonts/:fontstack/:file': 'glyph',
   '/height': 'height',
   '/styles/:style/static/:view/:size': 'static-map',
+  '/styles/:style/static/:size': 'static-map',
   '/styles/:style/wmts.xml': 'wmts',
   '/styles/wmts.xml': 'wmts',
   '/packs/:file': 'pack',

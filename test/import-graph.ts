@@ -1,4 +1,4 @@
-// The import graph of the project's own source files, for the layering test (test/layering.test.ts).
+// The import graph of the project's own source files, for the layering test (test/layering.quick.test.ts).
 import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';

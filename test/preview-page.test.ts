@@ -1,5 +1,5 @@
 // The preview page at `/` in Debian's Chromium (playwright-core): token from the fragment, tiles with
-// the Authorization header, raster/vector switch, the terrain toggle, an elevation profile matching
+// the Authorization header, raster/vector switch, the globe switch, the terrain toggle, an elevation profile matching
 // /height, the form on 401.
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
@@ -201,6 +201,19 @@ describe('preview page', () => {
       );
       await mapIdle(page);
       expect(page.url()).toContain('language=it');
+      // The globe switch: the style again with ?projection=globe, drawn by MapLibre on its globe, not blank.
+      const globe = page.waitForResponse((r) => r.url().endsWith('/styles/osm-bright/style.json?language=it&projection=globe') && r.status() === 200, { timeout: LOAD_TIMEOUT_MS });
+      await page.locator('#globe').check();
+      await globe;
+      await page.waitForFunction(
+        () => (window as unknown as { tilebakePreview: { map: { getProjection(): { type?: unknown } | undefined } } }).tilebakePreview.map.getProjection()?.type === 'globe',
+        undefined,
+        { timeout: LOAD_TIMEOUT_MS },
+      );
+      await mapIdle(page);
+      expect(page.url()).toContain('globe=1');
+      expect((await canvasPixels(page)).colours).toBeGreaterThan(200);
+      if (SHOTS) await page.screenshot({ path: join(SHOTS, 'preview-globe.png') });
       // The fixture bakes no Italian rasters: in raster mode the page says so.
       await page.locator('li[data-style="osm-bright"] button', { hasText: 'Raster' }).click();
       await page.locator('#language-note').waitFor({ state: 'visible' });

@@ -47,7 +47,7 @@ interface Variant {
   binary?: string;
 }
 
-/** The variants measured (docs/render-performance.md "Chromium processes and start-up" has the numbers). */
+/** The variants measured (their figures: bench/chromium-start/RESULTS.md; what was adopted: docs/render-performance.md). */
 const VARIANTS: Record<string, Variant> = {
   base: {},
   // The full browser in its (new) headless mode, the renderer before 2026-12-02 (base is the headless shell).

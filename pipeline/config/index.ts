@@ -177,7 +177,8 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
     if (!tileset || !tilesets[tileset]) {
       throw new UserError(`${file}: invalid config\n  ${jsonPath(['styles', id, 'tileset'])}: expected one of the configured tileset ids (${Object.keys(tilesets).join(', ') || 'none configured'})`, { exitCode: 2 });
     }
-    styles[id] = { ...s, id, tileset, style: abs(s.style) };
+    const sprite = s.sprite === undefined ? {} : { sprite: typeof s.sprite === 'string' ? abs(s.sprite) : { extend: abs(s.sprite.extend) } };
+    styles[id] = { ...s, id, tileset, style: abs(s.style), ...sprite };
   }
   // Terrain and contours are tilesets too: one id, one tileset.
   const taken = new Map(Object.keys(tilesets).map((id) => [id, jsonPath(['tilesets', id])]));

@@ -1,5 +1,5 @@
-import { access, copyFile, mkdir, readFile, rm } from 'node:fs/promises';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { validateStyleMin } from '@maplibre/maplibre-gl-style-spec';
 import { UserError } from '../../lib/errors.ts';
 import { languagesOfLayers } from '../../lib/languages.ts';
@@ -7,9 +7,7 @@ import { localizeStyle } from '../../lib/style-language.ts';
 import { writeFileAtomic } from '../../lib/atomic.ts';
 import type { TilesetEntry } from '../../lib/manifest.ts';
 import { NEUTRAL_PREFIX } from '../../lib/style-urls.ts';
-
-/** Sprite files copied beside the prepared style (base name + these suffixes). */
-export const SPRITE_FILES = ['.json', '.png', '@2x.json', '@2x.png'] as const;
+import { prepareSprite, type SpriteFolder } from './sprite.ts';
 
 /** A style ready to render: its neutral JSON (tilebake:// URLs) and what it needs. */
 export interface PreparedStyle {
@@ -28,10 +26,6 @@ export interface PreparedStyle {
 }
 
 type Json = Record<string, unknown>;
-
-async function exists(p: string): Promise<boolean> {
-  return access(p).then(() => true, () => false);
-}
 
 /** Turn validator messages `layers[3].paint.x: …` into `layer "roads" (layers[3]).paint.x: …`. */
 function describeValidation(style: Json, messages: string[]): string[] {
@@ -77,22 +71,6 @@ function resolveSource(
   throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (only vector and raster-dem sources of built tilesets can be rendered)`);
 }
 
-/** Resolve a sprite reference relative to the style file; returns the base path without extension. */
-export function spriteBase(file: string, sprite: unknown): string | undefined {
-  if (sprite === undefined) return undefined;
-  let url: unknown = sprite;
-  if (Array.isArray(sprite)) {
-    if (sprite.length !== 1) throw new UserError(`${file}: sprite: only one sprite sheet is supported (got ${sprite.length})`);
-    url = (sprite[0] as Json).url;
-  }
-  if (typeof url !== 'string') throw new UserError(`${file}: sprite: expected a string`);
-  const folder = dirname(resolve(file));
-  let p = url.replace('{styleJsonFolder}', folder);
-  if (p.startsWith('file://')) p = p.slice('file://'.length);
-  if (/^[a-z]+:\/\//i.test(p)) throw new UserError(`${file}: sprite: ${url} is not available locally (use a path relative to the style)`);
-  return isAbsolute(p) ? p : resolve(folder, p);
-}
-
 /** True when a layer shows text (so glyphs are requested). */
 function usesGlyphs(style: Json): boolean {
   return ((style.layers as Json[]) ?? []).some((l) => l.type === 'symbol' && (l.layout as Json | undefined)?.['text-field'] !== undefined);
@@ -100,7 +78,8 @@ function usesGlyphs(style: Json): boolean {
 
 /**
  * Load, validate and prepare style `id` from `file`: sources → `tilebake://data/<tileset>.json`,
- * sprite → `tilebake://styles/<id>/sprite` (files copied to `<out>/styles/<id>/`), glyphs →
+ * sprite → `tilebake://styles/<id>/sprite` (files copied or made from SVG icons into `<out>/styles/<id>/`,
+ * pipeline/render/sprite.ts), glyphs →
  * `tilebake://fonts/{fontstack}/{range}.pbf`. Writes `<out>/styles/<id>/style.json`.
  */
 export async function prepareStyle(
@@ -114,6 +93,8 @@ export async function prepareStyle(
     scales: number[];
     /** Bake labels in this language (lib/style-language.ts); `field` names where it was configured, for messages. */
     language?: { code: string; field: string };
+    /** The style entry's `"sprite"`: a folder of SVG icons replacing or extending the style's sheet (pipeline/render/sprite.ts); `field` for messages. */
+    sprite?: { folder: SpriteFolder; field: string };
   },
 ): Promise<PreparedStyle> {
   let text: string;
@@ -147,23 +128,8 @@ export async function prepareStyle(
     sources[sid] = next;
   }
 
-  let sprite = false;
-  const base = spriteBase(file, style.sprite);
-  if (base) {
-    for (const suffix of SPRITE_FILES) {
-      const src = `${base}${suffix}`;
-      const needed = suffix.startsWith('@2x') ? opts.scales.includes(2) : true;
-      if (!(await exists(src))) {
-        if (needed) throw new UserError(`${file}: sprite: ${src} not found`);
-        continue;
-      }
-      // Replace (not overwrite): the source may be read-only and copyFile keeps its mode.
-      await rm(join(styleDir, `sprite${suffix}`), { force: true });
-      await copyFile(src, join(styleDir, `sprite${suffix}`));
-    }
-    style.sprite = `${NEUTRAL_PREFIX}styles/${id}/sprite`;
-    sprite = true;
-  }
+  const sprite = await prepareSprite(file, style.sprite, styleDir, { scales: opts.scales, folder: opts.sprite?.folder, field: opts.sprite?.field });
+  if (sprite) style.sprite = `${NEUTRAL_PREFIX}styles/${id}/sprite`;
 
   const glyphs = typeof style.glyphs === 'string' && usesGlyphs(style);
   if (typeof style.glyphs === 'string') {

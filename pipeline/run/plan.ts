@@ -15,7 +15,7 @@ import { runStages } from '../build.ts';
 import type { BuildConfig } from '../config/index.ts';
 import { logLine } from '../../lib/progress.ts';
 import { renderPlan } from '../render/jobs.ts';
-import { SPRITE_FILES, spriteBase } from '../render/style.ts';
+import { SPRITE_FILES, spriteBase } from '../render/sprite.ts';
 import { hashInputs } from '../reuse.ts';
 import { permanent } from '../exit.ts';
 import { BASE_DIR, INPUTS_DIR, newRunFile, readRunFile, RUN_FILE, type RunFile, type RunInput } from './run-file.ts';
@@ -30,23 +30,30 @@ export interface PlanOptions {
   s3Endpoint?: string;
 }
 
-/** Files the config reads: the config itself, tileset sources, DEMs, styles. */
+/** The folder of SVG icons a style entry's `"sprite"` names, if any. */
+function spriteFolder(s: BuildConfig['styles'][string]): string | undefined {
+  return s.sprite === undefined ? undefined : typeof s.sprite === 'string' ? s.sprite : s.sprite.extend;
+}
+
+/** Files the config reads: the config itself, tileset sources, DEMs, styles and their SVG icon folders. */
 function configInputs(config: BuildConfig): string[] {
-  return [config.file, ...Object.values(config.tilesets).map((t) => t.source), ...(config.elevation?.sources ?? []).map((s) => s.path), ...Object.values(config.styles).map((s) => s.style)];
+  const styles = Object.values(config.styles);
+  return [config.file, ...Object.values(config.tilesets).map((t) => t.source), ...(config.elevation?.sources ?? []).map((s) => s.path), ...styles.map((s) => s.style), ...styles.flatMap((s) => spriteFolder(s) ?? [])];
 }
 
 /**
  * Write what a shard needs to render into `dir`: the config with its styles and fonts moved beside it
- * (`styles/<id>/style.json` with its sprite as `sprite*`, `fonts/`). The prepared styles, hence the
- * render fingerprints, are the same as from the original files.
+ * (`styles/<id>/style.json` with its sprite as `sprite*` and its SVG icon folder as `icons/`, `fonts/`).
+ * The prepared styles, hence the render fingerprints, are the same as from the original files.
  */
 async function writeInputs(config: BuildConfig, dir: string): Promise<void> {
-  const raw = JSON.parse(await readFile(config.file, 'utf8')) as { out?: string; fonts?: string; styles: Record<string, { style: string }> };
+  const raw = JSON.parse(await readFile(config.file, 'utf8')) as { out?: string; fonts?: string; styles: Record<string, { style: string; sprite?: unknown }> };
   for (const s of Object.values(config.styles)) {
     const styleDir = join(dir, 'styles', s.id);
     await mkdir(styleDir, { recursive: true });
     const style = JSON.parse(await readFile(s.style, 'utf8')) as { sprite?: unknown };
-    const base = spriteBase(s.style, style.sprite);
+    // A folder that replaces the style's sprite leaves the style's own unread (as the render stage does).
+    const base = typeof s.sprite === 'string' ? undefined : spriteBase(s.style, style.sprite);
     if (base) {
       for (const suffix of SPRITE_FILES) {
         if (await stat(base + suffix).then(() => true, () => false)) await copyFile(base + suffix, join(styleDir, `sprite${suffix}`));
@@ -55,6 +62,11 @@ async function writeInputs(config: BuildConfig, dir: string): Promise<void> {
     }
     await writeFile(join(styleDir, 'style.json'), JSON.stringify(style));
     raw.styles[s.id].style = `styles/${s.id}/style.json`;
+    const icons = spriteFolder(s);
+    if (icons) {
+      await cp(icons, join(styleDir, 'icons'), { recursive: true });
+      raw.styles[s.id].sprite = typeof s.sprite === 'string' ? `styles/${s.id}/icons` : { extend: `styles/${s.id}/icons` };
+    }
   }
   if (config.fonts) {
     await cp(config.fonts, join(dir, 'fonts'), { recursive: true });

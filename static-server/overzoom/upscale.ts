@@ -47,7 +47,7 @@ export class Upscaler {
     const size = TILE_SIZE * archive.scale;
     const n = 2 ** z;
     const cam: Camera = { cx: (x + 0.5) / n, cy: (y + 0.5) / n, zoom: z, bearing: 0, width: size, height: size, scale: archive.scale };
-    const image = await composeImage(cam, styleRasterSource(this.archives, this.decoded, entry, archive), undefined, archive.format);
+    const image = await composeImage(cam, styleRasterSource(this.archives, this.decoded, entry, archive), [], archive.format);
     return tileBody(image.bytes);
   }
 }

@@ -51,6 +51,7 @@ export function renderLists() {
   $('terrain-box').hidden = !state.catalog.tilesets.some((t) => t.kind === 'terrain');
   renderLanguages();
   renderEncoding();
+  renderGlobe();
 }
 
 /** A language's name in the reader's own language where the browser knows the code (`de — German`). */
@@ -99,6 +100,20 @@ function renderEncoding() {
     state.encoding = select.value;
     if (state.encoding === 'mlt') fragment.set('encoding', 'mlt');
     else fragment.delete('encoding');
+    writeFragment();
+    show(state.view);
+  };
+}
+
+/** The globe switch: every view can be drawn on MapLibre's globe (styles from vector tiles and raster tiles alike). */
+function renderGlobe() {
+  $('globe-box').hidden = !state.view;
+  const box = $('globe');
+  box.checked = state.globe;
+  box.onchange = () => {
+    state.globe = box.checked;
+    if (state.globe) fragment.set('globe', '1');
+    else fragment.delete('globe');
     writeFragment();
     show(state.view);
   };

@@ -7,7 +7,7 @@ export const HTTP_UNAUTHORIZED = 401;
 
 export const $ = (id) => document.getElementById(id);
 
-/** The address's fragment (`#style=…&mode=…&profile=…&terrain3d=1`), the token taken out. */
+/** The address's fragment (`#style=…&mode=…&profile=…&terrain3d=1&globe=1`), the token taken out. */
 export const fragment = new URLSearchParams(location.hash.slice(1));
 export const state = {
   token: fragment.get('token') ?? sessionStorage.getItem(TOKEN_KEY) ?? '',
@@ -18,6 +18,8 @@ export const state = {
   language: fragment.get('language') ?? '',
   /** The vector tile encoding the map loads where a tileset has it: 'mvt' or 'mlt'. */
   encoding: fragment.get('encoding') === 'mlt' ? 'mlt' : 'mvt',
+  /** Whether the map is drawn on MapLibre's globe (`#globe=1`) rather than in Web Mercator. */
+  globe: fragment.get('globe') === '1',
   terrain: false,
   /** Whether the terrain toggle also turns on 3D terrain (not on a software-rendered WebGL, see terrain.js). */
   terrain3d: true,

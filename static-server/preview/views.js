@@ -1,12 +1,18 @@
 // The style document of each view the page offers: a style's pre-rendered raster tiles, the style
-// drawn from its vector tiles, or the inspector's outlines of a vector tileset.
+// drawn from its vector tiles, or the inspector's outlines of a vector tileset; on MapLibre's globe when
+// chosen (the server's style.json?projection=globe; the page's own documents carry the projection).
 import { baseUrl, fragment, state } from './session.js';
+
+/** MapLibre's globe in a document the page writes itself, when chosen (Web Mercator raster tiles are drawn on it by MapLibre). */
+function projected(style) {
+  return state.globe ? { ...style, projection: { type: 'globe' } } : style;
+}
 
 /** The raster tiles of a style: @2x on high-density screens when built, in the chosen format. */
 function rasterStyle(style, format) {
   const scales = style.rasters.filter((k) => k.endsWith(`.${format}`)).map((k) => Number(k[0]));
   const scale = window.devicePixelRatio > 1 && scales.includes(2) ? 2 : scales.includes(1) ? 1 : 2;
-  return {
+  return projected({
     version: 8,
     sources: {
       raster: {
@@ -20,7 +26,7 @@ function rasterStyle(style, format) {
       },
     },
     layers: [{ id: 'raster', type: 'raster', source: 'raster' }],
-  };
+  });
 }
 
 /** A colour per layer name (stable across loads). */
@@ -44,7 +50,7 @@ function inspectStyle(tileset) {
   }
   const mlt = state.encoding === 'mlt' && (tileset.encodings ?? []).includes('mlt');
   const source = { type: 'vector', url: `${baseUrl()}/data/${encodeURIComponent(tileset.id)}.json${mlt ? '?encoding=mlt' : ''}`, ...(mlt ? { encoding: 'mlt' } : {}) };
-  return { version: 8, sources: { inspect: source }, layers };
+  return projected({ version: 8, sources: { inspect: source }, layers });
 }
 
 /** The style whose raster tiles show the chosen language in `format`: the style's baked variant, else the style itself. */
@@ -64,6 +70,7 @@ export function styleOfView() {
   if (state.language && style.languages.includes(state.language)) query.set('language', state.language);
   // MLT where a tileset has it (the server switches the style's sources of tilesets with MLT tiles).
   if (state.encoding === 'mlt' && state.catalog.tilesets.some((t) => (t.encodings ?? []).includes('mlt'))) query.set('encoding', 'mlt');
+  if (state.globe) query.set('projection', 'globe');
   return `${baseUrl()}/styles/${encodeURIComponent(style.id)}/style.json${query.size ? `?${query}` : ''}`;
 }
 

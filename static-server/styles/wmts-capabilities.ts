@@ -6,6 +6,7 @@
  */
 import { boundsAtZoom, type StyleEntry } from '../../lib/manifest.ts';
 import { tileRangeForBBox } from '../../lib/tile-math.ts';
+import { xmlEscape } from '../../lib/xml.ts';
 import { TILE_CONTENT_TYPES } from '../tile-response.ts';
 import { TILE_SIZE } from '../../lib/metatiles.ts';
 import { FORMAT_PREFERENCE } from './raster-tilejson.ts';
@@ -23,11 +24,6 @@ export interface WmtsStyle {
   entry: StyleEntry;
   /** Deepest zoom served (the baked maxzoom, or more when tiles above it are served). */
   maxzoom: number;
-}
-
-/** XML text and attribute escaping. */
-export function xmlEscape(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
 }
 
 /** One tile matrix set from zoom 0 to `maxzoom`: 256 px tiles at scale 1, 512 px tiles at scale 2. */

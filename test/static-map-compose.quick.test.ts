@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Camera } from '../static-server/static-map/camera.ts';
 import { composeImage, planRegion, stitchRegion, type RasterSource } from '../static-server/static-map/compose.ts';
 import type { DecodedTile } from '../static-server/static-map/decoded-tiles.ts';
-import { overlaySvg } from '../static-server/static-map/overlay.ts';
+import { overlayLayers } from '../static-server/static-map/overlay.ts';
 import { DEFAULT_STATIC_MAP_LIMITS, parseStaticMapRequest } from '../static-server/static-map/params.ts';
 
 const T = 256;
@@ -60,7 +60,7 @@ function worldAt(cam: Camera, i: number, j: number): [number, number] {
 
 /** Counts of transparent, partial and opaque pixels, and the worst colour and alpha errors where a pixel is 3 world px or more from a tile edge. */
 async function check(cam: Camera, src: RasterSource, missing: string[], translucent: string[] = []) {
-  const { data } = await rgba((await composeImage(cam, src, undefined, 'png')).bytes);
+  const { data } = await rgba((await composeImage(cam, src, [], 'png')).bytes);
   const r = { transparent: 0, partial: 0, opaque: 0, colour: 0, alpha: 0 };
   for (let j = 0; j < cam.height; j++) {
     for (let i = 0; i < cam.width; i++) {
@@ -135,7 +135,7 @@ describe('static images composed by sharp', () => {
 
   it('a rotated view keeps the missing tiles transparent and the rest opaque', async () => {
     const cam = { ...camera(1024, 1024, 2.5, 200, 200), bearing: 45 };
-    const { data } = await rgba((await composeImage(cam, source(['4/4']), undefined, 'png')).bytes);
+    const { data } = await rgba((await composeImage(cam, source(['4/4']), [], 'png')).bytes);
     // Bearing 45: north-east is up, so the missing south-east tile 4/4 is right of the centre, tile 3/3 left.
     expect(data[(100 * 200 + 140) * 4 + 3]).toBe(0);
     expect(data[(100 * 200 + 60) * 4 + 3]).toBe(255);
@@ -144,7 +144,7 @@ describe('static images composed by sharp', () => {
 
   it('a JPEG is white beyond the build', async () => {
     const cam = camera(1024 + 7.3, 1024 - 3.1, 2.76);
-    const jpg = (await composeImage(cam, source(missing), undefined, 'jpg')).bytes;
+    const jpg = (await composeImage(cam, source(missing), [], 'jpg')).bytes;
     const { data, info } = await sharp(jpg).raw().toBuffer({ resolveWithObject: true });
     expect(info.channels).toBe(3);
     // Image pixel (280, 190) is world pixel (1185, 1128): inside the missing tile 4/4.
@@ -160,7 +160,7 @@ describe('static images composed by sharp', () => {
     };
     const req = parseStaticMapRequest(`${at(1024, 1024)},3`, '300x200.png', { path: [`stroke:%23ff0000|width:6|${at(900, 1000)}|${at(1000, 1000)}`].map(decodeURIComponent), marker: [at(1100, 1060)] }, DEFAULT_STATIC_MAP_LIMITS);
     const cam = camera(1024, 1024, 3);
-    const overlay = overlaySvg(cam, req.paths, req.markers);
+    const overlay = overlayLayers(cam, req.paths, req.markers);
     for (const [src, channels] of [[source([]), 3], [source(['4/4']), 4]] as const) {
       const { data, channels: got } = await rgba((await composeImage(cam, src, overlay, 'png')).bytes);
       expect(got).toBe(channels);

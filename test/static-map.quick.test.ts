@@ -224,7 +224,7 @@ describe('bad parameters: 400 with a JSON body', () => {
     [`abc,0,2/100x100.png`, /longitude: expected a number/],
     [`0,0,2,0,30/100x100.png`, /pitch/],
     [`1,1,0,0/100x100.png`, /minlon < maxlon/],
-    [`auto/100x100.png`, /auto: give at least one path or marker/],
+    [`auto/100x100.png`, /auto: give at least one path, marker or GeoJSON feature/],
     [`${centre}/100x100.png?path=0,0|1,1&stroke=bluish`, /stroke: "bluish" is not a colour/],
     [`${centre}/100x100.png?path=stroke:%23ggg|0,0|1,1`, /path 1 stroke: "#ggg" is not a colour/],
     [`${centre}/100x100.png?path=width:0|0,0|1,1`, /path 1 width: 0 is outside/],
@@ -295,13 +295,13 @@ describe('units', () => {
     const req = parseStaticMapRequest(`${pt(512, 512)},2`, '300x200@2x.png', query, DEFAULT_STATIC_MAP_LIMITS);
     const box = overlaySvg(cam, req.paths, req.markers)!;
     expect(box.width * box.height).toBeLessThan(cam.width * cam.height);
-    const whole = Buffer.from(box.svg.toString().replace(/^<svg [^>]*>/, `<svg xmlns="http://www.w3.org/2000/svg" width="${cam.width}" height="${cam.height}" viewBox="0 0 ${cam.width} ${cam.height}">`));
+    const whole = Buffer.from(box.input.toString().replace(/^<svg [^>]*>/, `<svg xmlns="http://www.w3.org/2000/svg" width="${cam.width}" height="${cam.height}" viewBox="0 0 ${cam.width} ${cam.height}">`));
     for (const channels of [3, 4] as const) {
       const base = Buffer.alloc(cam.width * cam.height * channels);
       for (let i = 0; i < base.length; i++) base[i] = channels === 4 && i % 4 === 3 ? (i < base.length / 2 ? 255 : 90) : (i * 31) % 256;
       const raw = { raw: { width: cam.width, height: cam.height, channels } };
       const want = await sharp(await sharp(base, raw).composite([{ input: whole }]).png().toBuffer()).ensureAlpha().raw().toBuffer();
-      const got = await sharp(await encodeImage({ data: base, width: cam.width, height: cam.height, channels }, box, 'png')).ensureAlpha().raw().toBuffer();
+      const got = await sharp(await encodeImage({ data: base, width: cam.width, height: cam.height, channels }, [box], 'png')).ensureAlpha().raw().toBuffer();
       let worst = 0;
       for (let i = 0; i < want.length; i += 4) for (let c = 0; c < channels; c++) worst = Math.max(worst, Math.abs(got[i + c] - want[i + c]));
       // Over a translucent base (alpha 90) 8-bit premultiplied colours are up to ~1.5 units off before blending.
@@ -326,15 +326,20 @@ describe('units', () => {
 });
 
 describe('load', () => {
-  it('beyond one image composing and two waiting, requests get 503 with Retry-After at once; the rest are served', async () => {
+  it('beyond one image composing and two waiting, requests (GET and POST) get 503 with Retry-After at once; the rest are served', async () => {
     const n = 24;
     const t0 = Date.now();
-    const answers = await Promise.all(Array.from({ length: n }, (_, i) => get(`${i * 7},${i},2.${i + 10}/1000x800@2x.png`)));
+    // Every other one a POSTed GeoJSON body: the same queue.
+    const body = (i: number) => JSON.stringify({ type: 'Feature', properties: {}, geometry: { type: 'Point', coordinates: [i * 7, i] } });
+    const posted = (i: number) => request(`${server.url}/styles/${GRID_STYLE}/static/1000x800@2x.png?center=${i * 7},${i},2.${i + 10}`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/geo+json' }, body: body(i) });
+    const answers = await Promise.all(Array.from({ length: n }, (_, i) => (i % 2 ? posted(i) : get(`${i * 7},${i},2.${i + 10}/1000x800@2x.png`))));
     const ok = answers.filter((r) => r.status === 200);
     const busy = answers.filter((r) => r.status === 503);
     expect(ok.length + busy.length).toBe(n);
     expect(ok.length).toBeGreaterThanOrEqual(1 + QUEUE);
     expect(busy.length).toBeGreaterThan(0);
+    // At most three are admitted: POSTs were refused too.
+    expect(answers.filter((r, i) => i % 2 === 1 && r.status === 503).length).toBeGreaterThan(0);
     for (const r of busy) {
       expect(r.headers['retry-after']).toBe('1');
       expect(r.json()).toMatchObject({ status: 503 });

@@ -42,6 +42,10 @@ beforeAll(async () => {
   // A tileset whose archive is not a PMTiles archive: reading it is a corrupt-store error (502).
   await writeFile(join(fixture.out, 'data', 'broken.pmtiles'), Buffer.alloc(1024, 7));
   manifest.tilesets.broken = { ...manifest.tilesets.openmaptiles, archive: 'data/broken.pmtiles' };
+  // A style asking for MapLibre's globe: clients get it, the bake does not.
+  const style = JSON.parse(await readFile(join(fixture.out, manifest.styles[STYLE_ID].style), 'utf8')) as Record<string, unknown>;
+  await writeFile(join(fixture.out, 'styles', STYLE_ID, 'globe.json'), JSON.stringify({ ...style, projection: { type: 'globe' } }));
+  manifest.styles.globe = { ...manifest.styles[STYLE_ID], style: `styles/${STYLE_ID}/globe.json` };
   render = await startRenderHost({ store, manifest, pageDir: PAGE_DIR, cacheMb: 16 });
   clientCtx = { ...contextOver(store, manifest, serveOptions(fixture.out, { auth: false })), baseUrl: () => render.url };
   client = await buildApp(clientCtx, { role: 'tiles', tokenHashes: null });
@@ -99,6 +103,18 @@ describe('the render host serves what clients get', () => {
     expect(r.headers.get('cache-control')).toBe('no-store');
     const style = (await (await get(`/styles/${STYLE_ID}/style.json`)).json()) as { sources: Record<string, { url: string }> };
     expect(style.sources.openmaptiles.url).toBe(`${render.url}/data/openmaptiles.json`);
+  });
+});
+
+describe('the projection', () => {
+  it('a style asking for the globe is rendered in Web Mercator (raster tiles are baked on its grid); clients still get its globe', async () => {
+    const baked = (await (await get('/styles/globe/style.json')).json()) as Record<string, unknown>;
+    const served = JSON.parse((await client.inject({ url: '/styles/globe/style.json' })).body) as Record<string, unknown>;
+    expect(baked.projection).toEqual({ type: 'mercator' });
+    expect(served.projection).toEqual({ type: 'globe' });
+    expect({ ...baked, projection: undefined }).toEqual({ ...served, projection: undefined });
+    // A style without a projection is served as it is.
+    expect(((await (await get(`/styles/${STYLE_ID}/style.json`)).json()) as Record<string, unknown>).projection).toBeUndefined();
   });
 });
 
