@@ -1,4 +1,4 @@
-/** gdal-async, loaded once and checked: every stage and worker that calls GDAL takes it from here. */
+/** gdal-async, loaded once for every part that reads through GDAL (DEM rasters, OSM shapes, Natural Earth). */
 import { UserError } from './errors.ts';
 
 /** The gdal-async module. */

@@ -218,6 +218,14 @@ export function boundsAtZoom(c: ZoomCoverage, z: number): [number, number, numbe
   return c.world_maxzoom !== undefined && c.region && z > c.world_maxzoom ? c.region : c.bounds;
 }
 
+/** Deepest raster zoom served when the style does not say (`maxzoom_served`). */
+export const DEFAULT_MAXZOOM_SERVED = 20;
+
+/** The deepest zoom a style's raster tiles and static maps are served at (never below the baked maxzoom). */
+export function servedMaxzoom(entry: Pick<StyleEntry, 'maxzoom' | 'maxzoom_served'>): number {
+  return Math.max(entry.maxzoom, entry.maxzoom_served ?? DEFAULT_MAXZOOM_SERVED);
+}
+
 /** Record (or with `undefined`, forget) the OSM state tileset `id` shows. */
 export function setOsmState(m: Manifest, id: string, state: OsmDataState | undefined): void {
   const all = { ...m.osm };

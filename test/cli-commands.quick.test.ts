@@ -1,25 +1,15 @@
 import Database from 'better-sqlite3';
 import { currentVersionDir } from '../lib/build-version.ts';
-import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { parseManifest } from '../lib/manifest.ts';
+import { runCli } from './fixtures/cli.ts';
 
-const CLI = resolve('bin/tilebake.js');
 const CONFIG = resolve('data/sample/config.json');
 const MONACO = resolve('data/sample/monaco_omt.mbtiles');
-
-/** Run the CLI as a child process; resolves with the exit code and output (never rejects). */
-function runCli(args: string[], cwd = process.cwd()): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, TILEBAKE_QUIET: '1' } }, (err, stdout, stderr) => {
-      done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 /** Tiles per zoom of the Monaco MBTiles, counted with SQL. */
 function monacoCounts(): Map<number, number> {

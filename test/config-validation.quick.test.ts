@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -6,17 +5,9 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isUserError } from '../lib/errors.ts';
 import { loadConfig, parseConfig } from '../pipeline/config/index.ts';
+import { runCli } from './fixtures/cli.ts';
 
-const CLI = resolve('bin/tilebake.js');
 const MONACO = resolve('data/sample/monaco_omt.mbtiles');
-
-function runCli(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, TILEBAKE_QUIET: '1' } }, (err, stdout, stderr) => {
-      done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
-}
 
 /** The message of the UserError `f` throws (fails the test when it does not throw one). */
 function userErrorOf(f: () => unknown): string {
@@ -166,7 +157,7 @@ describe('tilebake build --config (CLI)', () => {
   it('exits non-zero on an invalid config, naming the file and the JSON path', async () => {
     const bad = join(dir, 'bad.json');
     await writeFile(bad, JSON.stringify({ tilesets: { t: 'x.mbtiles' }, styles: { x: { style: 's.json', scales: [1, 3] } } }));
-    const r = await runCli(['build', '--config', bad], dir);
+    const r = await runCli(['build', '--config', bad], { cwd: dir });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(bad);
     expect(r.stderr).toContain('$.styles.x.scales[1]: expected 1 or 2');
@@ -177,11 +168,11 @@ describe('tilebake build --config (CLI)', () => {
   it('exits non-zero on a config that is not JSON or does not exist', async () => {
     const broken = join(dir, 'broken.json');
     await writeFile(broken, '{\n  "tilesets": {\n    "t": "a.mbtiles",\n  }\n}\n');
-    const r = await runCli(['build', '--config', broken], dir);
+    const r = await runCli(['build', '--config', broken], { cwd: dir });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(/broken\.json: not valid JSON at line 4/);
 
-    const missing = await runCli(['build', '--config', join(dir, 'missing.json')], dir);
+    const missing = await runCli(['build', '--config', join(dir, 'missing.json')], { cwd: dir });
     expect(missing.code).not.toBe(0);
     expect(missing.stderr).toMatch(/missing\.json: cannot read config/);
   });
@@ -193,7 +184,7 @@ describe('tilebake build --config (CLI)', () => {
     await writeFile(join(cfgDir, 'tilebake.json'), JSON.stringify({ out: 'public', tilesets: { m: 'tiles/m.mbtiles' } }));
     const elsewhere = join(dir, 'elsewhere');
     await mkdir(elsewhere);
-    const r = await runCli(['build', '--config', join(cfgDir, 'tilebake.json')], elsewhere);
+    const r = await runCli(['build', '--config', join(cfgDir, 'tilebake.json')], { cwd: elsewhere });
     expect(r.code, r.stderr).toBe(0);
     expect(await readdir(join((await currentVersionDir(join(cfgDir, 'public')))!.dir, 'data'))).toEqual(['m.pmtiles']);
     expect((await readdir(join(cfgDir, 'public'))).sort()).toEqual(['builds', 'current.json']);
@@ -203,7 +194,7 @@ describe('tilebake build --config (CLI)', () => {
   it('a config naming a missing tileset source fails naming that file', async () => {
     const cfg = join(dir, 'missing-source.json');
     await writeFile(cfg, JSON.stringify({ out: 'out-missing', tilesets: { m: 'nowhere.mbtiles' } }));
-    const r = await runCli(['build', '--config', cfg], dir);
+    const r = await runCli(['build', '--config', cfg], { cwd: dir });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(join(dir, 'nowhere.mbtiles'));
     expect(await readdir(join(dir, 'out-missing')).catch(() => [])).not.toContain('data');

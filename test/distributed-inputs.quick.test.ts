@@ -3,7 +3,6 @@
  * file or variable and the documented exit code (78 permanent, 75 transient), before any rendering,
  * and publish never leaves a half-published version. The end-to-end runs are in distributed-slurm.test.ts.
  */
-import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -11,16 +10,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UserError } from '../lib/errors.ts';
 import { shardIndex } from '../pipeline/run/engine-index.ts';
 import { shard } from '../pipeline/run/shard.ts';
+import { runCli as runTilebake, type CliResult } from './fixtures/cli.ts';
 
-const CLI = resolve('bin/tilebake.js');
+/** The engines' index variables: the test's own environment must not choose a shard. */
+const ENGINE_VARS = /^(SLURM_|AWS_BATCH_|CLOUD_RUN_|BATCH_TASK_|JOB_COMPLETION_INDEX|TILEBAKE_SHARD_INDEX)/;
 
-function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stderr: string }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(SLURM_|AWS_BATCH_|CLOUD_RUN_|BATCH_TASK_|JOB_COMPLETION_INDEX|TILEBAKE_SHARD_INDEX)/.test(k)));
-  return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...clean, TILEBAKE_QUIET: '1', ...env } }, (err, _stdout, stderr) => {
-      done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stderr });
-    });
-  });
+/** The CLI without the test's engine variables, with `env`. */
+function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return runTilebake(args, { env, unset: ENGINE_VARS });
 }
 
 const RUN_ID = '20260101T000000Z-abcdef';

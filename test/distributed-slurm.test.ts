@@ -18,12 +18,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { lonLatToTile } from '../lib/tile-math.ts';
 import { HRO } from './fixtures/imagery.ts';
+import { CLI, runCli } from './fixtures/cli.ts';
 import { startSlurm, type SlurmCluster } from './fixtures/slurm.ts';
 import { startServe, type ServeProcess } from './fixtures/server/helpers.ts';
 import { copyTile, readTile, SAMPLE, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const CLI = join(ROOT, 'bin/tilebake.js');
 const SUBMIT = join(ROOT, 'deploy/slurm/submit.sh');
 const LONG = 600_000;
 const N = 4;
@@ -40,7 +40,8 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env):
   });
 }
 
-const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => run(process.execPath, [CLI, ...args], { ...process.env, TILEBAKE_QUIET: '1', ...env });
+/** Run the CLI (with `env`); resolves with its exit code and output (never rejects). */
+const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { env }).then((r) => ({ code: r.code, out: r.output }));
 
 /** Every file of a version folder, relative path → bytes (manifest.json without its generatedAt). */
 async function versionFiles(dir: string): Promise<Map<string, string>> {

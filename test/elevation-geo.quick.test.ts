@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { EARTH_RADIUS_M, cumulativeDistances, decodePolyline, encodePolyline, haversine, resample } from '../lib/elevation/geo.ts';
+import { decodePolyline, encodePolyline, resample } from '../lib/elevation/geo.ts';
+import { EARTH_RADIUS_M, cumulativeDistances, haversine } from '../lib/geo-distance.ts';
 
 describe('haversine and range distances', () => {
   it('one degree of latitude is R·π/180 with R = 6378160.187 m', () => {

@@ -11,11 +11,8 @@ import { KeyRing, type Identity } from '../static-server/keys/key-ring.ts';
 import { parseKeys } from '../static-server/keys/keys-file.ts';
 import { UsageStore } from '../static-server/keys/usage-store.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
-import { buildSampleVector, CLI, monacoTiles, request, ROOT, type RawResponse } from './fixtures/server/helpers.ts';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-
-const run = promisify(execFile);
+import { cliOk, runCli } from './fixtures/cli.ts';
+import { buildSampleVector, monacoTiles, request, type RawResponse } from './fixtures/server/helpers.ts';
 
 const BACKEND = `backend-${randomBytes(16).toString('hex')}`;
 const PARTNER = `partner-${randomBytes(16).toString('hex')}`;
@@ -235,16 +232,16 @@ describe('reload and usage', () => {
 
   it('`tilebake usage --since` prints requests, bytes and points per key per day', async () => {
     const today = new Date().toISOString().slice(0, 10);
-    const { stdout } = await run(process.execPath, [CLI, 'usage', '--state-dir', join(dir, 'state'), '--since', today], { cwd: ROOT });
+    const { stdout } = await cliOk(['usage', '--state-dir', join(dir, 'state'), '--since', today], { quiet: false });
     const lines = stdout.trim().split('\n');
     expect(lines[0].split(/\s+/)).toEqual(['day', 'key', 'requests', 'bytes', 'points', 'pack_tiles']);
     const limited = lines.find((l) => l.startsWith(today) && l.split(/\s+/)[1] === 'limited')!.split(/\s+/);
     expect(limited[2]).toBe('3');
     expect(Number(limited[3])).toBeGreaterThan(0);
     expect(lines.some((l) => /^total\s+limited\s+3\s/.test(l))).toBe(true);
-    const json = JSON.parse((await run(process.execPath, [CLI, 'usage', '--state-dir', join(dir, 'state'), '--since', today, '--json'], { cwd: ROOT })).stdout) as { key: string }[];
+    const json = JSON.parse((await cliOk(['usage', '--state-dir', join(dir, 'state'), '--since', today, '--json'], { quiet: false })).stdout) as { key: string }[];
     expect(json.map((r) => r.key)).toContain('backend');
-    const bad = await run(process.execPath, [CLI, 'usage', '--state-dir', join(dir, 'state'), '--since', 'yesterday'], { cwd: ROOT }).catch((e: { code: number; stderr: string }) => e);
+    const bad = await runCli(['usage', '--state-dir', join(dir, 'state'), '--since', 'yesterday'], { quiet: false });
     expect(bad).toMatchObject({ code: 2, stderr: 'tilebake: --since: expected a day as YYYY-MM-DD (got "yesterday")\n' });
   });
 

@@ -6,12 +6,17 @@
 //            └──▶ static-server ──────────┘
 //
 // cli/ is the only folder that imports both the pipeline and the server; deploy/ (engine definitions)
-// reads the pipeline's exit codes; nothing shipped imports deploy/, test/ or bench/.
+// reads the pipeline's exit codes; nothing shipped imports deploy/, test/ or bench/. Inside a layer,
+// its folders follow the order written in INSIDE, and no folder or top-level file of a layer is in an
+// import cycle with another. bench/ may use test/'s fixtures and helpers (the same real components,
+// started the same way; the measuring helpers both need are test/fixtures/measure.ts); those never
+// import bench/ (only a test file may, to test a bench helper), and nothing imports a test file: so
+// no file of bench/ and test/ is in an import cycle.
 import path from 'node:path';
 import { readdirSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { importCycles, importGraph, importSpecifiers, layerOf } from './import-graph.ts';
+import { importCycles, importGraph, importsAgainstOrder, importSpecifiers, layerOf, unitGraph, unitOf } from './import-graph.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Each source folder and the folders it may import (its own aside). */
@@ -31,7 +36,42 @@ const SHIPPED = LAYERS;
 /** Top-level folders that hold no shipped TypeScript of a layer. */
 const NOT_LAYERS = new Set(['bench', 'data', 'docs', 'node_modules', 'dist', 'build', 'scripts', 'test', 'out']);
 
+/**
+ * The folders inside each layer, top first: an import between two of them points down this list. A
+ * path below a folder (`sources/index.ts`) is a unit of its own, placed apart from its folder. Files at
+ * a layer's top are units too, held to no place in the list but to no cycle with anything.
+ */
+const INSIDE: Readonly<Record<string, readonly string[]>> = {
+  pipeline: [
+    'run', // distributed builds: plan, shard and publish (pipeline/build.ts for the plan's stages)
+    'update', // nightly updates: replication diffs, then a build
+    'stages', // each stage's record of what it reads and writes (pipeline/stage.ts)
+    'elevation', // the elevation stage (its tile archives are written through render/'s journal)
+    'vector', // the vector stage: inputs into PMTiles (and MLT), patched on updates
+    'render', // the render stage: every style × zoom × scale × format through the Chromium pool
+    'glyphs', // the font stacks' glyph ranges
+    'sources/index.ts', // what an input is, opened as a TileSource: an OSM extract through osm/source.ts
+    'osm', // the OpenStreetMap source: tilemaker, osmium, the sea and the world; reads MBTiles through sources/
+    'sources', // tile archives and folders read as they are (MBTiles, PMTiles, z/x/y)
+    'config', // the build config, parsed and checked
+  ],
+  'static-server': [
+    'routes', // one module per route family
+    'keys', // keys, scopes, rate limits and usage
+    'packs', // the offline packs' plans
+    'overzoom', // raster zooms above the baked ones: upscaled (through static-map/) or rendered
+    'static-map', // static images: camera, decoded tiles, composition, overlays
+    'styles', // the documents of styles: raster TileJSON, WMTS capabilities, label language
+    'preview', // the preview page (browser files)
+  ],
+  lib: ['packs', 'pmtiles', 'elevation', 'glyphs'],
+  workers: ['render-host', 'page'],
+  cli: ['commands'],
+};
+
 const graph = importGraph(ROOT, [...SHIPPED, 'deploy']);
+/** The tests' and benchmarks' own imports (their imports of shipped code are not checked here). */
+const harness = importGraph(ROOT, ['test', 'bench']);
 
 /** "file -> target" for each import of a file in `from` layers whose target lies in `to` layers. */
 function edgesInto(from: string[], to: string[]): string[] {
@@ -105,6 +145,51 @@ describe('layering', () => {
 
   it('no shipped code imports deploy/, test/ or bench/', () => {
     expect(edgesInto(SHIPPED, ['deploy', 'test', 'bench'])).toEqual([]);
+  });
+
+  it('reads the units inside a layer, and finds imports against their order', () => {
+    expect(unitOf('pipeline/build.ts')).toBe('pipeline/build.ts');
+    expect(unitOf('pipeline/osm/cut.ts')).toBe('pipeline/osm');
+    expect(unitOf('pipeline/sources/index.ts', new Set(['pipeline/sources/index.ts']))).toBe('pipeline/sources/index.ts');
+    const g = new Map([
+      ['x/top.ts', ['x/a/one.ts']],
+      ['x/a/one.ts', ['x/b/two.ts', 'lib/z.ts']],
+      ['x/b/two.ts', ['x/a/three.ts', 'x/b/mid.ts']],
+      ['x/b/mid.ts', []],
+      ['x/b/apart.ts', ['x/a/one.ts']],
+    ]);
+    expect(importsAgainstOrder(g, 'x', ['a', 'b'])).toEqual(['x/b/two.ts -> x/a/three.ts', 'x/b/apart.ts -> x/a/one.ts']);
+    expect(importsAgainstOrder(g, 'x', ['b/apart.ts', 'a', 'b'])).toEqual(['x/b/two.ts -> x/a/three.ts']);
+    expect(importCycles(unitGraph(g, 'x'))).toEqual([['x/a', 'x/b']]);
+    expect(unitGraph(g, 'x').get('x/top.ts')).toEqual(['x/a']);
+  });
+
+  it('inside each layer, imports between its folders follow their order (INSIDE), and every folder is placed', () => {
+    for (const [layer, order] of Object.entries(INSIDE)) {
+      expect(importsAgainstOrder(graph, layer, order), layer).toEqual([]);
+    }
+    for (const layer of LAYERS) {
+      const folders = readdirSync(path.join(ROOT, layer), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+      const withSource = folders.filter((f) => [...graph.keys()].some((k) => k.startsWith(`${layer}/${f}/`)));
+      expect(withSource.filter((f) => !(INSIDE[layer] ?? []).includes(f)), layer).toEqual([]);
+    }
+  });
+
+  it('inside each layer, no folder or top-level file is in an import cycle with another', () => {
+    for (const layer of LAYERS) {
+      const own = new Set((INSIDE[layer] ?? []).filter((u) => u.includes('/')).map((u) => `${layer}/${u}`));
+      expect(importCycles(unitGraph(graph, layer, own)), layer).toEqual([]);
+    }
+  });
+
+  it('bench/ may import test/ fixtures and helpers, which never import bench/ (a test file may); nothing imports a test file', () => {
+    const edges = [...harness].flatMap(([file, targets]) => targets.map((t) => [file, t] as const));
+    const isTestFile = (f: string) => f.endsWith('.test.ts');
+    expect(edges.filter(([f, t]) => layerOf(f) === 'test' && !isTestFile(f) && layerOf(t) === 'bench').map((e) => e.join(' -> '))).toEqual([]);
+    expect(edges.filter(([, t]) => isTestFile(t)).map((e) => e.join(' -> '))).toEqual([]);
+    expect(importCycles(harness)).toEqual([]);
+    // The rule has something to hold: benchmarks do start the tests' components.
+    expect(edges.some(([f, t]) => layerOf(f) === 'bench' && t.startsWith('test/fixtures/'))).toBe(true);
   });
 
   it('every top-level folder with TypeScript is a layer of the stack', () => {

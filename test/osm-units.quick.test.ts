@@ -16,7 +16,7 @@ import { decodeRings, encodeRings, fillBox } from '../pipeline/osm/fill.ts';
 import { pointInRing, type Point } from '../pipeline/osm/coastline.ts';
 import { isOsmPbfHead, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { failureReason, runConfig } from '../pipeline/osm/tilemaker.ts';
-import { boxOfTiles, parseOsmiumBBox, tileBox } from '../pipeline/sources/osm.ts';
+import { boxOfTiles, parseOsmiumBBox, tileBox } from '../pipeline/osm/source.ts';
 
 const MONACO_PBF = 'data/sample/monaco-latest.osm.pbf';
 const BOX: BBox = [0, 0, 10, 10];

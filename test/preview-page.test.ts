@@ -124,12 +124,20 @@ describe('preview page', () => {
 
       // The chart: its figures match the statistics of /height's answer to the request the page sent.
       await page.waitForFunction(() => document.getElementById('chart')?.dataset.samples !== undefined, undefined, { timeout: LOAD_TIMEOUT_MS });
-      const sent = requests.find((r) => r.url === `${server.url}/height`);
+      // The page measures the line with the server's distances (no resampling), then asks for the profile.
+      const asked = requests.filter((r) => r.url === `${server.url}/height`).map((r) => ({ ...r, json: JSON.parse(r.body!) as { range: boolean; resample_distance?: number; shape: unknown[] } }));
+      expect(asked[0]?.json.resample_distance).toBeUndefined();
+      const sent = asked.find((r) => r.json.resample_distance !== undefined);
       expect(sent?.auth).toBe(`Bearer ${TOKEN}`);
-      const body = JSON.parse(sent!.body!) as { range: boolean; resample_distance: number; shape: unknown[] };
+      const body = sent!.json;
       expect(body.range).toBe(true);
       expect(body.resample_distance).toBeGreaterThanOrEqual(10);
       expect(body.shape).toHaveLength(3);
+      expect(asked[0].json).toEqual({ shape: body.shape, range: true });
+      const measured = (await (
+        await fetch(`${server.url}/height`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: asked[0].body! })
+      ).json()) as { range_height: [number, number | null][] };
+      expect(body.resample_distance).toBe(Math.max(10, Math.ceil(measured.range_height[measured.range_height.length - 1][0] / 300)));
       const answer = (await (
         await fetch(`${server.url}/height`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: sent!.body! })
       ).json()) as { range_height: [number, number | null][] };

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { alive, childrenOf, commandLine, descendants, processesWith, processStat, processTree } from '../lib/process-tree.ts';
-import { treeCpuMs, treeRss } from '../bench/rss.ts';
+import { treeCpuMs, treeRss } from './fixtures/measure.ts';
 
 const marker = `tilebake-process-tree-${randomBytes(4).toString('hex')}`;
 // sh → two shells named `<marker>-a` and `<marker>-b` (their $0, so in their command lines) → a sleep each.

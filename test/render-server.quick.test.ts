@@ -29,7 +29,7 @@ const Z14 = { z: 14, ...lonLatToTile((MONACO_BBOX[0] + MONACO_BBOX[2]) / 2, (MON
 
 let fixture: StyleOutput;
 let render: RenderHost;
-/** A `tilebake serve` app (tiles role) over the same folder, giving its URLs on the render server's base. */
+/** A `tilebake serve` app (tiles role) over the same folder, giving its URLs on the render host's base. */
 let client: FastifyInstance;
 let clientCtx: ServerContext;
 
@@ -63,7 +63,7 @@ const plain = (g: Glyph) => ({ ...g, bitmap: Buffer.from(g.bitmap ?? []).toStrin
 
 const get = (path: string) => fetch(`${render.url}${path}`);
 
-describe('the render server serves what clients get', () => {
+describe('the render host serves what clients get', () => {
   const paths = [
     `/styles/${STYLE_ID}/style.json`,
     '/data/openmaptiles.json',

@@ -1,23 +1,12 @@
 import Database from 'better-sqlite3';
-import { execFile } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from './fixtures/cli.ts';
 
-const CLI = resolve('bin/tilebake.js');
 const MONACO = resolve('data/sample/monaco_omt.mbtiles');
 const FIRENZE = resolve('test/fixtures/vector/firenze.pmtiles');
-
-/** Run the CLI as a child process; resolves with the exit code and output (never rejects). */
-function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, TILEBAKE_QUIET: '1' } }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-      done({ code, stdout, stderr });
-    });
-  });
-}
 
 let dir: string;
 beforeAll(async () => {

@@ -18,7 +18,8 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tileCountInBBox } from '../../lib/tile-math.ts';
 import { startSlurm } from '../../test/fixtures/slurm.ts';
-import { CPUACCT, runCommand } from '../command.ts';
+import { CPUACCT } from '../../test/fixtures/measure.ts';
+import { runCommand } from '../command.ts';
 import { writeResults } from '../results.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');

@@ -16,7 +16,7 @@ import Database from 'better-sqlite3';
 import { readOsmHeader } from '../../pipeline/osm/pbf-header.ts';
 import { PROFILE_PROCESS, runConfig } from '../../pipeline/osm/tilemaker.ts';
 import { findTool, TILEMAKER } from '../../pipeline/osm/tools.ts';
-import { tileBox } from '../../pipeline/sources/osm.ts';
+import { tileBox } from '../../pipeline/osm/source.ts';
 import { runSampled } from '../command.ts';
 import { writeResults } from '../results.ts';
 

@@ -21,7 +21,7 @@ import { parseConfig } from '../../pipeline/config/index.ts';
 import { runRenderStage } from '../../pipeline/render/stage.ts';
 import { runVectorStage } from '../../pipeline/vector/stage.ts';
 import { defaultRenderWorkers } from '../../workers/pool.ts';
-import { sampleTreeRss } from '../rss.ts';
+import { sampleTreeRss } from '../../test/fixtures/measure.ts';
 import { writeResults } from '../results.ts';
 
 process.env.TILEBAKE_QUIET ??= '1';

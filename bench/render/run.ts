@@ -15,7 +15,7 @@ import { runRenderStage } from '../../pipeline/render/stage.ts';
 import { runVectorStage } from '../../pipeline/vector/stage.ts';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import { defaultRenderWorkers } from '../../workers/pool.ts';
-import { treeRss } from '../rss.ts';
+import { treeRss } from '../../test/fixtures/measure.ts';
 import { writeResults } from '../results.ts';
 
 process.env.TILEBAKE_QUIET ??= '1';

@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { ensurePeers, writeBenchNginxConf } from '../peers.ts';
-import { treeCpuMs } from '../rss.ts';
+import { treeCpuMs } from '../../test/fixtures/measure.ts';
 import { parseWrk, shuffle, stop } from '../wrk.ts';
 import { writeResults } from '../results.ts';
 

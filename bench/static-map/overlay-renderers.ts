@@ -1,5 +1,5 @@
 /**
- * The library renderers that could draw static maps' overlays (static-map/overlay.ts's SVG: the bench's
+ * The library renderers that could draw static maps' overlays (static-server/static-map/overlay.ts's SVG: the bench's
  * 50-point path and a pin, with and without a label), measured on the bench's 640×480 @2x views:
  * - librsvg inside sharp (the SVG handed to sharp's composite; what compose.ts uses),
  * - resvg (`@resvg/resvg-js`, Rust; rendered on libuv's pool by `renderAsync`),

@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { currentVersionDir } from '../../lib/build-version.ts';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
-import { treeCpuMs } from '../rss.ts';
+import { treeCpuMs } from '../../test/fixtures/measure.ts';
 import { shuffle, stop, type WrkFigures } from '../wrk.ts';
 import { measureRender, type RenderFigures } from './render-mode.ts';
 import { buildSample, GEOJSON_POINTS, geojsonViews, POLYGON_VERTICES, root, STYLE, UPSCALED_ZOOM, views, work } from './sample.ts';

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import { newBuildId } from '../../lib/build-version.ts';
+import { sha256File } from '../../lib/hash.ts';
 
 import { uploadTree } from '../../lib/store-tree.ts';
 import { openWritableStore, type WritableStore } from '../../lib/object-store.ts';
@@ -22,8 +23,8 @@ import { rasterTilesetsOf } from '../render/style.ts';
 import { SPRITE_FILES, spriteBase } from '../render/sprite.ts';
 import { hashInputs, readDeps } from '../reuse.ts';
 import { tilesetSourceKinds } from '../stage.ts';
-import { permanent } from './exit.ts';
-import { BASE_DIR, INPUTS_DIR, newRunFile, readRunFile, RUN_FILE, sha256File, type RunFile, type RunInput } from './run-file.ts';
+import { permanent } from '../exit.ts';
+import { BASE_DIR, INPUTS_DIR, newRunFile, readRunFile, RUN_FILE, type RunFile, type RunInput } from './run-file.ts';
 import { TILEBAKE_VERSION } from './version.ts';
 
 export interface PlanOptions {

@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_KEEP_VERSIONS, newBuildId, pruneStoreVersions, pruneVersions, publishVersionToStore, resolveCurrentVersion } from '../../lib/build-version.ts';
+import { sha256File } from '../../lib/hash.ts';
 import { updateManifest, type StyleArchive } from '../../lib/manifest.ts';
 import { FolderStore, openWritableStore, type WritableStore } from '../../lib/object-store.ts';
 import { summarizeArchiveFile } from '../../lib/pmtiles/index.ts';
@@ -16,8 +17,8 @@ import { downloadTree } from '../../lib/store-tree.ts';
 import { mergeArchives } from '../merge.ts';
 import { logLine } from '../../lib/progress.ts';
 import { archiveName } from '../render/stage.ts';
-import { permanent, transient } from './exit.ts';
-import { BASE_DIR, doneMismatch, donePath, mergedPath, parseArchiveKey, parseImageryKey, readDoneFile, readRunFile, sha256File, shardArchives, type DoneFile, type RunFile } from './run-file.ts';
+import { permanent, transient } from '../exit.ts';
+import { BASE_DIR, doneMismatch, donePath, mergedPath, parseArchiveKey, parseImageryKey, readDoneFile, readRunFile, shardArchives, type DoneFile, type RunFile } from './run-file.ts';
 
 export interface PublishOptions {
   run: string;

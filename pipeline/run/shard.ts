@@ -9,6 +9,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { sha256File } from '../../lib/hash.ts';
 import { downloadTree } from '../../lib/store-tree.ts';
 import { openWritableStore } from '../../lib/object-store.ts';
 import { SubStore } from '../../lib/storage.ts';
@@ -19,8 +20,8 @@ import { archiveName } from '../render/stage.ts';
 import { readIdentity } from '../render/archive.ts';
 import { renderStage } from '../stages/render.ts';
 import { shardIndex } from './engine-index.ts';
-import { permanent } from './exit.ts';
-import { BASE_DIR, doneMismatch, donePath, INPUTS_DIR, newDoneFile, partialPath, readDoneFile, parseArchiveKey, readRunFile, parseImageryKey, sha256File, shardArchives, type RunFile, type ShardArchive } from './run-file.ts';
+import { permanent } from '../exit.ts';
+import { BASE_DIR, doneMismatch, donePath, INPUTS_DIR, newDoneFile, partialPath, readDoneFile, parseArchiveKey, readRunFile, parseImageryKey, shardArchives, type RunFile, type ShardArchive } from './run-file.ts';
 
 export interface ShardOptions {
   run: string;

@@ -5,7 +5,7 @@ import { loadGdal } from '../../lib/gdal.ts';
 import { expandGlob, isGlob } from '../elevation/sources.ts';
 import { isOsmPbfHead } from '../osm/pbf-header.ts';
 import { readHead, type InputKind, type TileSource } from './common.ts';
-import type { OsmSourceOptions } from './osm.ts';
+import type { OsmSourceOptions } from '../osm/source.ts';
 
 export type { InputKind, SourceMetadata, SourceTile, TileSource } from './common.ts';
 
@@ -126,7 +126,7 @@ export async function openTileSource(path: string, opts: OpenOptions = {}): Prom
     case 'osm': {
       const { workDir, label } = opts.osm ?? {};
       if (!workDir) throw new Error(`${path}: an OSM source needs a work folder`);
-      return (await import('./osm.ts')).openOsm(path, { ...opts.osm, workDir, label: label ?? `osm ${path}` });
+      return (await import('../osm/source.ts')).openOsm(path, { ...opts.osm, workDir, label: label ?? `osm ${path}` });
     }
     case 'mbtiles':
       return (await import('./mbtiles.ts')).openMbtiles(path);

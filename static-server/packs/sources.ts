@@ -8,7 +8,8 @@ import { tilesetArchive, tilesetMaxzoom, tilesetScales, type Manifest, type Styl
 import { PACK_KEY, type PackOf } from '../../lib/packs/apply.ts';
 import { tileJson } from '../../lib/tilejson.ts';
 import { centerInBounds, type BBox } from '../../lib/tile-math.ts';
-import { rasterTileJson, TILE_SIZE_1X } from '../styles/raster-tilejson.ts';
+import { TILE_SIZE } from '../../lib/metatiles.ts';
+import { rasterTileJson } from '../styles/raster-tilejson.ts';
 
 /** One archive of a build a pack can be cut from. */
 export interface PackSource {
@@ -115,13 +116,13 @@ export function packMetadata(s: PackSource, x: PackExtent, area: string): Record
     delete doc.tiles_2x;
     delete doc.maxzoom_2x;
     // A raster tileset's @2x archive: the same tiles at 512 px.
-    if (s.scale === 2) doc.tileSize = TILE_SIZE_1X * 2;
+    if (s.scale === 2) doc.tileSize = TILE_SIZE * 2;
   } else {
     doc = rasterTileJson(s.id, s.style!, '');
     for (const k of ['tiles_2x', 'built', 'maxzoom_served', 'overzoom']) delete doc[k];
-    doc.description = `Raster tiles of style "${s.id}", ${TILE_SIZE_1X * s.scale!} px (${s.scale}x), ${s.format}`;
+    doc.description = `Raster tiles of style "${s.id}", ${TILE_SIZE * s.scale!} px (${s.scale}x), ${s.format}`;
     doc.format = s.format;
-    doc.tileSize = TILE_SIZE_1X * s.scale!;
+    doc.tileSize = TILE_SIZE * s.scale!;
   }
   delete doc.tiles;
   const center = centerInBounds(x.bounds, sourceExtent(s).center, x.minzoom, x.maxzoom);

@@ -10,13 +10,13 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { UserError } from '../../lib/errors.ts';
-import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
+import { servedMaxzoom, type StyleArchive, type StyleEntry } from '../../lib/manifest.ts';
 import { archivesOf } from '../archives.ts';
 import { BoundedQueue } from '../bounded-queue.ts';
 import { HttpError, type RouteModule, type ServerContext } from '../context.ts';
 import { sendError } from '../errors.ts';
 import { HttpStatus } from '../../lib/http-status.ts';
-import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
+import { SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { styleRasterSource } from '../overzoom/upscale.ts';
 import { cameraFor } from '../static-map/camera.ts';
 import { composeImage } from '../static-map/compose.ts';

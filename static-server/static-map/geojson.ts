@@ -12,7 +12,7 @@
  * start at `geometry` and `properties`). Line and ring latitudes beyond Web Mercator's ±85.0511° are drawn
  * at its edge, as MapLibre draws them; a point there is a 400.
  */
-import type { LatLon } from '../../lib/elevation/geo.ts';
+import type { LatLon } from '../../lib/geo-distance.ts';
 import { HttpError } from '../../lib/http-error.ts';
 import { HttpStatus } from '../../lib/http-status.ts';
 import { MAX_LATITUDE } from '../../lib/tile-math.ts';

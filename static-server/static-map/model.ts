@@ -3,7 +3,7 @@
  * icons of the style's sprite), with their titles. params.ts reads them from the URL, geojson.ts from a
  * GeoJSON body; overlay.ts draws them.
  */
-import type { LatLon } from '../../lib/elevation/geo.ts';
+import type { LatLon } from '../../lib/geo-distance.ts';
 import type { Colour } from './colour.ts';
 
 /** Pin sizes (simplestyle's `marker-size`). */

@@ -12,7 +12,7 @@
  * so no request text can change an SVG's structure. Drawing the boxes instead of the whole image saves
  * most of the drawing (docs/static-map-speed.md).
  */
-import type { LatLon } from '../../lib/elevation/geo.ts';
+import type { LatLon } from '../../lib/geo-distance.ts';
 import { xmlEscape } from '../../lib/xml.ts';
 import { project, type Camera } from './camera.ts';
 import type { Colour } from './colour.ts';

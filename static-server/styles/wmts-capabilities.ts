@@ -9,7 +9,8 @@ import { boundsAtZoom, tilesetMaxzoom, tilesetScales, type StyleEntry, type Tile
 import { tileRangeForBBox } from '../../lib/tile-math.ts';
 import { xmlEscape } from '../../lib/xml.ts';
 import { TILE_CONTENT_TYPES } from '../tile-response.ts';
-import { FORMAT_PREFERENCE, TILE_SIZE_1X } from './raster-tilejson.ts';
+import { TILE_SIZE } from '../../lib/metatiles.ts';
+import { FORMAT_PREFERENCE } from './raster-tilejson.ts';
 
 /** Scale denominator of zoom 0 of GoogleMapsCompatible (256 px tiles, 0.28 mm pixels). */
 const Z0_SCALE_DENOMINATOR = 559082264.0287178;
@@ -83,7 +84,7 @@ export function tilesetLayers(id: string, entry: TilesetEntry, baseUrl: string, 
 
 /** One tile matrix set from zoom 0 to `maxzoom`: 256 px tiles at scale 1, 512 px tiles at scale 2. */
 function tileMatrixSet(scale: 1 | 2, maxzoom: number): string {
-  const size = TILE_SIZE_1X * scale;
+  const size = TILE_SIZE * scale;
   const matrices: string[] = [];
   for (let z = 0; z <= maxzoom; z++) {
     const n = 2 ** z;

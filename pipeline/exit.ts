@@ -2,8 +2,8 @@
  * Exit codes of `plan`, `shard` and `publish` that engines act on (sysexits.h): 75 (EX_TEMPFAIL)
  * for failures worth retrying, 78 (EX_CONFIG) for permanent ones.
  */
-import { isUserError, UserError } from '../../lib/errors.ts';
-import { isStoreError } from '../../lib/store-read.ts';
+import { isUserError, UserError } from '../lib/errors.ts';
+import { isStoreError } from '../lib/store-read.ts';
 
 /** Bad or foreign run.json, a fingerprint mismatch, inconsistent shards, a bad index: do not retry. */
 export const EXIT_PERMANENT = 78;

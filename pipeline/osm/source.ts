@@ -12,20 +12,20 @@ import { Compression } from 'pmtiles';
 import { UserError } from '../../lib/errors.ts';
 import { DEFAULT_LANGUAGES, nameField } from '../../lib/languages.ts';
 import { tileBounds, tileRangeForBBox, MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
-import { assembleTiles } from '../osm/assemble.ts';
-import { publicVectorLayers } from '../osm/canonical.ts';
-import { inTileBox, NE_FIELDS, NE_MAXZOOM, placesInside, WORLD } from '../osm/natural-earth.ts';
+import { assembleTiles } from './assemble.ts';
+import { publicVectorLayers } from './canonical.ts';
+import { inTileBox, NE_FIELDS, NE_MAXZOOM, placesInside, WORLD } from './natural-earth.ts';
 
 export { inTileBox };
-import { oceanTiles } from '../osm/ocean.ts';
-import { readOsmHeader } from '../osm/pbf-header.ts';
-import { buildSea } from '../osm/sea.ts';
-import { ensureWorld, openWorld, worldCacheFor, WORLD_MAXZOOM } from '../osm/world.ts';
-import { runTilemaker } from '../osm/tilemaker.ts';
-import { findTool, killLeftovers, OSMIUM, runTool, TILEMAKER, ToolError } from '../osm/tools.ts';
+import { oceanTiles } from './ocean.ts';
+import { readOsmHeader } from './pbf-header.ts';
+import { buildSea } from './sea.ts';
+import { ensureWorld, openWorld, worldCacheFor, WORLD_MAXZOOM } from './world.ts';
+import { runTilemaker } from './tilemaker.ts';
+import { findTool, killLeftovers, OSMIUM, runTool, TILEMAKER, ToolError } from './tools.ts';
 import { logLine } from '../../lib/progress.ts';
-import { defaultCenter, type SourcePhase, type SourceTile, type TileSource } from './common.ts';
-import { openMbtiles } from './mbtiles.ts';
+import { defaultCenter, type SourcePhase, type SourceTile, type TileSource } from '../sources/common.ts';
+import { openMbtiles } from '../sources/mbtiles.ts';
 
 /** Options of an OSM source. */
 export interface OsmSourceOptions {
