@@ -46,6 +46,7 @@ const INSIDE: Readonly<Record<string, readonly string[]>> = {
     'run', // distributed builds: plan, shard and publish (pipeline/build.ts for the plan's stages)
     'update', // nightly updates: replication diffs, then a build
     'stages', // each stage's record of what it reads and writes (pipeline/stage.ts)
+    'imagery', // the imagery stage: images warped into raster tiles (through elevation/'s tile jobs, vector/'s packing)
     'elevation', // the elevation stage (its tile archives are written through render/'s journal)
     'vector', // the vector stage: inputs into PMTiles (and MLT), patched on updates
     'render', // the render stage: every style × zoom × scale × format through the Chromium pool

@@ -12,7 +12,7 @@ import type { Dataset } from 'gdal-async';
 import { UserError } from '../../lib/errors.ts';
 import { loadGdal, type Gdal } from '../../lib/gdal.ts';
 import { MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
-import { expandGlob } from '../elevation/sources.ts';
+import { expandGlob } from '../../lib/glob.ts';
 
 /** Metres per pixel of zoom 0 of 256 px Web Mercator tiles. */
 export const Z0_METRES_PER_PIXEL = (2 * Math.PI * 6378137) / 256;

@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
 import { loadGdal } from '../../lib/gdal.ts';
-import { expandGlob, isGlob } from '../elevation/sources.ts';
+import { expandGlob, isGlob } from '../../lib/glob.ts';
 import { isOsmPbfHead } from '../osm/pbf-header.ts';
 import { readHead, type InputKind, type TileSource } from './common.ts';
 import type { OsmSourceOptions } from '../osm/source.ts';
