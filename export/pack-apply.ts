@@ -9,9 +9,10 @@ import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { writeFileAtomic } from '../lib/atomic.ts';
 import { UserError } from '../lib/errors.ts';
+import { sha256File } from '../lib/hash.ts';
 import { applyDelta } from '../lib/packs/apply.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
-import { PACK_JSON, packJson, sha256File, type PackArchiveEntry, type PackJson } from './pack.ts';
+import { PACK_JSON, packJson, type PackArchiveEntry, type PackJson } from './pack.ts';
 
 /** A pack folder's pack.json, checked; `dir` names it in errors. */
 async function readPackJson(dir: string): Promise<PackJson> {

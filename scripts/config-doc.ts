@@ -1,7 +1,7 @@
 // Writes docs/config.md, the build configuration's reference, from the zod schema the CLI validates
 // with (pipeline/config), so the reference cannot drift from what is accepted:
 //   node --import tsx scripts/config-doc.ts          # rewrite docs/config.md
-// test/config-doc.test.ts fails when docs/config.md differs from what this prints.
+// test/config-doc.quick.test.ts fails when docs/config.md differs from what this prints.
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -15,10 +15,10 @@ const MEANING: Record<string, string> = {
   out: 'output folder, relative to the config file',
   attribution: 'credit for tilesets that have none of their own; a style credits each tileset it draws once',
   tilesets: 'vector tilesets by id',
-  'tilesets.<id>': 'a source (a path: MBTiles, PMTiles, `z/x/y.pbf` folder, `.osm.pbf` extract or a vector file GDAL reads; or a `postgresql://` URL), or an object',
+  'tilesets.<id>': 'a source (a path: MBTiles, PMTiles, `z/x/y.pbf` folder, `.osm.pbf` extract, a vector file GDAL reads or an image; or a `postgresql://` URL), or an object',
   'tilesets.<id>.source': 'the source: a path, or a PostGIS database `postgresql://user@host:port/db` (the password in the URL, `PGPASSWORD` or `~/.pgpass`, never shown; `connect_timeout` 5 s unless the URL sets one) ([your own data](own-data.md))',
-  'tilesets.<id>.minzoom': 'a GIS file or PostGIS source: lowest zoom its tiles are written at (default 0)',
-  'tilesets.<id>.maxzoom': 'a GIS file or PostGIS source: highest zoom its tiles are written at (default 14; clients overzoom beyond)',
+  'tilesets.<id>.minzoom': 'imagery, a GIS file or PostGIS: lowest zoom its tiles are written at (default 0)',
+  'tilesets.<id>.maxzoom': 'imagery: deepest zoom baked (default: the zoom whose pixels are just finer than the finest image\'s); a GIS file or PostGIS: highest zoom its vector tiles are written at, at most 22 (default 14; clients overzoom beyond)',
   'tilesets.<id>.layers': 'a GIS file or PostGIS source: the layers of the tiles by name (a style\'s `source-layer`); default for a file: every layer with a geometry under its own name, with every field; required for PostGIS',
   'tilesets.<id>.layers.<id>': 'one layer of the tiles; `{}`: the file\'s layer or the table of that name',
   'tilesets.<id>.layers.<id>.layer': 'a file\'s layer it comes from (default: the key; another name renames it)',
@@ -48,6 +48,8 @@ const MEANING: Record<string, string> = {
   'styles.<id>.scales': '1 (256 px) and/or 2 (`@2x`, 512 px)',
   'styles.<id>.formats': 'raster formats, each encoded from the same pixels: `png`, `jpg`, `webp`',
   'styles.<id>.language': 'bake the labels in this language: every label that shows a name reads `name:xx` first, then the style\'s own (`"osm-bright-de": {"style": "styles/osm-bright/style.json", "language": "de"}`); the tileset must carry it; an ordinary style otherwise ([languages](languages.md))',
+  'styles.<id>.sprite': 'a folder of SVG icons (`<name>.svg`, relative to this file) made into the style\'s sprite at 1x and 2x: `"icons/"` replaces the style\'s own sprite, `{"extend": "icons/"}` adds to it (a name in both: the folder\'s icon) ([sprites](sprites.md))',
+  'styles.<id>.sprite.extend': 'the folder whose icons are added to the style\'s own sprite',
   fonts: 'glyph folder, `<fontstack>/<start>-<end>.pbf`',
   render: 'renderer settings shared by every style',
   'render.metatile': 'tiles per metatile side',

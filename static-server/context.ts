@@ -62,6 +62,8 @@ export interface ServeOptions {
   versionPollMs?: number;
   /** Largest pack `GET /packs/…` builds, in tiles (default 200,000); larger ones are refused before anything is sent. */
   maxPackTiles?: number;
+  /** Largest GeoJSON body of a static map (`POST /styles/{style}/static/…`), in bytes (default 1 MB); larger ones get 413. */
+  maxStaticBody?: number;
   logLevel: string;
 }
 

@@ -1,5 +1,5 @@
 // GIS files the build cannot use: a file GDAL cannot open (broken GeoJSON, a damaged GeoPackage), an
-// image (no vector layers), a CSV without coordinates, a layer, a field or a query that does not exist.
+// image without georeferencing, a CSV without coordinates, a layer, a field or a query that does not exist.
 // Each stops the build with one line naming the tileset, the source and the cause (the CLI: that line
 // and exit 1, no stack); the served version stays as it was. (PostGIS's: test/gis-postgis.test.ts.)
 import { open, rm, writeFile } from 'node:fs/promises';
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { build } from '../pipeline/build.ts';
 import { gisSources, type GisSources } from './fixtures/gis.ts';
-import { runCli } from './osm-helpers.ts';
+import { runCli } from './fixtures/cli.ts';
 import { tempDir, writeConfig } from './render-helpers.ts';
 
 const Z = 14;
@@ -61,10 +61,10 @@ describe('a GIS file the build cannot use', () => {
     expect(await failure(raw(damaged))).toMatch(new RegExp(`^tileset "city" \\(${damaged}\\): GDAL cannot open it as vector data: .+`));
   });
 
-  it('an image, and a CSV without coordinate columns: no vector layer to cut', async () => {
+  it('an image without georeferencing (the imagery stage\'s), and a CSV without coordinate columns', async () => {
     const png = join(dir, 'scan.png');
     await sharp({ create: { width: 64, height: 64, channels: 3, background: '#808080' } }).png().toFile(png);
-    expect(await failure(raw(png))).toMatch(new RegExp(`^tileset "city": ${png}: a raster image \\(GDAL PNG\\), not vector data: a vector tileset's source is .*a vector file GDAL reads`));
+    expect(await failure(raw(png, { minzoom: undefined, maxzoom: undefined }))).toMatch(/^tileset "city".*has no georeferencing/);
     const csv = join(dir, 'table.csv');
     await writeFile(csv, 'name,height\nOak,12\nPine,20\n');
     expect(await failure(raw(csv))).toBe(`tileset "city" (${csv}): no layer with a geometry: a CSV needs longitude/latitude columns (e.g. "lon" and "lat") or a WKT column ("wkt") (its layers: table)`);

@@ -18,7 +18,8 @@ import { build } from '../pipeline/build.ts';
 import { changedTiles, tilesetArchiveRef } from '../pipeline/render/archive.ts';
 import { gisSources, namedPoints, placeInTile, pointsNamed, type NamedPoint } from './fixtures/gis.ts';
 import { PG_PASSWORD, startPostgis, type Postgis } from './fixtures/postgis.ts';
-import { runCli, vectorTile } from './osm-helpers.ts';
+import { runCli } from './fixtures/cli.ts';
+import { vectorTile } from './osm-helpers.ts';
 import { writeConfig } from './render-helpers.ts';
 
 const DB = 'gis_postgis';

@@ -33,7 +33,8 @@ import { parseConfig } from '../../pipeline/config/index.ts';
 import { MVT_SETTINGS } from '../../pipeline/sources/gis.ts';
 import { startPostgis, type Postgis } from '../../test/fixtures/postgis.ts';
 import { equalShare, pixels } from '../../test/fixtures/styles/pixels.ts';
-import { treeCpuMs } from '../rss.ts';
+import { writeResults } from '../results.ts';
+import { treeCpuMs } from '../../test/fixtures/measure.ts';
 import { LAYERS, MAXZOOM, MINZOOM } from './cut.ts';
 
 process.env.TILEBAKE_QUIET = '1';
@@ -249,7 +250,10 @@ over central Vaduz): share of pixels equal to the tiles drawn from GDAL's.
 ${drawTable}
 `;
   console.log(`\n${table}\n\n${drawTable}`);
-  writeFileSync(join(ROOT, 'bench/own-data/RESULTS-vector.md'), text);
+  const gpkgRow = candidates.findIndex((c) => c.input === 'GeoPackage' && c.baseline && c.name.startsWith('tilebake'));
+  const pgRow = candidates.findIndex((c) => c.input === 'PostGIS' && c.baseline && c.name.startsWith('tilebake'));
+  const fps = (i: number) => Math.round(features / median(runs[i]).seconds).toLocaleString('en');
+  writeResults(join(ROOT, 'bench/own-data/RESULTS-vector.md'), text, [`- ${new Date().toISOString().slice(0, 10)}, load ${load}: ${fps(gpkgRow)} features/s from a GeoPackage, ${fps(pgRow)} from PostGIS (${features.toLocaleString('en')} features, z${MINZOOM}–${MAXZOOM}).`]);
 } finally {
   await pg.stop();
 }

@@ -34,11 +34,17 @@ export const gisLayerSchema = z.strictObject({
 
 export type GisLayerConfig = z.infer<typeof gisLayerSchema>;
 
-/** The GIS fields of a tileset object, checked by `gisConfigIssues`. */
+/** A GIS tileset's zooms (its defaults 0–14 where one is not set): at most GIS_MAX_ZOOM, minzoom <= maxzoom. */
+export function gisZoomIssues(t: { minzoom?: number; maxzoom?: number }): GisIssue[] {
+  const min = t.minzoom ?? GIS_DEFAULT_MINZOOM;
+  const max = t.maxzoom ?? GIS_DEFAULT_MAXZOOM;
+  if (max > GIS_MAX_ZOOM) return [{ path: ['maxzoom'], message: `expected a zoom 0–${GIS_MAX_ZOOM} for vector tiles cut by GDAL (got ${max})` }];
+  if (min > max) return [{ path: ['minzoom'], message: `expected minzoom <= maxzoom (${min} > ${max}${t.maxzoom === undefined ? ', the default maxzoom' : ''})` }];
+  return [];
+}
+
+/** The GIS fields of a tileset object (its `minzoom` and `maxzoom` are shared with imagery), checked by `gisConfigIssues`. */
 export const gisTilesetFields = {
-  /** Zooms a GIS source's tiles are written at (default 0–14). */
-  minzoom: zoomSchema.optional(),
-  maxzoom: zoomSchema.optional(),
   /** The layers of the tiles by name (default for a file: every layer of it under its own name, every field). */
   layers: z.record(z.string().min(1), gisLayerSchema).optional(),
 };
@@ -49,13 +55,18 @@ export interface GisIssue {
   message: string;
 }
 
-/** What the schema cannot check alone: the fields a source of this kind takes, and zoom ranges. */
+/**
+ * What the schema cannot check alone, for a source that is a GIS one by its config (a database URL, or
+ * `layers`): the fields a source of this kind takes, and zoom ranges (GDAL writes z0–22). A file given
+ * without layers is checked once its kind is known (sources/gis.ts).
+ */
 export function gisConfigIssues(t: { source: string; minzoom?: number; maxzoom?: number; layers?: Record<string, GisLayerConfig> }): GisIssue[] {
   const issues: GisIssue[] = [];
   const database = isDatabaseUrl(t.source);
+  if (!database && !t.layers) return issues;
+  issues.push(...gisZoomIssues(t));
   const min = t.minzoom ?? GIS_DEFAULT_MINZOOM;
   const max = t.maxzoom ?? GIS_DEFAULT_MAXZOOM;
-  if (min > max) issues.push({ path: ['minzoom'], message: `expected minzoom <= maxzoom (${min} > ${max})` });
   if (database && !t.layers) issues.push({ path: ['layers'], message: 'a PostGIS source lists its layers, each a "table" or a "sql" query (e.g. {"shops": {"table": "public.shops"}})' });
   if (database && t.layers && Object.keys(t.layers).length === 0) issues.push({ path: ['layers'], message: 'expected at least one layer' });
   for (const [name, l] of Object.entries(t.layers ?? {})) {

@@ -20,9 +20,17 @@ const encodingsSchema = z
 
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
 
+/** GDAL's warp resampling methods an imagery tileset may use (gdalwarp -r). */
+export const RESAMPLING = ['nearest', 'bilinear', 'cubic', 'cubicspline', 'lanczos', 'average', 'mode'] as const;
+export type Resampling = (typeof RESAMPLING)[number];
+
+/** Fields that apply to imagery sources only (GeoTIFF, COG, VRT, a glob of images: pipeline/imagery/); GIS sources take `minzoom` and `maxzoom` too. */
+export const IMAGERY_FIELDS = ['format', 'minzoom', 'maxzoom', 'scales', 'resampling', 'nodata'] as const;
+
 /**
- * A vector tileset: MBTiles, PMTiles, a z/x/y folder, an OpenStreetMap extract turned into tiles, or the
- * user's GIS data (a vector file GDAL reads, or a PostGIS database) cut into tiles (config/gis.ts).
+ * A tileset: MBTiles, PMTiles, a z/x/y folder, an OpenStreetMap extract turned into tiles, the user's GIS
+ * data (a vector file GDAL reads, or a PostGIS database) cut into vector tiles (config/gis.ts), or imagery
+ * (any raster GDAL opens, a VRT, or a glob of them) warped into raster tiles.
  */
 export const tilesetSchema = z.union([
   z.string().min(1),
@@ -45,9 +53,21 @@ export const tilesetSchema = z.union([
     }).optional(),
     /** Tile encodings served: `["mvt"]` (default) or `["mvt", "mlt"]`. */
     encodings: encodingsSchema.optional(),
+    /** Imagery: the tiles' format (default `png`; `jpg` has no transparency: pixels outside the images are white). */
+    format: z.enum(['png', 'jpg', 'webp'], { error: 'expected "png", "jpg" or "webp"' }).optional(),
+    /** Imagery and GIS sources: the lowest zoom baked (default 0). */
+    minzoom: z.number().int().min(0).max(24).optional(),
+    /** Imagery: the deepest zoom baked (default: the zoom whose pixels are just finer than the finest image's); GIS sources: default 14, at most 22. */
+    maxzoom: z.number().int().min(0).max(24).optional(),
+    /** Imagery: 1 (256 px tiles) and 2 (512 px `@2x` tiles, baked only at the zooms the images are fine enough for). Default [1, 2]. */
+    scales: z.array(z.union([z.literal(1), z.literal(2)], { error: 'expected 1 or 2' })).min(1).refine((a) => a.includes(1), 'expected 1 among the scales (the @2x tiles are served beside the 1x ones)').optional(),
+    /** Imagery: GDAL's resampling when warping (default `bilinear`). */
+    resampling: z.enum(RESAMPLING, { error: `expected one of ${RESAMPLING.map((r) => `"${r}"`).join(', ')}` }).optional(),
+    /** Imagery: the source pixel value that is transparent (overrides the files' own nodata). */
+    nodata: z.number().optional(),
     ...gisTilesetFields,
   }),
-], { error: 'expected a source (an MBTiles, PMTiles, .osm.pbf or GIS file, a z/x/y folder, or a postgresql:// URL) or {"source": …, "name"?, "attribution"?, "description"?, "minzoom"?, "maxzoom"?, "layers"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?}' });
+], { error: 'expected a source (an MBTiles, PMTiles, .osm.pbf or GIS file, a z/x/y folder, a postgresql:// URL, a GeoTIFF, VRT or a glob of images) or {"source": …, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?, "format"?, "minzoom"?, "maxzoom"?, "scales"?, "resampling"?, "nodata"?, "layers"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -70,9 +90,6 @@ export interface TilesetConfig {
   id: string;
   /** An absolute path, or a PostgreSQL URL as configured (lib/database-url.ts: never shown with its password). */
   source: string;
-  /** A GIS source: the zooms its tiles are written at (absent: config/gis.ts defaults). */
-  minzoom?: number;
-  maxzoom?: number;
   /** A GIS source: the layers of the tiles by name (absent: every layer of a file). */
   layers?: Record<string, GisLayerConfig>;
   name?: string;
@@ -88,6 +105,13 @@ export interface TilesetConfig {
   languages?: string[];
   /** Tile encodings built and served (always with `mvt`). */
   encodings: Encoding[];
+  /** Imagery only (pipeline/imagery/): tile format, zooms (a GIS source's too: config/gis.ts defaults), scales, resampling, nodata override. */
+  format?: 'png' | 'jpg' | 'webp';
+  minzoom?: number;
+  maxzoom?: number;
+  scales?: (1 | 2)[];
+  resampling?: Resampling;
+  nodata?: number;
 }
 
 /** A validated config with every path made absolute. */
@@ -178,6 +202,9 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
   const tilesets: Record<string, TilesetConfig> = {};
   const gisIssues: string[] = [];
   for (const [id, t] of Object.entries(c.tilesets)) {
+    if (typeof t !== 'string' && t.minzoom !== undefined && t.maxzoom !== undefined && t.minzoom > t.maxzoom) {
+      throw new UserError(`${file}: invalid config\n  ${jsonPath(['tilesets', id, 'minzoom'])}: expected minzoom <= maxzoom (${t.minzoom} > ${t.maxzoom})`, { exitCode: 2 });
+    }
     const o = typeof t === 'string' ? { source: t } : t;
     for (const i of gisConfigIssues(o)) gisIssues.push(`  ${jsonPath(['tilesets', id, ...i.path])}: ${i.message}`);
     tilesets[id] = typeof t === 'string' ? { id, source: source(t), encodings: ['mvt'] } : { id, ...t, source: source(t.source), encodings: t.encodings ?? ['mvt'] };
@@ -195,19 +222,22 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
     if (!tileset || !tilesets[tileset]) {
       throw new UserError(`${file}: invalid config\n  ${jsonPath(['styles', id, 'tileset'])}: expected one of the configured tileset ids (${Object.keys(tilesets).join(', ') || 'none configured'})`, { exitCode: 2 });
     }
-    styles[id] = { ...s, id, tileset, style: abs(s.style) };
+    const sprite = s.sprite === undefined ? {} : { sprite: typeof s.sprite === 'string' ? abs(s.sprite) : { extend: abs(s.sprite.extend) } };
+    styles[id] = { ...s, id, tileset, style: abs(s.style), ...sprite };
   }
-  // Terrain and contours are tilesets too: one id, one tileset.
+  // Terrain, contours, hillshade and relief are tilesets too: one id, one tileset.
   const taken = new Map(Object.keys(tilesets).map((id) => [id, jsonPath(['tilesets', id])]));
-  for (const part of ['terrain', 'contours'] as const) {
+  for (const part of ['terrain', 'contours', 'hillshade', 'relief'] as const) {
     const section = c.elevation?.[part];
     if (!section) continue;
     const other = taken.get(section.id);
     if (other) throw new UserError(`${file}: invalid config\n  ${jsonPath(['elevation', part, 'id'])}: "${section.id}" is already the id of ${other}`, { exitCode: 2 });
     taken.set(section.id, jsonPath(['elevation', part]));
   }
+  const relief = c.elevation?.relief;
   const elevation = c.elevation && {
     ...c.elevation,
+    ...(relief ? { relief: { ...relief, ramp: relief.ramp && abs(relief.ramp) } } : {}),
     sources: c.elevation.sources.map((s) => (typeof s === 'string' ? { path: abs(s) } : { ...s, path: abs(s.path) })),
   };
   return { ...c, file: resolve(file), out: abs(c.out), fonts: c.fonts ? abs(c.fonts) : undefined, tilesets, styles, elevation };

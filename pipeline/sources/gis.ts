@@ -17,8 +17,8 @@ import { connectionUrl, connectTimeoutOf, isDatabaseUrl, redactDatabaseUrl, with
 import { UserError } from '../../lib/errors.ts';
 import { logLine, secondsSince } from '../../lib/progress.ts';
 import { zoomShowing } from '../../lib/tile-math.ts';
-import type { GisLayerConfig } from '../config/gis.ts';
-import { loadGdal } from '../elevation/gdal.ts';
+import { gisZoomIssues, type GisLayerConfig } from '../config/gis.ts';
+import { loadGdal } from '../../lib/gdal.ts';
 import { asInputError, matchCompression, type SourceMetadata, type TileSource } from './common.ts';
 import { CSV_OPEN_OPTIONS, mvtLayerConf, oneLine, planLayers, vrtDocument, type GisPlace, type LayerPlan } from './gis-layers.ts';
 import { openMbtiles } from './mbtiles.ts';
@@ -183,6 +183,8 @@ export async function openGis(source: string, kind: 'gis' | 'postgis', opts: Gis
   const database = kind === 'postgis';
   const shown = shownSource(source);
   const place: GisPlace = { prefix: opts.tileset ? `tileset "${opts.tileset.id}" (${shown})` : shown, field: opts.tileset?.field };
+  const zoom = gisZoomIssues(opts)[0];
+  if (zoom) throw new UserError(`${place.prefix}: ${place.field ? `${place.field}.${zoom.path[0]}: ` : ''}${zoom.message}`);
   const gdal = await loadGdal();
   const connection = database ? connectionUrl(source) : source;
   const t0 = performance.now();

@@ -2,12 +2,12 @@ import { rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { DEFAULT_LANGUAGES } from '../../lib/languages.ts';
 import { readManifestOrEmpty, setOsmState, updateManifest, type MltArchive, type TilesetEntry } from '../../lib/manifest.ts';
-import type { BuildConfig } from '../config/index.ts';
+import { IMAGERY_FIELDS, type BuildConfig } from '../config/index.ts';
 import { packSource, type PackOptions, type PackResult } from './write-pmtiles.ts';
 import { logLine } from '../../lib/progress.ts';
-import { isUserError, UserError } from '../../lib/errors.ts';
-import { detectInputKind, openTileSource, type InputKind } from '../sources/index.ts';
-import { gisRecipe, gisSourceFiles } from '../sources/gis.ts';
+import { UserError } from '../../lib/errors.ts';
+import { detectInputKind, namingTileset, openTileSource, tilesetSourceKind, type InputKind } from '../sources/index.ts';
+import { gisRecipe, gisSourceFiles, shownSource } from '../sources/gis.ts';
 import { osmDataState } from '../osm/pbf-header.ts';
 import { PROFILE_CONFIG, PROFILE_PROCESS } from '../osm/tilemaker.ts';
 import { worldKey } from '../osm/world.ts';
@@ -107,12 +107,6 @@ async function fingerprintOf(recipe: string, source: string, kind?: InputKind): 
   return `${recipe}:${await hashInputs(kind === 'gis' ? await gisSourceFiles(source) : [source], source)}`;
 }
 
-/** A tileset's source error naming the tileset (GIS sources name it themselves). */
-function namingTileset(e: unknown, id: string): unknown {
-  if (!isUserError(e) || e.message.startsWith('tileset "')) return e;
-  return new UserError(`tileset "${id}": ${e.message}`, { cause: e, exitCode: e.exitCode });
-}
-
 /**
  * The MLT archive of tileset `t` beside its new MVT archive, when its encodings list `mlt`: linked from
  * the previous version when the MVT archive is that version's (`unchanged`) and the encoder is the same,
@@ -162,6 +156,9 @@ async function vectorTileset(run: StageRun, t: BuildConfig['tilesets'][string]):
   const { config, outDir, opts, prevDeps, prevManifest } = run;
   const output = join(outDir, 'data', `${t.id}.pmtiles`);
   const kind = await detectInputKind(t.source);
+  // Imagery's fields (a GIS source takes its zooms; another vector source's zooms are refused where it opens).
+  const imageryOnly = IMAGERY_FIELDS.find((f) => t[f] !== undefined && f !== 'minzoom' && f !== 'maxzoom');
+  if (imageryOnly) throw new UserError(`$.tilesets.${t.id}.${imageryOnly}: applies to imagery only (GeoTIFF, VRT, …: ${shownSource(t.source)} holds vector data)`);
   const recipe = await tilesetRecipe(t, kind);
   // A database has no bytes to fingerprint before the tiles are made: its archive's are (below).
   let fingerprint = kind === 'postgis' ? undefined : await fingerprintOf(recipe, t.source, kind);
@@ -239,6 +236,8 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
   for (const t of Object.values(config.tilesets)) {
     let r: { tiles: number; bytes: number };
     try {
+      // Images and raster tiles are the imagery stage's (pipeline/imagery/).
+      if ((await tilesetSourceKind(t.source)) !== 'vector') continue;
       r = await vectorTileset(run, t);
     } catch (e) {
       throw namingTileset(e, t.id);
