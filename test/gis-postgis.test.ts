@@ -1,7 +1,7 @@
 // Vector tilesets from PostGIS (a real cluster of Debian's postgresql-15-postgis-3, test/fixtures/postgis.ts):
 // Monaco's OSM points loaded by GDAL into a table; a `table` layer with `fields` and a `sql` layer cut into
 // z12–14 tiles that hold every named point where it is. The password may come from the URL, PGPASSWORD or
-// a password file, and shows nowhere. A rebuild with the same rows reuses the archive; an UPDATE of one
+// a password file, and shows nowhere (a distributed run's files neither). A rebuild with the same rows reuses the archive; an UPDATE of one
 // row changes only the tiles over it. A missing table, a query PostGIS rejects, a wrong password, a
 // database that does not answer (connect_timeout) or nothing listening: the build stops with one line
 // naming the tileset, the URL without its password and the cause, and the served version stays.
@@ -15,6 +15,7 @@ import { readManifestOrEmpty, type TilesetEntry } from '../lib/manifest.ts';
 import { LocalStore } from '../lib/storage.ts';
 import { tileJson } from '../lib/tilejson.ts';
 import { build } from '../pipeline/build.ts';
+import { plan } from '../pipeline/run/plan.ts';
 import { changedTiles, tilesetArchiveRef } from '../pipeline/render/archive.ts';
 import { gisSources, namedPoints, placeInTile, pointsNamed, type NamedPoint } from './fixtures/gis.ts';
 import { PG_PASSWORD, startPostgis, type Postgis } from './fixtures/postgis.ts';
@@ -169,6 +170,18 @@ describe('a PostGIS tileset', () => {
     } finally {
       await pg.psql(DB, `UPDATE shops SET name = '${p.name.replace(/'/g, "''")}' WHERE osm_id = '${p.fields.osm_id}'`);
     }
+  });
+});
+
+describe('a PostGIS tileset in a distributed run', () => {
+  it('plan cuts it once and keeps the password out of the run (run.json, inputs/config.json, the archive)', async () => {
+    const config = await shopsConfig('planned', pg.url(DB), { shops: { table: 'shops', fields: ['name'] } }, { minzoom: Z, maxzoom: Z });
+    const runDir = join(dir, 'run');
+    const r = await plan(config, { run: runDir, shards: 2, scratch: dir });
+    const input = r.inputs.find((i) => i.path.startsWith('postgresql://'));
+    expect(input?.path).toBe(`postgresql://tiles@127.0.0.1:${pg.port}/${DB}`);
+    expect(JSON.parse(await readFile(join(runDir, 'inputs', 'config.json'), 'utf8')).tilesets.shops.source).toBe(input!.path);
+    expect(await allText(runDir)).not.toContain(PG_PASSWORD);
   });
 });
 

@@ -130,6 +130,8 @@ async function writeInputs(config: BuildConfig, dir: string, sharded: ReadonlySe
     raw.fonts = 'fonts';
   }
   raw.out = '.';
+  // A config without styles, fonts or sharded imagery made no folder above.
+  await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'config.json'), `${JSON.stringify(raw, null, 2)}\n`);
 }
 
