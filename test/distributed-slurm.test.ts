@@ -1,5 +1,5 @@
 /**
- * Distributed builds end to end on a real one-node Slurm cluster (test/fixtures/slurm.ts): plan n = 4 →
+ * Distributed builds end to end on a real one-node Slurm cluster (test/fixtures/slurm.ts): plan n = 2 →
  * deploy/slurm/submit.sh (array of `tilebake shard`, two at a time, and a publish job with
  * afterok + kill-on-invalid-dep) → the published archives equal a one-machine `tilebake build` byte
  * for byte. A shard that fails once with 75 is retried inside its task; re-running the array renders
@@ -24,7 +24,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
 const SUBMIT = join(ROOT, 'deploy/slurm/submit.sh');
 const LONG = 600_000;
-const N = 4;
+/** Two shards: what is proven (shards = one machine, retries, fan-in, cancel) needs no more, and each shard is a browser. */
+const N = 2;
 const CITY = { z: 14, ...lonLatToTile(7.4196, 43.7335, 14) };
 
 /** Run a command; resolves with its exit code and output (never rejects). */
@@ -122,11 +123,11 @@ exec "${process.execPath}" "${CLI}" "$@"
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 60_000);
 
-  it('sbatch array of 4 shards (one fails once with 75 and is retried) → dependent publish = a one-machine build, byte for byte', async () => {
-    const r = await submit({ FAIL75: '2' });
+  it('sbatch array of 2 shards (one fails once with 75 and is retried) → dependent publish = a one-machine build, byte for byte', async () => {
+    const r = await submit({ FAIL75: '1' });
     const logs = await slurmLogs(logDir);
     expect(r.code, `${r.out}\n${logs}\n${await slurm.logs()}`).toBe(0);
-    expect(logs).toContain('hook: shard 2 exits 75');
+    expect(logs).toContain('hook: shard 1 exits 75');
     expect(logs).toContain('tilebake shard exited 75 (transient): retry 1 of 3');
     for (let i = 0; i < N; i++) expect(JSON.parse(await readFile(join(runDir, 'shards', String(i), 'DONE.json'), 'utf8')).index).toBe(i);
     const published = (await currentVersionDir(out))!;
@@ -177,20 +178,20 @@ exec "${process.execPath}" "${CLI}" "$@"
     expect(served.status).toBe(200);
     expect(Buffer.from(await served.arrayBuffer()).equals(Buffer.from(await readTile(join(ref, 'styles/osm-bright/1x.png.pmtiles'), CITY.z, CITY.x, CITY.y)))).toBe(true);
     const pointer = await readFile(join(out, 'current.json'), 'utf8');
-    await rm(join(runDir, 'shards', '3', 'DONE.json'));
-    const r = await submit({ FAIL78: '3' });
+    await rm(join(runDir, 'shards', '1', 'DONE.json'));
+    const r = await submit({ FAIL78: '1' });
     expect(r.code).not.toBe(0);
     const logs = await slurmLogs(logDir);
-    expect(logs).toContain('hook: shard 3 exits 78');
+    expect(logs).toContain('hook: shard 1 exits 78');
     const jobs = await run('/usr/bin/squeue', ['-h', '-t', 'all', '-o', '%j %T'], slurm.env);
     expect(jobs.out).toMatch(/tilebake-publish CANCELLED/);
     expect(r.out).toMatch(/submit\.sh: publish job \d+ ended CANCELLED/);
     expect(await readFile(join(out, 'current.json'), 'utf8')).toBe(pointer);
     expect((await fetch(`${serve.url}${tile}`)).status).toBe(200);
-    // Publish by hand is refused too (75: shard 3 not done) and changes nothing.
+    // Publish by hand is refused too (75: shard 1 not done) and changes nothing.
     const p = await cli(['publish', '--run', runDir, '--out', out]);
     expect(p.code).toBe(75);
-    expect(p.out).toContain('publish: shards 3 of 4 are not done');
+    expect(p.out).toContain('publish: shards 1 of 2 are not done');
     expect(await readFile(join(out, 'current.json'), 'utf8')).toBe(pointer);
   }, LONG);
 
