@@ -7,8 +7,8 @@
  * publish while `tilebake serve` keeps serving the current version; the next incremental build after
  * the distributed one re-renders only metatiles over changed tiles.
  *
- * Config: the Monaco sample, osm-bright at z12–14, 1x and @2x, PNG and JPEG (the elevation stage and
- * the other styles would only add minutes; they run through the same stage records).
+ * Config: the Monaco sample, osm-bright at z12–14, 1x, PNG and JPEG (two archives; @2x, the elevation
+ * stage and the other styles would only add minutes: they run through the same stage records).
  */
 import { spawn } from 'node:child_process';
 import { copyFile, readdir, readFile, rm, writeFile, chmod } from 'node:fs/promises';
@@ -91,7 +91,7 @@ describe.sequential('distributed build on a one-node Slurm cluster', () => {
     // The source is a copy: the incremental test changes two of its tiles.
     const source = join(dir, 'monaco.mbtiles');
     await copyFile(join(SAMPLE, 'monaco_omt.mbtiles'), source);
-    const raw = sampleConfig(join(dir, 'one'), { minzoom: 12, maxzoom: 14 }, { metatile: 4, margin: 64, timeoutMs: 120_000 });
+    const raw = sampleConfig(join(dir, 'one'), { minzoom: 12, maxzoom: 14, scales: [1], formats: ['png', 'jpg'] }, { metatile: 4, margin: 64, timeoutMs: 120_000 });
     raw.tilesets = { openmaptiles: { source, encodings: ['mvt', 'mlt'] } };
     config = (await writeConfig(dir, 'config.json', raw)).file;
     runDir = join(dir, 'run');
@@ -135,16 +135,16 @@ exec "${process.execPath}" "${CLI}" "$@"
     const want = await versionFiles(ref);
     expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
     for (const [k, v] of want) expect(got.get(k) === v, `${k} differs from the one-machine build`).toBe(true);
-    expect([...got.keys()].filter((k) => k.endsWith('.pmtiles') && k.startsWith('styles/'))).toHaveLength(4);
+    expect([...got.keys()].filter((k) => k.endsWith('.pmtiles') && k.startsWith('styles/'))).toHaveLength(2);
     // The MLT archive, made by plan's vector stage, is published with the version (and equal to the one-machine build's, above).
     expect(got.has('data/openmaptiles.mlt.pmtiles')).toBe(true);
   }, LONG);
 
   it('publish --archive merges one archive into RUN/merged/ (fan-in), equal to the published one', async () => {
-    const r = await cli(['publish', '--run', runDir, '--out', out, '--archive', 'osm-bright/2x.jpg']);
+    const r = await cli(['publish', '--run', runDir, '--out', out, '--archive', 'osm-bright/1x.jpg']);
     expect(r.code, r.out).toBe(0);
     const published = (await currentVersionDir(out))!;
-    expect((await readFile(join(runDir, 'merged/osm-bright/2x.jpg.pmtiles'))).equals(await readFile(join(published.dir, 'styles/osm-bright/2x.jpg.pmtiles')))).toBe(true);
+    expect((await readFile(join(runDir, 'merged/osm-bright/1x.jpg.pmtiles'))).equals(await readFile(join(published.dir, 'styles/osm-bright/1x.jpg.pmtiles')))).toBe(true);
     const bad = await cli(['publish', '--run', runDir, '--out', out, '--archive', 'osm-bright/3x.png']);
     expect(bad.code).toBe(78);
     expect(bad.out).toContain('--archive: "osm-bright/3x.png" is not an archive of run');
@@ -158,7 +158,7 @@ exec "${process.execPath}" "${CLI}" "$@"
     expect(r.code, `${r.out}\n${logs}`).toBe(0);
     expect(logs.match(/already done \(shards\/\d\/DONE\.json matches run\.json\): rendered 0 metatiles/g)).toHaveLength(N);
     expect(logs).not.toMatch(/re-rendered [1-9]/);
-    // Its publish used the fan-in result for osm-bright/2x.jpg and still equals the one-machine build.
+    // Its publish used the fan-in result for osm-bright/1x.jpg and still equals the one-machine build.
     expect(await versionFiles((await currentVersionDir(out))!.dir)).toEqual(await versionFiles(ref));
   }, LONG);
 
