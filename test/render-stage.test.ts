@@ -18,6 +18,7 @@ import { mergeArchives } from '../pipeline/merge.ts';
 import { runRenderStage } from '../pipeline/render/stage.ts';
 import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { assertChromium } from '../workers/chromium.ts';
+import { ALONE_RENDER, monacoTilesAlone } from './fixtures/render-alone.ts';
 import { archiveTiles, compare, copyVectorOutput, histogram, OSM_BRIGHT, readTile, rgb, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
@@ -135,14 +136,13 @@ describe.sequential('render stage (Monaco, osm-bright)', () => {
   });
 
   test('seams: tiles sliced from metatiles match the same tiles rendered alone', async () => {
-    const out = await tempDir('render-alone');
-    await copyVectorOutput(base, out);
-    const { config } = await writeConfig(out, 'config.json', sampleConfig(out, { minzoom: 14, maxzoom: 14, scales: [1], formats: ['png'] }, { ...RENDER, metatile: 1 }));
-    await runRenderStage(config, out, { workers: 1 });
-    const alone = await archiveTiles(join(out, 'styles/osm-bright/1x.png.pmtiles'));
-    expect(alone.size).toBeGreaterThanOrEqual(4);
-    for (const id of alone.keys()) {
-      const [zz, xx, yy] = tileIdToZxy(Number(id));
+    // Tiles rendered one by one with the same margin (a shared fixture, also render-faults' reference).
+    expect(ALONE_RENDER).toMatchObject({ metatile: 1, margin: RENDER.margin });
+    const out = (await monacoTilesAlone()).ref;
+    // Its z14 tiles (Monaco's z14 spans four metatiles of the reference: they meet across metatile edges).
+    const alone = [...(await archiveTiles(join(out, 'styles/osm-bright/1x.png.pmtiles'))).keys()].map((id) => tileIdToZxy(Number(id))).filter(([z]) => z === 14);
+    expect(alone.length).toBeGreaterThanOrEqual(4);
+    for (const [zz, xx, yy] of alone) {
       const a = await rgb(await readTile(join(out, 'styles/osm-bright/1x.png.pmtiles'), zz, xx, yy));
       const b = await rgb(await readTile(refArchive('1x.png'), zz, xx, yy));
       const d = compare(a.data, b.data);
