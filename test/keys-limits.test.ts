@@ -40,25 +40,33 @@ async function stop(s: ServeProcess): Promise<void> {
 }
 
 /** Statuses of `n` tile requests with the key, over new connections (so both workers answer). */
-async function statuses(url: string, n: number): Promise<number[]> {
+async function statuses(url: string, n: number, secret = SECRET): Promise<number[]> {
   const out: number[] = [];
-  for (let i = 0; i < n; i++) out.push((await request(`${url}${tile}`, { headers: { authorization: `Bearer ${SECRET}` } })).status);
+  for (let i = 0; i < n; i++) out.push((await request(`${url}${tile}`, { headers: { authorization: `Bearer ${secret}` } })).status);
   return out;
 }
 const count = (xs: number[], v: number) => xs.filter((x) => x === v).length;
 
-/** A new redis-server, and two servers (own state folders) sharing it, with a quota of `requests`. */
-async function twoServersSharingRedis(name: string, requests: number): Promise<[ServeProcess, ServeProcess]> {
-  const redis = await startRedis(await freePort());
-  redises.push(redis);
-  const keys = await keysFile(`${name}.json`, requests);
-  const start = (side: string) => serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, `state-${name}-${side}`)]);
-  return [await start('a'), await start('b')];
+/** The keys of the two servers sharing Redis: one per test using them (each its own budget), a quota of 10 each. */
+const PAIR_KEYS = { batch: `batch-${randomBytes(16).toString('hex')}`, shared: `shared-${randomBytes(16).toString('hex')}` };
+let pair: Promise<[ServeProcess, ServeProcess]> | undefined;
+
+/** A redis-server and two servers (own state folders) sharing it with PAIR_KEYS: started once, for the tests of both describes. */
+function twoServersSharingRedis(): Promise<[ServeProcess, ServeProcess]> {
+  pair ??= (async () => {
+    const redis = await startRedis(await freePort());
+    redises.push(redis);
+    const keys = join(dir, 'pair.json');
+    await writeFile(keys, JSON.stringify({ keys: Object.entries(PAIR_KEYS).map(([name, secret]) => ({ name, secret, quota: { requests: 10, per: 'day' } })) }));
+    const start = (side: string) => serve(['--keys', keys, '--limits', redis.url, '--state-dir', join(dir, `state-pair-${side}`)]);
+    return [await start('a'), await start('b')];
+  })();
+  return pair;
 }
 
 /** Statuses of `n` tile requests with the key sent at once (each worker batches what it reads in one turn). */
-async function concurrentStatuses(url: string, n: number): Promise<number[]> {
-  return Promise.all(Array.from({ length: n }, async () => (await request(`${url}${tile}`, { headers: { authorization: `Bearer ${SECRET}` } })).status));
+async function concurrentStatuses(url: string, n: number, secret = SECRET): Promise<number[]> {
+  return Promise.all(Array.from({ length: n }, async () => (await request(`${url}${tile}`, { headers: { authorization: `Bearer ${secret}` } })).status));
 }
 
 beforeAll(async () => {
@@ -99,11 +107,9 @@ describe('batched limits', () => {
   }, 120_000);
 
   it('two servers sharing Redis, 20 requests at once on each: exactly the quota of 10 is let through', async () => {
-    const [a, b] = await twoServersSharingRedis('batch', 10);
-    const got = (await Promise.all([concurrentStatuses(a.url, 20), concurrentStatuses(b.url, 20)])).flat();
+    const [a, b] = await twoServersSharingRedis();
+    const got = (await Promise.all([concurrentStatuses(a.url, 20, PAIR_KEYS.batch), concurrentStatuses(b.url, 20, PAIR_KEYS.batch)])).flat();
     expect([count(got, 200), count(got, 429)]).toEqual([10, 30]);
-    await stop(a);
-    await stop(b);
   }, 120_000);
 
   it('a worker replaying the primary\'s state per key gets the decisions the primary made (headers included)', () => {
@@ -148,9 +154,9 @@ describe('batched limits', () => {
 
 describe('limits shared through Redis', () => {
   it('two servers sharing Redis enforce one budget', async () => {
-    const [a, b] = await twoServersSharingRedis('shared', 10);
-    const fromA = await statuses(a.url, 7);
-    const fromB = await statuses(b.url, 7);
+    const [a, b] = await twoServersSharingRedis();
+    const fromA = await statuses(a.url, 7, PAIR_KEYS.shared);
+    const fromB = await statuses(b.url, 7, PAIR_KEYS.shared);
     expect(count(fromA, 200)).toBe(7);
     expect(fromB).toEqual([200, 200, 200, 429, 429, 429, 429]);
     const health = await request(`${b.url}/health`);

@@ -1,6 +1,7 @@
 // Raster tiles above the baked zooms in `render` mode (static-server/overzoom/render.ts): a tile
 // rendered on demand is byte for byte the tile a build baked one zoom deeper (PNG, JPEG and lossless
-// WebP, which decodes to the PNG's pixels); the disk cache holds its
+// WebP, which decodes to the PNG's pixels; the same build bakes a copy of the style at that zoom, one
+// browser for both); the disk cache holds its
 // cap (least recently used first); 200 concurrent requests for uncached tiles never exceed the queue or
 // the deadline; `serve --workers 2` shares the cache and survives its browsers being killed.
 import { randomBytes } from 'node:crypto';
@@ -35,21 +36,29 @@ const ARCHIVES = ['1x.png', '1x.jpg', '1x.webp', '2x.png', '2x.jpg', '2x.webp'] 
 const CONTENT_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' };
 const LONG = 300_000;
 
-let shallow: Awaited<ReturnType<typeof bakeAt>>;
-let deep: Awaited<ReturnType<typeof bakeAt>>;
+/** osm-bright again, baked at DEEP only in the same build: the tiles rendered on demand must equal its. */
+const DEEP_STYLE = 'osm-bright-deep';
+
+let shallow: Awaited<ReturnType<typeof bake>>;
+/** The folder of DEEP_STYLE's archives. */
+let deepStyle: string;
 const dirs: string[] = [];
 const servers: RunningServer[] = [];
 
 /**
  * The sample's vector stage (a published build version), then the render stage of osm-bright over
- * BBOX baked at zoom `z` only, into that version. Returns the build folder and the version's folder.
+ * BBOX baked at zoom BAKED only and of DEEP_STYLE at DEEP only, into that version. Returns the build
+ * folder and the version's folder.
  */
-async function bakeAt(z: number): Promise<{ root: string; version: string; id: string }> {
+async function bake(): Promise<{ root: string; version: string; id: string }> {
   const root = await buildSampleVector();
   dirs.push(root);
   const v = (await currentVersionDir(root))!;
-  const style = { bbox: BBOX, minzoom: z, maxzoom: z, scales: [1, 2], formats: ['png', 'jpg', 'webp'], overzoom: 'render', maxzoom_served: SERVED };
-  const { config } = await writeConfig(v.dir, 'config.json', sampleConfig(v.dir, style, RENDER));
+  const at = (z: number) => ({ bbox: BBOX, minzoom: z, maxzoom: z, scales: [1, 2], formats: ['png', 'jpg', 'webp'], overzoom: 'render', maxzoom_served: SERVED });
+  const raw = sampleConfig(v.dir, at(BAKED), RENDER);
+  const styles = raw.styles as Record<string, Record<string, unknown>>;
+  styles[DEEP_STYLE] = { ...styles[STYLE], ...at(DEEP) };
+  const { config } = await writeConfig(v.dir, 'config.json', raw);
   await runRenderStage(config, v.dir, { workers: 1 });
   return { root, version: v.dir, id: v.id! };
 }
@@ -79,8 +88,8 @@ async function serveShallow(extra: Parameters<typeof serveOptions>[1]): Promise<
 }
 
 beforeAll(async () => {
-  shallow = await bakeAt(BAKED);
-  deep = await bakeAt(DEEP);
+  shallow = await bake();
+  deepStyle = join(shallow.version, 'styles', DEEP_STYLE);
 }, LONG);
 
 afterAll(async () => {
@@ -101,7 +110,7 @@ describe('render mode', () => {
   it('a tile rendered on demand is the tile a build baked at that zoom, byte for byte, in every scale and format', { timeout: LONG }, async () => {
     const deepTiles = [...tilesInBBox(BBOX, DEEP, DEEP)];
     expect(deepTiles.length).toBeGreaterThanOrEqual(6);
-    const style = join(deep.version, 'styles', STYLE);
+    const style = deepStyle;
     for (const key of ARCHIVES) {
       for (const t of deepTiles) {
         const r = await get(tilePath(key, t.z, t.x, t.y));
@@ -109,7 +118,7 @@ describe('render mode', () => {
         expect(r.headers['content-type']).toBe(CONTENT_TYPES[key.split('.')[1]]);
         expect(r.headers['x-tilebake-source-zoom']).toBeUndefined();
         const baked = Buffer.from(await readTile(join(style, `${key}.pmtiles`), t.z, t.x, t.y));
-        expect(r.body.equals(baked), `${key} ${t.z}/${t.x}/${t.y} differs from the deeper build's`).toBe(true);
+        expect(r.body.equals(baked), `${key} ${t.z}/${t.x}/${t.y} differs from the tile baked at z${DEEP}`).toBe(true);
       }
     }
     // Lossless WebP (this build's render.webp) is the PNG's pixels exactly.
@@ -154,7 +163,7 @@ describe('render mode', () => {
     const t = [...tilesInBBox(BBOX, DEEP, DEEP)][0];
     const tile = await get(`/v/${shallow.id}${tilePath('2x.png', t.z, t.x, t.y)}`);
     expect(tile.status).toBe(200);
-    expect(tile.body.equals(Buffer.from(await readTile(join(deep.version, 'styles', STYLE, '2x.png.pmtiles'), t.z, t.x, t.y)))).toBe(true);
+    expect(tile.body.equals(Buffer.from(await readTile(join(deepStyle, '2x.png.pmtiles'), t.z, t.x, t.y)))).toBe(true);
   });
 
   it('a bad --render-* option stops the server at start, naming the flag', async () => {
@@ -285,7 +294,7 @@ describe('serve --workers 2', () => {
     // has taken over the default 30 s deadline, which this test is not about (the concurrency test is).
     const deadlineMs = 4 * RENDER_DEFAULTS.timeoutMs;
     serve = await startServe(['--out', shallow.root, '--port', '0', '--host', '127.0.0.1', '--workers', '2', '--render-cache', cache, '--render-timeout-ms', String(deadlineMs), '--log-level', 'info'], { TILEBAKE_TOKENS: TOKEN });
-    const style = join(deep.version, 'styles', STYLE);
+    const style = deepStyle;
     const check = async (t: { z: number; x: number; y: number }, key = '1x.png') => {
       const r = await request(`${serve!.url}${tilePath(key, t.z, t.x, t.y)}`, { headers: AUTH });
       expect(r.status, r.body.toString()).toBe(200);

@@ -8,16 +8,15 @@ import { stat } from 'node:fs/promises';
 import { CHROMIUM_PATH } from '../workers/chromium.ts';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { runRenderStage } from '../pipeline/render/stage.ts';
-import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { chromiumBrowsersUnder, processesWith } from '../lib/process-tree.ts';
 import { startCli } from './fixtures/cli.ts';
+import { ALONE_RENDER, ALONE_STYLE, monacoTilesAlone } from './fixtures/render-alone.ts';
 import { archiveTiles, copyVectorOutput, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
-/** Tile by tile over z13–14: enough renders that the kill lands in the middle of the build. */
-const STYLE = { minzoom: 13, maxzoom: 14, scales: [1], formats: ['png'] };
-const RENDER = { metatile: 1, margin: 64, timeoutMs: 120_000, retries: 2 };
+/** Tile by tile over z13–14: enough renders that the kill lands in the middle of the build (the shared reference's settings). */
+const STYLE = ALONE_STYLE;
+const RENDER = { ...ALONE_RENDER, retries: 2 };
 const LONG = 300_000;
 
 describe.sequential('render faults', () => {
@@ -25,13 +24,8 @@ describe.sequential('render faults', () => {
   let ref: string;
 
   beforeAll(async () => {
-    base = await tempDir('faults-base');
-    const { config } = await writeConfig(base, 'vector.json', sampleConfig(base, STYLE, RENDER));
-    await runVectorStage(config, base);
-    ref = await tempDir('faults-ref');
-    await copyVectorOutput(base, ref);
-    const c = await writeConfig(ref, 'config.json', sampleConfig(ref, STYLE, RENDER));
-    await runRenderStage(c.config, ref, { workers: 1 });
+    // The vector output and an undisturbed render of it (a shared fixture, also render-stage's).
+    ({ vector: base, ref } = await monacoTilesAlone());
   }, LONG);
 
   test('a browser killed mid-build is replaced and the archive equals an undisturbed run', async () => {
