@@ -6,10 +6,10 @@
  * `pack.json` at the end, so a failed run leaves the folder as it was.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { writeFileAtomic } from '../lib/atomic.ts';
+import { sha256File } from '../lib/file-hash.ts';
 import { UserError } from '../lib/errors.ts';
 import { areaFromGeoJson, areaOfBBox, parseBBox } from '../lib/packs/area.ts';
 import { aggTilesHashOfTiles, mbtilesMetadataOf, metadataDiff, writeMbtilesDelta, writeMbtilesPack } from '../lib/packs/mbtiles.ts';
@@ -112,12 +112,7 @@ async function areaOf(o: PackOptions): Promise<{ area: Area; geojson?: string }>
   return { area: areaFromGeoJson(text, `--geojson ${o.geojson}`), geojson: basename(file) };
 }
 
-/** SHA-256 (hex) of a file. */
-export async function sha256File(path: string): Promise<string> {
-  const h = createHash('sha256');
-  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
-  return h.digest('hex');
-}
+export { sha256File };
 
 /** Pass chunks on, counting them into `progress` (kB) and `hash`. */
 async function* watched(chunks: AsyncIterable<Uint8Array>, progress: Progress, hash: ReturnType<typeof createHash>): AsyncGenerator<Uint8Array> {

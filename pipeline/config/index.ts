@@ -16,6 +16,11 @@ const encodingsSchema = z
   .refine((e) => e.includes('mvt'), 'expected "mvt" among the encodings (MLT tiles are encoded from the MVT archive, which every tileset has)')
   .refine((e) => new Set(e).size === e.length, 'expected each encoding once');
 
+const searchSchema = z.union([
+  z.boolean(),
+  z.strictObject({ source: z.string().regex(/\.osm\.pbf$/i, 'expected an OpenStreetMap extract (.osm.pbf)') }),
+], { error: 'expected true, false or {"source": "extract.osm.pbf"}' });
+
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
 
 /** A vector tileset: MBTiles, PMTiles, a z/x/y folder, or an OpenStreetMap extract turned into tiles. */
@@ -40,8 +45,13 @@ export const tilesetSchema = z.union([
     }).optional(),
     /** Tile encodings served: `["mvt"]` (default) or `["mvt", "mlt"]`. */
     encodings: encodingsSchema.optional(),
+    /**
+     * The search index (GET /search, /reverse; docs/search.md): default on for an .osm.pbf source, `false` to skip;
+     * `{"source": "x.osm.pbf"}` builds it from that extract (a tileset of MBTiles or PMTiles made from it).
+     */
+    search: searchSchema.optional(),
   }),
-], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?}' });
+], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?, "search"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -76,6 +86,8 @@ export interface TilesetConfig {
   languages?: string[];
   /** Tile encodings built and served (always with `mvt`). */
   encodings: Encoding[];
+  /** The OSM extract its search index is built from (absolute); absent: no index. */
+  search?: { source: string };
 }
 
 /** A validated config with every path made absolute. */
@@ -163,7 +175,15 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
   const abs = (p: string) => resolve(base, p);
   const tilesets: Record<string, TilesetConfig> = {};
   for (const [id, t] of Object.entries(c.tilesets)) {
-    tilesets[id] = typeof t === 'string' ? { id, source: abs(t), encodings: ['mvt'] } : { id, ...t, source: abs(t.source), encodings: t.encodings ?? ['mvt'] };
+    const { search: s, ...o }: Exclude<typeof t, string> = typeof t === 'string' ? { source: t } : t;
+    const source = abs(o.source);
+    const osm = /\.osm\.pbf$/i.test(source);
+    if (s === true && !osm) {
+      throw new UserError(`${file}: invalid config\n  ${jsonPath(['tilesets', id, 'search'])}: the source is not an OpenStreetMap extract: give the extract to index, {"source": "extract.osm.pbf"}`, { exitCode: 2 });
+    }
+    // On by default for an OSM extract; from the extract named for another tileset.
+    const search = typeof s === 'object' ? { source: abs(s.source) } : s === false || !osm ? undefined : { source };
+    tilesets[id] = { id, ...o, source, encodings: o.encodings ?? ['mvt'], ...(search ? { search } : {}) };
   }
   const styles: BuildConfig['styles'] = {};
   for (const [id, s] of Object.entries(c.styles)) {

@@ -10,8 +10,6 @@
  *     RUN/shards/<i>/DONE.json           written last by shard i: every partial with size, sha256, fingerprint
  *     RUN/merged/<style>/<s>x.<f>.pmtiles (+ .json)   `publish --archive` fan-in results
  */
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import type { StyleEntry } from '../../lib/manifest.ts';
 import type { WritableStore } from '../../lib/object-store.ts';
 import type { RasterFormat } from '../../lib/raster-encode.ts';
@@ -155,9 +153,4 @@ export function doneMismatch(done: DoneFile, run: RunFile, index: number): strin
   return undefined;
 }
 
-/** sha256 (hex) of a local file, streamed. */
-export async function sha256File(path: string): Promise<string> {
-  const h = createHash('sha256');
-  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
-  return h.digest('hex');
-}
+export { sha256File } from '../../lib/file-hash.ts';

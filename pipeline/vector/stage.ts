@@ -10,6 +10,7 @@ import { osmDataState } from '../osm/pbf-header.ts';
 import { PROFILE_CONFIG, PROFILE_PROCESS } from '../osm/tilemaker.ts';
 import { worldKey } from '../osm/world.ts';
 import { hashInputs, linkFile, readDeps, recordDeps } from '../reuse.ts';
+import { searchIndexFor } from '../search/tileset.ts';
 import { patchOsmArchive, type OsmPatch } from './patch.ts';
 
 export { archiveMetadata, packSource, type PackOptions, type PackResult } from './write-pmtiles.ts';
@@ -152,53 +153,65 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
       result.bytes += bytes;
     };
     const prev = opts.previous && prevEntry ? { dir: opts.previous, entry: prevEntry } : undefined;
+    const patch = opts.patches?.[t.id];
+    // The search index is made beside the tiles (it reads the extract itself: pipeline/search/).
+    const searching = searchIndexFor(t, outDir, {
+      previous: opts.previous ? { dir: opts.previous, entry: prevEntry?.search, deps: prevDeps } : undefined,
+      patch: patch && t.search?.source === t.source ? { before: patch.previous, changes: patch.changes } : undefined,
+      workDir: opts.workDir ?? join(outDir, '.work'),
+    });
+    searching.catch(() => undefined); // awaited below; a failure of the tiles' first must not leave it unhandled
+    /** Record the tileset's manifest entry (with its search index) and deps. */
+    const record = async (entry: TilesetEntry, osm: Awaited<ReturnType<typeof osmDataState>>) => {
+      const search = await searching;
+      await updateManifest(outDir, (m) => {
+        m.tilesets[t.id] = { ...entry, search: search?.entry };
+        setOsmState(m, t.id, osm);
+      });
+      await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint, ...search?.deps });
+    };
     /** Link the previous archive: the tiles are the same (the OSM state is the source's). */
     const reuse = async (osm: Awaited<ReturnType<typeof osmDataState>>) => {
       await linkFile(join(opts.previous!, prevEntry!.archive), join(outDir, prevEntry!.archive));
       const mlt = await mltArchiveFor(t, outDir, prev, true);
-      await updateManifest(outDir, (m) => {
-        m.tilesets[t.id] = { ...prevEntry!, mlt };
-        setOsmState(m, t.id, osm);
-      });
-      await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint });
+      await record({ ...prevEntry!, mlt }, osm);
       tally(prevEntry!.tiles, prevEntry!.bytes);
     };
-    if (opts.previous && prevEntry && prevDeps[`vector:${t.id}`] === fingerprint) {
-      await reuse(prevManifest?.osm?.[t.id]);
-      logLine(`${label}: source unchanged, archive reused from the previous build`);
-      continue;
-    }
-    const workDir = join(opts.workDir ?? join(outDir, '.work'), 'osm', t.id);
-    const packOpts: PackOptions = { name: t.name, attribution: t.attribution, description: t.description, label, languages: t.languages, languagesField: `${config.file}: $.tilesets.${t.id}.languages` };
-    const patch = opts.patches?.[t.id];
-    let r: PackResult | undefined;
-    const patchable = patch && opts.previous && prevEntry && !t.bbox && prevDeps[`vector:${t.id}`] === (await fingerprintOf(recipe, patch.previous));
-    if (patch && !patchable) {
-      const why = t.bbox ? 'the tileset is cut to a bbox' : `the current archive was not generated from ${patch.previous} with these settings`;
-      logLine(`${label}: ${why}: generating every tile`);
-    }
-    if (patch && opts.previous && prevEntry && patchable) {
-      const outcome = await patchOsmArchive(t.source, join(opts.previous, prevEntry.archive), output, patch, { ...packOpts, label, workDir });
-      if (outcome?.unchanged) {
-        await reuse(await osmDataState(t.source, t.replication));
-        logLine(`${label}: the change leaves every tile as it was, archive reused from the previous build`);
+    try {
+      if (opts.previous && prevEntry && prevDeps[`vector:${t.id}`] === fingerprint) {
+        await reuse(prevManifest?.osm?.[t.id]);
+        logLine(`${label}: source unchanged, archive reused from the previous build`);
         continue;
       }
-      r = outcome?.result;
+      const workDir = join(opts.workDir ?? join(outDir, '.work'), 'osm', t.id);
+      const packOpts: PackOptions = { name: t.name, attribution: t.attribution, description: t.description, label, languages: t.languages, languagesField: `${config.file}: $.tilesets.${t.id}.languages` };
+      let r: PackResult | undefined;
+      const patchable = patch && opts.previous && prevEntry && !t.bbox && prevDeps[`vector:${t.id}`] === (await fingerprintOf(recipe, patch.previous));
+      if (patch && !patchable) {
+        const why = t.bbox ? 'the tileset is cut to a bbox' : `the current archive was not generated from ${patch.previous} with these settings`;
+        logLine(`${label}: ${why}: generating every tile`);
+      }
+      if (patch && opts.previous && prevEntry && patchable) {
+        const outcome = await patchOsmArchive(t.source, join(opts.previous, prevEntry.archive), output, patch, { ...packOpts, label, workDir });
+        if (outcome?.unchanged) {
+          await reuse(await osmDataState(t.source, t.replication));
+          logLine(`${label}: the change leaves every tile as it was, archive reused from the previous build`);
+          continue;
+        }
+        r = outcome?.result;
+      }
+      r ??= await packVectorTiles(t.source, output, {
+        ...packOpts, bbox: t.bbox, bboxField: `${config.file}: $.tilesets.${t.id}.bbox`, workDir,
+        worldMaxzoom: t.world_maxzoom, worldMaxzoomField: `${config.file}: $.tilesets.${t.id}.world_maxzoom`,
+      });
+      const osm = await osmDataState(t.source, t.replication);
+      const mlt = await mltArchiveFor(t, outDir, prev, false);
+      await record({ ...tilesetEntry(t.id, r), mlt }, osm);
+      tally(r.tiles, r.bytes);
+    } finally {
+      // A failed tileset still waits for its index (its work folder is removed when it is done).
+      await searching.catch(() => undefined);
     }
-    r ??= await packVectorTiles(t.source, output, {
-      ...packOpts, bbox: t.bbox, bboxField: `${config.file}: $.tilesets.${t.id}.bbox`, workDir,
-      worldMaxzoom: t.world_maxzoom, worldMaxzoomField: `${config.file}: $.tilesets.${t.id}.world_maxzoom`,
-    });
-    const osm = await osmDataState(t.source, t.replication);
-    const packed = r;
-    const mlt = await mltArchiveFor(t, outDir, prev, false);
-    await updateManifest(outDir, (m) => {
-      m.tilesets[t.id] = { ...tilesetEntry(t.id, packed), mlt };
-      setOsmState(m, t.id, osm);
-    });
-    await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint });
-    tally(r.tiles, r.bytes);
   }
   // Vector tilesets no longer in the config disappear from the manifest (the elevation stage's stay).
   await updateManifest(outDir, (m) => {
