@@ -48,6 +48,8 @@ const MIN_CANDIDATES = 30;
 const CANDIDATES_PER_RESULT = 3;
 /** Half-width of the window searched around a `near` point, metres. */
 const NEAR_WINDOW_M = 5000;
+/** What a name spelt exactly as typed (case and accents) adds to its score. */
+const EXACT_SPELLING = 0.02;
 /** Typo corrections tried per word at most. */
 const MAX_CORRECTIONS = 12;
 
@@ -55,6 +57,7 @@ interface CandidateRow {
   id: number;
   importance: number;
   folded: string;
+  name: string | null;
   lon: number;
   lat: number;
 }
@@ -63,6 +66,7 @@ interface Candidate {
   id: number;
   importance: number;
   folded: string[];
+  name: string | null;
   lon: number;
   lat: number;
   typo: boolean;
@@ -111,14 +115,14 @@ export class SearchIndex {
   /** Candidates whose names (or, with `column` undefined, names or address) match the FTS5 query `match`. */
   private matching(match: string, q: SearchQuery, box: BBox | undefined, limit: number): CandidateRow[] {
     const key = `fts:${q.kinds?.length ?? 0}:${box ? 1 : 0}`;
-    const s = this.prepared(key, () => `SELECT e.id, e.importance, e.folded, e.lon, e.lat FROM entry_fts JOIN entry e ON e.id = entry_fts.rowid WHERE entry_fts MATCH ?${filters(q, !!box)} ORDER BY entry_fts.rowid LIMIT ?`);
+    const s = this.prepared(key, () => `SELECT e.id, e.importance, e.folded, e.name, e.lon, e.lat FROM entry_fts JOIN entry e ON e.id = entry_fts.rowid WHERE entry_fts MATCH ?${filters(q, !!box)} ORDER BY entry_fts.rowid LIMIT ?`);
     return s.all(match, ...(q.kinds ?? []), ...(box ? [box[0], box[2], box[1], box[3]] : []), limit) as CandidateRow[];
   }
 
   /** Candidates one of whose whole names is `name` (folded). */
   private exact(name: string, q: SearchQuery, limit: number): CandidateRow[] {
     const key = `exact:${q.kinds?.length ?? 0}:${q.bbox ? 1 : 0}`;
-    const s = this.prepared(key, () => `SELECT e.id, e.importance, e.folded, e.lon, e.lat FROM name_key k JOIN entry e ON e.id = k.id WHERE k.key = ?${filters(q, !!q.bbox)} ORDER BY e.id LIMIT ?`);
+    const s = this.prepared(key, () => `SELECT e.id, e.importance, e.folded, e.name, e.lon, e.lat FROM name_key k JOIN entry e ON e.id = k.id WHERE k.key = ?${filters(q, !!q.bbox)} ORDER BY e.id LIMIT ?`);
     const box = q.bbox;
     return s.all(name, ...(q.kinds ?? []), ...(box ? [box[0], box[2], box[1], box[3]] : []), limit) as CandidateRow[];
   }
@@ -139,7 +143,7 @@ export class SearchIndex {
     const want = Math.max(MIN_CANDIDATES, q.limit * CANDIDATES_PER_RESULT);
     const found = new Map<number, Candidate>();
     const add = (rows: CandidateRow[], typo: boolean) => {
-      for (const r of rows) if (!found.has(r.id)) found.set(r.id, { id: r.id, importance: r.importance, folded: r.folded.split('\n'), lon: r.lon, lat: r.lat, typo });
+      for (const r of rows) if (!found.has(r.id)) found.set(r.id, { id: r.id, importance: r.importance, folded: r.folded.split('\n'), name: r.name, lon: r.lon, lat: r.lat, typo });
     };
     add(this.exact(folded.join(' '), q, want), false);
     add(this.matching(ftsQuery(raw, { prefix, column: 'match_names' }), q, q.bbox, want), false);
@@ -157,10 +161,13 @@ export class SearchIndex {
       if (alternatives.some((a) => a && a.length > 0)) add(this.matching(ftsQuery(folded, { prefix, alternatives }), q, q.bbox, want), true);
     }
     const withTypos: TypedWords = { words: folded, prefix, alternatives };
+    const spelt = q.q.normalize('NFC').trim();
     const scored = [...found.values()].map((c) => {
       const m = c.typo ? matchOf(withTypos, c).score * TYPO_FACTOR : matchOf(typed, c).score;
       const distance = q.near ? haversine(q.near, c) : undefined;
-      return { c, score: scoreOf(m, c.importance, distance), distance };
+      // Of names that fold alike (Stötz, Stotz), the one spelt as typed first.
+      const exact = c.name !== null && c.name.normalize('NFC') === spelt ? EXACT_SPELLING : 0;
+      return { c, score: scoreOf(m, c.importance, distance) + exact, distance };
     });
     scored.sort((a, b) => b.score - a.score || b.c.importance - a.c.importance || a.c.id - b.c.id);
     // POIs of the same name, class and city once (both stops of a bus line, the nodes of one shop), as Photon dedupes.

@@ -60,7 +60,8 @@ export function ftsQuery(tokens: readonly string[], opts: { prefix?: boolean; al
     if (!alts || alts.length === 0) return `${ftsString(t)}${star}`;
     return `(${[t, ...alts].map((w) => `${ftsString(w)}${star}`).join(' OR ')})`;
   });
-  const all = parts.join(' ');
+  // Explicit ANDs: FTS5's implicit AND does not join a parenthesised group to its neighbours.
+  const all = parts.join(' AND ');
   return opts.column ? `${opts.column} : (${all})` : all;
 }
 

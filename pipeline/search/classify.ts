@@ -81,7 +81,10 @@ const NOT_STREETS = new Set(['bus_stop', 'platform', 'elevator', 'services', 're
 const STREET_IMPORTANCE: Readonly<Record<string, number>> = {
   motorway: 0.46, trunk: 0.45, primary: 0.44, secondary: 0.42, tertiary: 0.4, unclassified: 0.38, residential: 0.38, living_street: 0.38, pedestrian: 0.37, road: 0.36,
 };
-const MINOR_STREET = 0.34;
+/** Service roads and tracks, then paths (footway, cycleway, steps, …): a road of a name comes before a path of it. */
+const MINOR_ROADS = new Set(['service', 'track', 'busway', 'raceway']);
+const MINOR_ROAD = 0.34;
+const PATH = 0.31;
 
 /** POI keys in the order their tag names an object's class. */
 const POI_KEYS = ['amenity', 'shop', 'tourism', 'leisure', 'historic', 'office', 'craft', 'healthcare', 'emergency', 'aeroway', 'railway', 'public_transport', 'aerialway', 'highway', 'natural',
@@ -106,7 +109,8 @@ const POPULATION_SCALE = 70;
 
 /** A street's importance by its class (highway=*). */
 export function streetImportance(highway: string): number {
-  return STREET_IMPORTANCE[highway.replace(/_link$/, '')] ?? MINOR_STREET;
+  const h = highway.replace(/_link$/, '');
+  return STREET_IMPORTANCE[h] ?? (MINOR_ROADS.has(h) ? MINOR_ROAD : PATH);
 }
 
 /** The names of an object: `name`, `name:xx` of the configured languages, and the other names. */

@@ -50,9 +50,9 @@ export function linesOf(g: GeoJsonGeometry): [number, number][][] {
   }
 }
 
-/** The key of the street entry of the ways named `name` in settlement `settlement` ('' for none). */
+/** The key of the street entry of the ways named `name` in settlement `settlement` ('' for none): two spellings are two streets. */
 export function streetKey(settlement: string, name: string): string {
-  return `street:${settlement}:${nameKey(name)}`;
+  return `street:${settlement}:${name.normalize('NFC').trim()}`;
 }
 
 const inBox = (b: BBox | undefined, p: { lon: number; lat: number }) => !b || (p.lon >= b[0] && p.lon <= b[2] && p.lat >= b[1] && p.lat <= b[3]);
