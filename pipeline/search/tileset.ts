@@ -12,6 +12,7 @@ import { logLine } from '../../lib/progress.ts';
 import { SEARCH_FORMAT } from '../../lib/search/schema.ts';
 import type { TilesetConfig } from '../config/index.ts';
 import { hashInputs, linkFile, type Deps } from '../reuse.ts';
+import { removeEmptyWorkParents } from '../work-dir.ts';
 import { buildSearchIndex, type SearchBuildResult } from './build.ts';
 import { updateSearchIndex, type SearchPatch } from './update.ts';
 
@@ -67,9 +68,13 @@ export async function searchIndexFor(t: TilesetConfig, outDir: string, o: { prev
     return done(undefined);
   }
   const opts = { languages, bbox: t.bbox, workDir: join(o.workDir, 'search', t.id), label };
-  if (prev && o.patch && prev.recorded === (await fingerprintOf(t, o.patch.before))) {
-    const r = await updateSearchIndex(prev.file, source, o.patch, output, opts);
-    if (r) return done(r);
+  try {
+    if (prev && o.patch && prev.recorded === (await fingerprintOf(t, o.patch.before))) {
+      const r = await updateSearchIndex(prev.file, source, o.patch, output, opts);
+      if (r) return await done(r);
+    }
+    return await done(await buildSearchIndex(source, output, { ...opts, previous: prev?.file }));
+  } finally {
+    await removeEmptyWorkParents(opts.workDir);
   }
-  return done(await buildSearchIndex(source, output, { ...opts, previous: prev?.file }));
 }

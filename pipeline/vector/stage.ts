@@ -1,5 +1,5 @@
-import { rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { removeEmptyWorkParents } from '../work-dir.ts';
 import { DEFAULT_LANGUAGES } from '../../lib/languages.ts';
 import { readManifestOrEmpty, setOsmState, updateManifest, type MltArchive, type TilesetEntry } from '../../lib/manifest.ts';
 import type { BuildConfig } from '../config/index.ts';
@@ -14,18 +14,6 @@ import { searchIndexFor } from '../search/tileset.ts';
 import { patchOsmArchive, type OsmPatch } from './patch.ts';
 
 export { archiveMetadata, packSource, type PackOptions, type PackResult } from './write-pmtiles.ts';
-
-/** Remove the folders between an OSM work folder and its `.work` ancestor (inclusive) that are empty (other stages may use them). */
-async function removeEmptyWorkParents(workDir: string): Promise<void> {
-  const between: string[] = [];
-  for (let dir = dirname(workDir); dir !== dirname(dir); dir = dirname(dir)) {
-    between.push(dir);
-    if (basename(dir) === '.work') {
-      for (const d of between) await rmdir(d).catch(() => undefined);
-      return;
-    }
-  }
-}
 
 /**
  * `tilebake vector IN OUT.pmtiles`: pack MBTiles, PMTiles or a z/x/y folder into a PMTiles v3 archive,
