@@ -45,6 +45,7 @@ describe('words and folding', () => {
     expect(match(ftsQuery(['a"b']))).toEqual([4]);
     expect(match(ftsQuery(['Vaduz'], { column: 'x' }))).toEqual([2, 6]);
     expect(match(ftsQuery(['vadus', 'schaan'], { alternatives: [['vaduz'], undefined], prefix: true }))).toEqual([6]);
+    expect(ftsQuery(['vadus'], { alternatives: [['vaduz']], prefix: true })).toBe('("vadus"* OR "vaduz")');
     expect(ftsQuery(['a"b', 'c'], { prefix: true })).toBe('"a""b" AND "c"*');
     for (const q of ['"', '*', 'NEAR(a b)', 'a AND', '-', ':', '^', '(', ')', '{x}', 'x:y', '"""', '\u0000', "'", 'NOT NOT']) {
       const ws = words(q);

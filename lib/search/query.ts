@@ -51,7 +51,7 @@ const NEAR_WINDOW_M = 5000;
 /** What a name spelt exactly as typed (case and accents) adds to its score. */
 const EXACT_SPELLING = 0.02;
 /** Typo corrections tried per word at most. */
-const MAX_CORRECTIONS = 12;
+const MAX_CORRECTIONS = 64;
 
 interface CandidateRow {
   id: number;

@@ -28,11 +28,9 @@ export const TYPO_FACTOR = 0.85;
 
 /** How a word typed matches a word of a name: 'word' (the same word), 'prefix', or undefined. */
 function wordMatch(typed: string, alts: readonly string[] | undefined, word: string, prefix: boolean): 'word' | 'prefix' | undefined {
-  for (const t of [typed, ...(alts ?? [])]) {
-    if (word === t) return 'word';
-    if (prefix && word.startsWith(t)) return 'prefix';
-  }
-  return undefined;
+  if (word === typed || alts?.includes(word)) return 'word';
+  // Only the word typed is a prefix; a correction is a whole word (lib/search/text.ts ftsQuery).
+  return prefix && word.startsWith(typed) ? 'prefix' : undefined;
 }
 
 /** The name match of one name (0–1) and whether every typed word is a whole word of it. */

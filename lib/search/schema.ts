@@ -68,6 +68,12 @@ export interface StoredEntry extends SearchEntry {
   id: number;
 }
 
+/** The R*Tree tables (cuts rebuild them in id order: an R*Tree's pages depend on the order of its inserts). */
+export const RTREES = {
+  entry_point: 'CREATE VIRTUAL TABLE entry_point USING rtree(id, west, east, south, north)',
+  street_box: 'CREATE VIRTUAL TABLE street_box USING rtree(id, west, east, south, north)',
+} as const;
+
 const SCHEMA = `
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE entry (
@@ -105,10 +111,10 @@ CREATE TABLE entry (
 CREATE VIRTUAL TABLE entry_fts USING fts5(match_names, match_context, content='entry', content_rowid='id', tokenize='unicode61 remove_diacritics 2', prefix='2 3 4');
 CREATE TABLE name_key (key TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
 CREATE INDEX name_key_id ON name_key (id);
-CREATE VIRTUAL TABLE entry_point USING rtree(id, west, east, south, north);
+${RTREES.entry_point};
 CREATE TABLE street_way (way INTEGER PRIMARY KEY, entry INTEGER NOT NULL, name TEXT NOT NULL, names TEXT NOT NULL, other_names TEXT NOT NULL, highway TEXT NOT NULL, settlement TEXT NOT NULL, lines TEXT NOT NULL);
 CREATE INDEX street_way_entry ON street_way (entry);
-CREATE VIRTUAL TABLE street_box USING rtree(id, west, east, south, north);
+${RTREES.street_box};
 CREATE TABLE typo (del TEXT NOT NULL, term TEXT NOT NULL, PRIMARY KEY (del, term)) WITHOUT ROWID;
 CREATE TABLE typo_term (term TEXT PRIMARY KEY) WITHOUT ROWID;
 `;

@@ -49,8 +49,8 @@ export function ftsString(word: string): string {
 }
 
 /**
- * An FTS5 query in which every word must match (implicit AND), the last one as a prefix when `prefix`;
- * `alternatives[i]`, when given, are other words that may stand for word i (typo corrections). With
+ * An FTS5 query in which every word must match, the last one as a prefix when `prefix`;
+ * `alternatives[i]`, when given, are other whole words that may stand for word i (typo corrections). With
  * `column`, the words must match in that column.
  */
 export function ftsQuery(tokens: readonly string[], opts: { prefix?: boolean; alternatives?: readonly (readonly string[] | undefined)[]; column?: string } = {}): string {
@@ -58,7 +58,8 @@ export function ftsQuery(tokens: readonly string[], opts: { prefix?: boolean; al
     const star = opts.prefix && i === tokens.length - 1 ? '*' : '';
     const alts = opts.alternatives?.[i];
     if (!alts || alts.length === 0) return `${ftsString(t)}${star}`;
-    return `(${[t, ...alts].map((w) => `${ftsString(w)}${star}`).join(' OR ')})`;
+    // A correction is a whole word of the index: the word typed may be a prefix, its corrections are not.
+    return `(${[`${ftsString(t)}${star}`, ...alts.map(ftsString)].join(' OR ')})`;
   });
   // Explicit ANDs: FTS5's implicit AND does not join a parenthesised group to its neighbours.
   const all = parts.join(' AND ');

@@ -20,10 +20,11 @@ export type ChangedTilesets = (id: string) => Promise<Set<string> | undefined>;
 
 /**
  * What a tileset entry tells MapLibre (TileJSON) besides its tiles: a change here changes which tiles a view
- * loads. The MLT archive is left out: the render reads the MVT tiles, and the MLT ones encode the same tiles.
+ * loads. The MLT archive is left out: the render reads the MVT tiles, and the MLT ones encode the same tiles;
+ * so is the search index, which no tile shows.
  */
 function tileJsonShape(e: Manifest['tilesets'][string]): string {
-  const { tiles: _tiles, bytes: _bytes, mlt: _mlt, ...rest } = e;
+  const { tiles: _tiles, bytes: _bytes, mlt: _mlt, search: _search, ...rest } = e;
   return JSON.stringify(rest);
 }
 
