@@ -1,11 +1,7 @@
-/** Running a command for a benchmark (with its tree's peak RSS), and the CPU of a cgroup v1 cpuacct group (bench/chromium-start, bench/distributed, bench/osm, bench/region). */
+/** Running a command for a benchmark, with its tree's peak RSS (bench/chromium-start, bench/distributed, bench/osm, bench/region). */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { sampleTreeRss } from './rss.ts';
-
-/** cgroup v1 cpuacct hierarchy: counts every process of a command's tree, also those its parents never wait for. */
-export const CPUACCT = '/sys/fs/cgroup/cpuacct';
+import { resolve } from 'node:path';
+import { sampleTreeRss } from '../test/fixtures/measure.ts';
 const MB = 1024 * 1024;
 const MS_PER_S = 1000;
 
@@ -37,9 +33,4 @@ export function runSampled(command: string, args: string[]): Promise<{ stdout: s
       else ok({ stdout, seconds: (performance.now() - t0) / MS_PER_S, peakMb });
     });
   });
-}
-
-/** CPU seconds (user + system) the processes of cpuacct group `cg` have used. */
-export function cpuacctSeconds(cg: string): number {
-  return Number(readFileSync(join(cg, 'cpuacct.usage'), 'utf8')) / 1e9;
 }

@@ -20,3 +20,5 @@ echo "== bench/static: tilebake export time, and the exported tree under nginx v
 node --import tsx bench/static/run.ts
 echo "== bench/pack: tilebake pack rate (local and Swift) over Belize with every style, and each night's delta share"
 node --import tsx bench/pack/run.ts
+echo "== bench/own-data/imagery: imagery tiles/s and peak RSS over a mosaic of the shared Landsat scene, vs gdal2tiles.py --xyz"
+node --import tsx bench/own-data/imagery.ts

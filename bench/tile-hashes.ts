@@ -1,7 +1,7 @@
 /** The tiles of a folder's PMTiles archives by hash, for benchmarks that check their variants render the same bytes. */
-import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { sha256 } from '../lib/hash.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 
 /**
@@ -18,7 +18,7 @@ export async function tileHashes(dir: string, include: (path: string) => boolean
         const r = await openArchiveFile(p);
         try {
           for await (const t of r.entries()) {
-            const h = createHash('sha256').update(await r.readRange(t.offset, t.length)).digest('hex');
+            const h = sha256(await r.readRange(t.offset, t.length));
             for (let k = 0; k < t.runLength; k++) out.set(`${p.slice(dir.length).replace(/\/builds\/[^/]+\//, '/')}:${t.tileId + k}`, h);
           }
         } finally {

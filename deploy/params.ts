@@ -4,9 +4,9 @@
  * command lines and exit codes for them. Documented in docs/distributed-engines.md.
  */
 
-import { EXIT_PERMANENT, EXIT_TRANSIENT } from '../pipeline/run/exit.ts';
+import { EXIT_PERMANENT, EXIT_TRANSIENT } from '../pipeline/exit.ts';
 
-/** The exit codes engines act on (pipeline/run/exit.ts): 75 transient (retry), 78 permanent (do not). */
+/** The exit codes engines act on (pipeline/exit.ts): 75 transient (retry), 78 permanent (do not). */
 export { EXIT_PERMANENT, EXIT_TRANSIENT };
 
 /** Parameters of the generated definitions (`node --import tsx deploy/generate.ts --help`). */

@@ -7,6 +7,7 @@
  * nginx keeps no counts across requests beyond its rate buckets: quotas and usage need `tilebake serve`.
  */
 import { UserError } from '../lib/errors.ts';
+import { HttpStatus } from '../lib/http-status.ts';
 import { AUTH_REALM, type ConfiguredToken } from '../static-server/auth.ts';
 import { parseKeys, readKeysJson, type RateRule } from '../static-server/keys/keys-file.ts';
 import type { OriginPattern } from '../static-server/keys/origins.ts';
@@ -105,7 +106,7 @@ function retryAfterS(rate: RateRule): number {
 
 /** The `429` body of a key, as the server words it (static-server/keys/limits.ts), in an nginx single-quoted string. */
 function body429(k: NginxKey & { rate: RateRule }): string {
-  const json = JSON.stringify({ error: `key "${k.name}": rate limit of ${k.rate.perSecond}/s (burst ${k.rate.burst}) exceeded`, status: 429, retryAfter: retryAfterS(k.rate) });
+  const json = JSON.stringify({ error: `key "${k.name}": rate limit of ${k.rate.perSecond}/s (burst ${k.rate.burst}) exceeded`, status: HttpStatus.TooManyRequests, retryAfter: retryAfterS(k.rate) });
   return `'${json.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 }
 

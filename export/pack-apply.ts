@@ -9,10 +9,11 @@ import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { produceAtomic, writeFileAtomic } from '../lib/atomic.ts';
 import { UserError } from '../lib/errors.ts';
+import { sha256File } from '../lib/hash.ts';
 import { applyDelta } from '../lib/packs/apply.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { applySearchDelta } from '../lib/search/cut.ts';
-import { PACK_JSON, packJson, sha256File, type PackArchiveEntry, type PackJson, type PackSearchEntry } from './pack.ts';
+import { PACK_JSON, packJson, type PackArchiveEntry, type PackJson, type PackSearchEntry } from './pack.ts';
 
 /** A pack folder's pack.json, checked; `dir` names it in errors. */
 async function readPackJson(dir: string): Promise<PackJson> {

@@ -9,8 +9,8 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { writeFileAtomic } from '../lib/atomic.ts';
-import { sha256File } from '../lib/file-hash.ts';
 import { UserError } from '../lib/errors.ts';
+import { sha256File } from '../lib/hash.ts';
 import { areaFromGeoJson, areaOfBBox, parseBBox } from '../lib/packs/area.ts';
 import { aggTilesHashOfTiles, mbtilesMetadataOf, metadataDiff, writeMbtilesDelta, writeMbtilesPack } from '../lib/packs/mbtiles.ts';
 import { planPmtiles, pmtilesBytes, writeChunksAtomic } from '../lib/packs/pmtiles-pack.ts';
@@ -132,8 +132,6 @@ async function areaOf(o: PackOptions): Promise<{ area: Area; geojson?: string }>
   }
   return { area: areaFromGeoJson(text, `--geojson ${o.geojson}`), geojson: basename(file) };
 }
-
-export { sha256File };
 
 /** Pass chunks on, counting them into `progress` (kB) and `hash`. */
 async function* watched(chunks: AsyncIterable<Uint8Array>, progress: Progress, hash: ReturnType<typeof createHash>): AsyncGenerator<Uint8Array> {

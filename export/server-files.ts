@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { UserError } from '../lib/errors.ts';
+import { HttpStatus } from '../lib/http-status.ts';
 import { buildApp } from '../static-server/app.ts';
 import { archivesOf } from '../static-server/archives.ts';
 import { contextOver } from '../static-server/new-context.ts';
@@ -29,8 +30,6 @@ const DEFAULT_TEXT_FONT = 'Open Sans Regular,Arial Unicode MS Regular';
 const EXPORT_CACHE_MB = 64;
 /** Sprite files a style may have. */
 const SPRITE_FILES = ['sprite.json', 'sprite.png', 'sprite@2x.json', 'sprite@2x.png'];
-const HTTP_OK = 200;
-const HTTP_NOT_FOUND = 404;
 
 /** Collect the font stacks in a `text-font` value: literal arrays, inside expressions or legacy stops. */
 function collectStacks(value: unknown, into: Set<string>): void {
@@ -62,8 +61,8 @@ export function fontStacksOf(style: { layers?: unknown }): string[] {
 /** A GET through the app: the body on 200, undefined on 404, a UserError naming the URL otherwise. */
 async function get(app: FastifyInstance, url: string): Promise<Buffer | undefined> {
   const res = await app.inject({ method: 'GET', url });
-  if (res.statusCode === HTTP_OK) return res.rawPayload;
-  if (res.statusCode === HTTP_NOT_FOUND) return undefined;
+  if (res.statusCode === HttpStatus.Ok) return res.rawPayload;
+  if (res.statusCode === HttpStatus.NotFound) return undefined;
   throw new UserError(`export: ${url}: the build answers ${res.statusCode} (${res.body.slice(0, 300)})`);
 }
 

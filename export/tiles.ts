@@ -1,6 +1,6 @@
 /**
  * Tiles of a build's PMTiles archives as export files, the stored bytes unchanged (gzip vector tiles
- * stay gzip; a tileset's MLT tiles beside its MVT ones as `{y}.mlt`). Tile data is read in large sequential chunks; an archive's deduplicated entries (the
+ * stay gzip; a tileset's MLT tiles beside its MVT ones as `{y}.mlt`, a raster tileset's @2x tiles as `{y}@2x.{format}`). Tile data is read in large sequential chunks; an archive's deduplicated entries (the
  * sea, empty land) are recognised by their offset and handed on by content hash alone.
  */
 import { tileIdToZxy } from 'pmtiles';
@@ -37,6 +37,7 @@ export function tileArchives(tilesets: Record<string, TilesetEntry>, styles: Rec
     for (const [id, t] of Object.entries(tilesets)) {
       out.push({ archive: t.archive, prefix: `data/${id}`, suffix: `.${t.format}`, part: 'tilesets' });
       if (t.mlt) out.push({ archive: t.mlt.archive, prefix: `data/${id}`, suffix: '.mlt', part: 'tilesets' });
+      if (t.kind === 'raster' && t.hidpi) out.push({ archive: t.hidpi.archive, prefix: `data/${id}`, suffix: `@2x.${t.format}`, part: 'tilesets' });
     }
   }
   if (parts.has('styles')) {

@@ -1,6 +1,8 @@
 /** The HTTP statuses the server answers with, by name (one list for every route and hook). */
 export const enum HttpStatus {
+  Ok = 200,
   NoContent = 204,
+  PartialContent = 206,
   NotModified = 304,
   BadRequest = 400,
   Unauthorized = 401,
@@ -9,6 +11,8 @@ export const enum HttpStatus {
   MethodNotAllowed = 405,
   RequestTimeout = 408,
   PayloadTooLarge = 413,
+  UnsupportedMediaType = 415,
+  RangeNotSatisfiable = 416,
   TooManyRequests = 429,
   HeaderTooLarge = 431,
   Internal = 500,

@@ -14,7 +14,7 @@ export interface Manifest {
   version: 1;
   /** ISO time of the last change. */
   generatedAt: string;
-  /** Tile archives served at /data/{id}/{z}/{x}/{y}.{ext}: vector tilesets and terrain tiles. */
+  /** Tile archives served at /data/{id}/{z}/{x}/{y}.{ext}: vector tilesets, terrain tiles and raster tilesets. */
   tilesets: Record<string, TilesetEntry>;
   /** Rendered styles served at /styles/{id}/... */
   styles: Record<string, StyleEntry>;
@@ -28,15 +28,35 @@ export interface Manifest {
 
 export type TileFormat = 'pbf' | 'png' | 'jpg' | 'webp';
 
+/**
+ * A tileset: one PMTiles archive served at `/data/{id}/{z}/{x}/{y}.{format}` with its TileJSON at
+ * `/data/{id}.json`. Three kinds:
+ *
+ * - `vector`: MVT tiles (`format` `pbf`), `vector_layers`, optionally `mlt`.
+ * - `terrain`: terrain-RGB tiles (`png`/`webp`), `encoding`, `tileSize`.
+ * - `raster`: images for people to look at (imagery warped from GeoTIFF/COG/VRT, a raster MBTiles or
+ *   PMTiles, hillshade or colour relief from the DEM): `format` `png` | `jpg` | `webp`, `tileSize` 256,
+ *   `archive` the 256 px tiles at `minzoom..maxzoom`; `hidpi` the 512 px tiles of the same z/x/y
+ *   (`{y}@2x.{format}`) at `minzoom..hidpi.maxzoom`, baked only for the zooms whose @2x pixels the
+ *   data is fine enough for. A tile outside the data is not stored: the server answers `204` for it
+ *   (inside the zoom range), `404` naming the formats, scales and zooms that exist otherwise.
+ *   TileJSON: `tileSize: 256`, `format`, `scheme: xyz`, bounds, zooms, and `tiles_2x`/`maxzoom_2x`
+ *   with `hidpi`; WMTS lists it as layers `{id}` and `{id}@2x` (static-server/styles/wmts-capabilities.ts);
+ *   packs name its archives `{id}` and `{id}@2x` (static-server/packs/sources.ts); export writes both.
+ *   Which stage wrote it: the elevation stage's are listed in `Manifest.elevation.tilesets`, the others
+ *   are the imagery stage's (pipeline/imagery/).
+ */
 export interface TilesetEntry {
-  /** PMTiles archive, relative to the output folder. */
+  /** PMTiles archive, relative to the output folder (raster: the 1x tiles). */
   archive: string;
-  kind: 'vector' | 'terrain';
+  kind: TilesetKind;
   format: TileFormat;
   /** Terrain tiles only: how heights are packed into RGB. */
   encoding?: 'terrarium' | 'mapbox';
-  /** Raster tiles (terrain): pixels per tile side, the TileJSON's `tileSize`. */
+  /** Raster tiles (terrain, raster): pixels per side of a 1x tile, the TileJSON's `tileSize` (256). */
   tileSize?: number;
+  /** Raster only: the @2x (512 px) tiles of the same z/x/y, when built. */
+  hidpi?: HidpiArchive;
   name?: string;
   attribution?: string;
   description?: string;
@@ -73,6 +93,44 @@ export interface SearchIndexEntry {
   sha256: string;
   /** The `name:xx` languages indexed. */
   languages: string[];
+}
+
+/** What a tileset holds: vector tiles, terrain-RGB tiles, or raster images. */
+export type TilesetKind = 'vector' | 'terrain' | 'raster';
+
+/** Pixels per side of a raster tileset's 1x tile. */
+export const RASTER_TILE_SIZE = 256;
+
+/** A raster tileset's @2x tiles: 512 px images of the same z/x/y as the 1x tiles, at `minzoom..maxzoom`. */
+export interface HidpiArchive {
+  /** PMTiles archive, relative to the output folder. */
+  archive: string;
+  /** Deepest zoom baked at @2x (at most the tileset's maxzoom). */
+  maxzoom: number;
+  tiles: number;
+  bytes: number;
+}
+
+/** The scales a tileset is served at: [1], or [1, 2] for a raster tileset with @2x tiles. */
+export function tilesetScales(entry: TilesetEntry): (1 | 2)[] {
+  return entry.kind === 'raster' && entry.hidpi ? [1, 2] : [1];
+}
+
+/** The deepest zoom tileset `entry` serves at `scale`. */
+export function tilesetMaxzoom(entry: TilesetEntry, scale: 1 | 2): number {
+  return scale === 2 && entry.hidpi ? entry.hidpi.maxzoom : entry.maxzoom;
+}
+
+/** The archive of tileset `entry` at `scale` (undefined: not built at that scale). */
+export function tilesetArchive(entry: TilesetEntry, scale: 1 | 2): string | undefined {
+  return scale === 1 ? entry.archive : entry.kind === 'raster' ? entry.hidpi?.archive : undefined;
+}
+
+/** What tileset `entry` serves, for 404 messages: `{z}/{x}/{y}.jpg (z0-9) and {z}/{x}/{y}@2x.jpg (z0-8)`. */
+export function servedTileForms(entry: TilesetEntry): string {
+  return tilesetScales(entry)
+    .map((s) => `{z}/{x}/{y}${s === 2 ? '@2x' : ''}.${entry.format} (z${entry.minzoom}-${tilesetMaxzoom(entry, s)})`)
+    .join(' and ');
 }
 
 /** A tileset's MLT archive (pipeline/vector/mlt.ts). */
@@ -158,7 +216,7 @@ export interface ElevationEntry {
   bytes: number;
   /** Content fingerprint of the DEM inputs and settings (sha256 hex; equal ⇒ an equal index). */
   fingerprint?: string;
-  /** Ids of the tilesets the elevation stage wrote (terrain, contours). */
+  /** Ids of the tilesets the elevation stage wrote (terrain, contours, hillshade, relief). */
   tilesets?: string[];
 }
 
@@ -172,6 +230,14 @@ export interface ZoomCoverage {
 /** The bounds of the tiles at zoom z of a tileset or style (the one rule for rendering, serving and describing them). */
 export function boundsAtZoom(c: ZoomCoverage, z: number): [number, number, number, number] {
   return c.world_maxzoom !== undefined && c.region && z > c.world_maxzoom ? c.region : c.bounds;
+}
+
+/** Deepest raster zoom served when the style does not say (`maxzoom_served`). */
+export const DEFAULT_MAXZOOM_SERVED = 20;
+
+/** The deepest zoom a style's raster tiles and static maps are served at (never below the baked maxzoom). */
+export function servedMaxzoom(entry: Pick<StyleEntry, 'maxzoom' | 'maxzoom_served'>): number {
+  return Math.max(entry.maxzoom, entry.maxzoom_served ?? DEFAULT_MAXZOOM_SERVED);
 }
 
 /** Record (or with `undefined`, forget) the OSM state tileset `id` shows. */

@@ -1,7 +1,7 @@
 /**
  * The processes of this host as Linux's /proc shows them: liveness, the parent of each, the tree
  * below a process, command lines. The one place that walks /proc: the build (leftover browsers and
- * tools), the benchmarks (memory and CPU of a tree, bench/rss.ts) and the tests (which browsers a
+ * tools), the benchmarks (memory and CPU of a tree, test/fixtures/measure.ts) and the tests (which browsers a
  * server started) use it.
  */
 import { readdirSync, readFileSync } from 'node:fs';

@@ -1,7 +1,8 @@
 /**
  * Rendered metatiles to tiles: the WebGL drawing buffer the render page uploads, sliced into the
  * metatile's tiles and encoded as PNG, JPEG and WebP (sharp). The build bakes with it and `serve` renders on demand
- * with it, so both give the same bytes for the same pixels and settings.
+ * with it, so both give the same bytes for the same pixels and settings; imagery tiles (workers/imagery-tiles.ts)
+ * are encoded by the same encoders (`encodeRgba`).
  */
 import { endianness } from 'node:os';
 import sharp, { type Sharp } from 'sharp';
@@ -156,7 +157,7 @@ function alphaStats(raw: Uint8Array, width: number, r: { left: number; top: numb
  * with `exact`: colour under transparent pixels kept, so it decodes to the PNG's pixels); JPEG flattens
  * it onto white.
  */
-function encoder(f: RasterFormat, img: Sharp, channels: number, opts: SliceOptions): Sharp {
+export function encoder(f: RasterFormat, img: Sharp, channels: number, opts: EncoderSettings): Sharp {
   switch (f) {
     case 'png':
       return img.png({ compressionLevel: opts.png.compressionLevel, palette: opts.png.palette, adaptiveFiltering: false });
@@ -165,6 +166,22 @@ function encoder(f: RasterFormat, img: Sharp, channels: number, opts: SliceOptio
     case 'webp':
       return img.webp({ quality: opts.webp.quality, lossless: opts.webp.lossless, exact: opts.webp.lossless });
   }
+}
+
+/** The encoders' settings (the build config's `render.png`, `render.jpeg`, `render.webp`). */
+export type EncoderSettings = Pick<SliceOptions, 'png' | 'jpeg' | 'webp'>;
+
+/**
+ * Encode one RGBA image (rows top first, colour not premultiplied) in `format` as the rendered tiles
+ * are: RGB when every pixel is opaque, JPEG flattened onto white. Undefined when every pixel is fully
+ * transparent (nothing to store: a raster tileset's server answers 204 there). `rgba` is not kept.
+ */
+export async function encodeRgba(rgba: Uint8Array, width: number, height: number, format: RasterFormat, settings: EncoderSettings): Promise<Buffer | undefined> {
+  const a = alphaStats(rgba, width, { left: 0, top: 0, width, height });
+  if (a.transparent === width * height) return undefined;
+  const channels = a.opaque ? 3 : CHANNELS;
+  const pixels = a.opaque ? dropAlpha(rgba) : rgba;
+  return encoder(format, sharp(pixels, { raw: { width, height, channels } }), channels, settings).toBuffer();
 }
 
 /**

@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import type { GetObjectCommandOutput, S3Client, S3ClientConfig, S3ServiceException } from '@aws-sdk/client-s3';
 import { produceAtomic } from './atomic.ts';
 import { UserError } from './errors.ts';
+import { HttpStatus } from './http-status.ts';
 import type { ConditionalRead, RangeSource, StoredObject, StoreOptions, WritableStore } from './store-types.ts';
 import { DEFAULT_READ_POLICY, guardedRead, HttpStatusError, toStoreError, type ReadListener, type ReadPolicy } from './store-read.ts';
 
@@ -85,7 +86,7 @@ function s3Failure(e: unknown): unknown {
     const throttled = err.$retryable?.throttling === true || /SlowDown|Throttl|RequestLimitExceeded/.test(err.name);
     if (status !== undefined) {
       const text = err.message && err.message !== 'UnknownError' ? `${err.name}: ${err.message}` : err.name;
-      return new HttpStatusError(throttled ? 503 : status, `${text} (HTTP ${status})${hintFor(err.name)}`);
+      return new HttpStatusError(throttled ? HttpStatus.Unavailable : status, `${text} (HTTP ${status})${hintFor(err.name)}`);
     }
   }
   if ((e as Error)?.name === 'CredentialsProviderError') {
@@ -117,7 +118,7 @@ class S3RangeSource implements RangeSource {
         return await bodyBytes(res);
       } catch (e) {
         // Past the end of the object: nothing to read, as from a file.
-        if (statusOf(e) === 416) return new Uint8Array(0);
+        if (statusOf(e) === HttpStatus.RangeNotSatisfiable) return new Uint8Array(0);
         throw e;
       }
     });
@@ -214,8 +215,8 @@ export class S3Store implements WritableStore {
         return { bytes: await bodyBytes(res), etag: res.ETag };
       } catch (e) {
         const status = statusOf(e);
-        if (status === 304) return 'unchanged';
-        if (status === 404 && (e as Error).name !== 'NoSuchBucket') return undefined;
+        if (status === HttpStatus.NotModified) return 'unchanged';
+        if (status === HttpStatus.NotFound && (e as Error).name !== 'NoSuchBucket') return undefined;
         throw e;
       }
     });
@@ -257,7 +258,7 @@ export class S3Store implements WritableStore {
       try {
         res = await this.getObject(relPath, {}, signal);
       } catch (e) {
-        if (statusOf(e) === 404 && (e as Error).name !== 'NoSuchBucket') return false;
+        if (statusOf(e) === HttpStatus.NotFound && (e as Error).name !== 'NoSuchBucket') return false;
         throw e;
       }
       await produceAtomic(localPath, (tmp) => pipeline(res.Body as Readable, createWriteStream(tmp), { signal }));

@@ -1,6 +1,7 @@
 import { open, readFile, stat, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { UserError } from './errors.ts';
+import { HttpStatus } from './http-status.ts';
 import { S3Store } from './s3-store.ts';
 import { DEFAULT_READ_POLICY, guardedRead, HttpStatusError, StoreBadAnswerError, type ReadListener, type ReadPolicy } from './store-read.ts';
 import type { ConditionalRead, RangeSource, Store, StoreOptions } from './store-types.ts';
@@ -64,17 +65,17 @@ export class HttpRangeSource implements RangeSource {
   async getBytes(offset: number, length: number, signal?: AbortSignal): Promise<Uint8Array> {
     if (length === 0) return new Uint8Array(0);
     const res = await fetch(this.url, { headers: { Range: `bytes=${offset}-${offset + length - 1}` }, signal });
-    if (res.status === 416) {
+    if (res.status === HttpStatus.RangeNotSatisfiable) {
       await discard(res);
       return new Uint8Array(0);
     }
-    if (res.status !== 206 && res.status !== 200) {
+    if (res.status !== HttpStatus.PartialContent && res.status !== HttpStatus.Ok) {
       await discard(res);
       throw new HttpStatusError(res.status, `HTTP ${res.status}`);
     }
     const body = new Uint8Array(await res.arrayBuffer());
     // A server that ignores Range answers 200 with the whole object: cut out the asked part.
-    if (res.status === 200) return body.subarray(offset, offset + length);
+    if (res.status === HttpStatus.Ok) return body.subarray(offset, offset + length);
     return body;
   }
 
@@ -214,11 +215,11 @@ export class HttpStore implements Store {
       this.opts.policy,
       async (signal): Promise<ConditionalRead> => {
         const res = await fetch(url, { signal, headers: etag ? { 'if-none-match': etag } : {} });
-        if (res.status === 304) {
+        if (res.status === HttpStatus.NotModified) {
           await discard(res);
           return 'unchanged';
         }
-        if (res.status === 404 || res.status === 403) {
+        if (res.status === HttpStatus.NotFound || res.status === HttpStatus.Forbidden) {
           await discard(res);
           return undefined;
         }

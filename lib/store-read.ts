@@ -1,8 +1,9 @@
 /**
  * Reads from a build store with a deadline, retries and typed failures: the one place that decides
  * what a failed read is (a timeout, a bad answer, corrupt data), for HTTP statuses, /health, logs and
- * (later) metrics, which subscribe to every read's outcome through a `ReadListener`.
+ * metrics, which subscribe to every read's outcome through a `ReadListener` (static-server/serve.ts).
  */
+import { HttpStatus } from './http-status.ts';
 
 /** What went wrong with a store read. */
 export type StoreFailureKind = 'timeout' | 'bad-answer' | 'corrupt';
@@ -98,7 +99,7 @@ export class HttpStatusError extends Error {
 /** errno codes of failures that may pass when tried again. */
 const TRANSIENT_CODES = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY', 'ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'UND_ERR_CONNECT_TIMEOUT']);
 /** HTTP statuses worth a retry. */
-const TRANSIENT_STATUS = (s: number) => s >= 500 || s === 429 || s === 408;
+const TRANSIENT_STATUS = (s: number) => s >= HttpStatus.Internal || s === HttpStatus.TooManyRequests || s === HttpStatus.RequestTimeout;
 
 /** The errno-style code of an error or of its cause (fetch wraps socket errors as `TypeError: fetch failed`). */
 function codeOf(e: unknown): { code?: string; text: string } {

@@ -77,6 +77,24 @@ export function tileBounds(z: number, x: number, y: number): BBox {
   return [tileLon(x, z), tileLat(y + 1, z), tileLon(x + 1, z), tileLat(y, z)];
 }
 
+/** Half the Web Mercator square's side in EPSG:3857 metres (π × the WGS84 semi-major axis). */
+export const MERCATOR_HALF_WORLD_M = Math.PI * 6378137;
+
+/**
+ * GDAL geotransform `[west, pixel width, 0, north, 0, -pixel height]` in EPSG:3857 metres of tile
+ * z/x/y at `size` px, grown by `buffer` px on every side: the grid `pixelCentreAxes` samples.
+ */
+export function tileMercatorGeoTransform(z: number, x: number, y: number, size: number, buffer = 0): [number, number, number, number, number, number] {
+  const pixel = (2 * MERCATOR_HALF_WORLD_M) / (size * 2 ** z);
+  return [-MERCATOR_HALF_WORLD_M + (x * size - buffer) * pixel, pixel, 0, MERCATOR_HALF_WORLD_M - (y * size - buffer) * pixel, 0, -pixel];
+}
+
+/** Ground metres per EPSG:3857 metre at the middle latitude of tile row `y` (zoom `z`): cos(latitude). */
+export function mercatorGroundScale(z: number, y: number): number {
+  const lat = tileLat(y + 0.5, z);
+  return Math.cos((lat * Math.PI) / 180);
+}
+
 /** The row of tile row `y` at zoom `z` counted from the other edge: XYZ ↔ TMS (MBTiles' tile_row); its own inverse. */
 export function flipRow(z: number, y: number): number {
   return 2 ** z - 1 - y;

@@ -61,8 +61,8 @@ async function removeAbandoned(root: string): Promise<void> {
 }
 
 /**
- * Run the build into a new version of the output folder (lib/build-version.ts): vector → elevation →
- * render, each skipped when its config section is empty or `--only` names another stage, each
+ * Run the build into a new version of the output folder (lib/build-version.ts): vector → imagery →
+ * elevation → render, each skipped when its config section is empty or `--only` names another stage, each
  * reusing what the current version already holds for unchanged inputs (unless `--full`). The version
  * is written under `builds/.incoming-<id>-<pid>/`, renamed to `builds/<id>/` and made current by one
  * atomic rename of `current.json`; then old versions are pruned. A failed or killed build leaves the
@@ -106,7 +106,7 @@ export async function runStages(config: BuildConfig, sc: StageContext, select: (
   const timings: StageTiming[] = [];
   for (const stage of STAGES) {
     if (!select(stage)) continue;
-    if (!stage.hasWork(config)) {
+    if (!(await stage.hasWork(config))) {
       logLine(`stage ${stage.name}: skipped (nothing configured)`);
       continue;
     }

@@ -3,13 +3,15 @@
  * inside a version, how it runs and how it counts its tiles. `build`, `plan` and `shard` order and run
  * stages through this interface only (pipeline/stages/ holds one module per stage).
  */
+import { isUserError, UserError } from '../lib/errors.ts';
 import type { Manifest } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
+import type { ImageryStageOptions } from './imagery/stage.ts';
 import type { RenderStageOptions } from './render/stage.ts';
 import type { VectorStageOptions } from './vector/stage.ts';
 
 /** Stage names, in the order a build runs them. */
-export const STAGE_NAMES = ['vector', 'elevation', 'render'] as const;
+export const STAGE_NAMES = ['vector', 'imagery', 'elevation', 'render'] as const;
 export type StageName = (typeof STAGE_NAMES)[number];
 
 /** What every stage gets besides the config: where to write, what it may reuse, where to keep work files. */
@@ -26,12 +28,14 @@ export interface StageContext {
   vectorPatches?: VectorStageOptions['patches'];
   /** Render stage only: one shard of a distributed run (`tilebake shard`), see RenderStageOptions. */
   render?: Pick<RenderStageOptions, 'shard' | 'dataStore' | 'expect'>;
+  /** Imagery stage only: which tilesets, one shard of a distributed run, or the tilesets a run's plan leaves to the shards (pipeline/run/). */
+  imagery?: Pick<ImageryStageOptions, 'only' | 'shard' | 'planOnly'>;
 }
 
 export interface Stage {
   readonly name: StageName;
   /** True when the config gives the stage something to do. */
-  hasWork(config: BuildConfig): boolean;
+  hasWork(config: BuildConfig): boolean | Promise<boolean>;
   /** Files and folders of a version (relative paths) the stage reads: other stages' outputs it needs. */
   reads(m: Manifest): string[];
   /** Files and folders of a version (relative paths) the stage writes, according to its manifest. */
@@ -42,7 +46,25 @@ export interface Stage {
   tiles(config: BuildConfig, m: Manifest): number;
 }
 
-/** Archives of the manifest's tilesets of one kind. */
+/** Archives of the manifest's tilesets of one kind (a raster tileset's @2x archive too). */
 export function tilesetArchives(m: Manifest, kind: Manifest['tilesets'][string]['kind']): string[] {
-  return Object.values(m.tilesets).filter((t) => t.kind === kind).map((t) => t.archive);
+  return Object.values(m.tilesets).filter((t) => t.kind === kind).flatMap((t) => [t.archive, ...(t.hidpi ? [t.hidpi.archive] : [])]);
+}
+
+/**
+ * What each configured tileset's source holds (pipeline/sources/index.ts tilesetSourceKind), in config
+ * order: which of the vector and imagery stages builds it.
+ */
+export async function tilesetSourceKinds(config: BuildConfig): Promise<('vector' | 'raster' | 'imagery')[]> {
+  const { tilesetSourceKind } = await import('./sources/index.ts');
+  const out: ('vector' | 'raster' | 'imagery')[] = [];
+  for (const t of Object.values(config.tilesets)) {
+    try {
+      out.push(await tilesetSourceKind(t.source));
+    } catch (e) {
+      // The one line names the tileset too.
+      throw isUserError(e) ? new UserError(`tileset "${t.id}": ${e.message}`, { cause: e, exitCode: e.exitCode }) : e;
+    }
+  }
+  return out;
 }

@@ -1,7 +1,7 @@
 // Writes docs/config.md, the build configuration's reference, from the zod schema the CLI validates
 // with (pipeline/config), so the reference cannot drift from what is accepted:
 //   node --import tsx scripts/config-doc.ts          # rewrite docs/config.md
-// test/config-doc.test.ts fails when docs/config.md differs from what this prints.
+// test/config-doc.quick.test.ts fails when docs/config.md differs from what this prints.
 import { writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -39,6 +39,8 @@ const MEANING: Record<string, string> = {
   'styles.<id>.scales': '1 (256 px) and/or 2 (`@2x`, 512 px)',
   'styles.<id>.formats': 'raster formats, each encoded from the same pixels: `png`, `jpg`, `webp`',
   'styles.<id>.language': 'bake the labels in this language: every label that shows a name reads `name:xx` first, then the style\'s own (`"osm-bright-de": {"style": "styles/osm-bright/style.json", "language": "de"}`); the tileset must carry it; an ordinary style otherwise ([languages](languages.md))',
+  'styles.<id>.sprite': 'a folder of SVG icons (`<name>.svg`, relative to this file) made into the style\'s sprite at 1x and 2x: `"icons/"` replaces the style\'s own sprite, `{"extend": "icons/"}` adds to it (a name in both: the folder\'s icon) ([sprites](sprites.md))',
+  'styles.<id>.sprite.extend': 'the folder whose icons are added to the style\'s own sprite',
   fonts: 'glyph folder, `<fontstack>/<start>-<end>.pbf`',
   render: 'renderer settings shared by every style',
   'render.metatile': 'tiles per metatile side',

@@ -18,6 +18,8 @@ Open the preview page (the token is in the fragment, which is never sent to the 
 Try:
   curl -sS -H "Authorization: Bearer ${TOKEN}" --compressed ${BASE}/data/openmaptiles/14/8529/5974.pbf -o tile.pbf -w '%{http_code} %{content_type} %{size_download} bytes\n'
   curl -sS -H "Authorization: Bearer ${TOKEN}" ${BASE}/styles/osm-bright/14/8529/5974@2x.png -o tile@2x.png -w '%{http_code} %{content_type} %{size_download} bytes\n'
+  curl -sS -H "Authorization: Bearer ${TOKEN}" ${BASE}/styles/hybrid/10/292/438.jpg -o hybrid.jpg -w '%{http_code} %{content_type} %{size_download} bytes\n'
+  curl -sS -H "Authorization: Bearer ${TOKEN}" ${BASE}/data/landsat/9/145/219.webp -o landsat.webp -w '%{http_code} %{content_type} %{size_download} bytes\n'
   curl -sS -H "Authorization: Bearer ${TOKEN}" -H 'Content-Type: application/json' -d '{"range":true,"shape":[{"lat":43.7384,"lon":7.4246},{"lat":43.7311,"lon":7.4197},{"lat":43.7503,"lon":7.4390}]}' ${BASE}/height
 
   curl -sS -H "Authorization: Bearer ${TOKEN}" ${BASE}/metrics | grep '^tilebake_http_requests_total'

@@ -1,6 +1,7 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { UserError } from '../lib/errors.ts';
+import { HttpStatus } from '../lib/http-status.ts';
 import { HttpError } from './context.ts';
 
 /** Environment variable holding comma-separated bearer tokens. */
@@ -11,8 +12,6 @@ export const AUTH_REALM = 'tilebake';
 const HASH_PREFIX = 'sha256:';
 /** A SHA-256 digest in hex. */
 const SHA256_HEX = /^[0-9a-f]{64}$/i;
-/** Status of a rejected request. */
-const UNAUTHORIZED = 401;
 
 /** SHA-256 of a token: what is stored and compared. */
 export function hashToken(token: string): Buffer {
@@ -118,11 +117,11 @@ export function checkAuthorization(header: string | undefined, hashes: readonly 
 export function rejectUnauthorized(result: AuthResult.Missing | AuthResult.Invalid, origin?: string): never {
   if (result === AuthResult.Missing) {
     const why = origin === undefined ? '' : ` (no key allows origin ${JSON.stringify(origin.slice(0, 200))})`;
-    throw new HttpError(UNAUTHORIZED, `missing bearer token: send \`Authorization: Bearer <token>\`${why}`, {}, {
+    throw new HttpError(HttpStatus.Unauthorized, `missing bearer token: send \`Authorization: Bearer <token>\`${why}`, {}, {
       'www-authenticate': `Bearer realm="${AUTH_REALM}"`,
     });
   }
-  throw new HttpError(UNAUTHORIZED, 'invalid bearer token', {}, {
+  throw new HttpError(HttpStatus.Unauthorized, 'invalid bearer token', {}, {
     'www-authenticate': `Bearer realm="${AUTH_REALM}", error="invalid_token"`,
   });
 }

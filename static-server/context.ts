@@ -64,6 +64,8 @@ export interface ServeOptions {
   searchCache?: string;
   /** Largest pack `GET /packs/…` builds, in tiles (default 200,000); larger ones are refused before anything is sent. */
   maxPackTiles?: number;
+  /** Largest GeoJSON body of a static map (`POST /styles/{style}/static/…`), in bytes (default 1 MB); larger ones get 413. */
+  maxStaticBody?: number;
   logLevel: string;
 }
 

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { pollCurrentVersion, versionPath, writeLease, type CurrentVersion } from '../lib/build-version.ts';
+import { HttpStatus } from '../lib/http-status.ts';
 import { LocalStore, type Store } from '../lib/storage.ts';
 import type { AppRole } from './app.ts';
 import { archivesOf } from './archives.ts';
@@ -22,8 +23,6 @@ import { takeVersionPrefix } from './versioned.ts';
 export const DEFAULT_VERSION_POLL_MS = 2000;
 /** Delay between a watch event and the check (a rename shows as several events). */
 const WATCH_DEBOUNCE_MS = 50;
-const UNAVAILABLE = 503;
-const NOT_FOUND = 404;
 /** Older versions kept open for `/v/{build}/` requests (the least recently opened is closed first). */
 const OLDER_VERSIONS_OPEN = 2;
 
@@ -141,7 +140,7 @@ export class VersionFollower {
     return (req, res) => {
       if (this.closing) {
         // Requests still arriving on kept-alive connections while the server drains.
-        this.refuse(res, UNAVAILABLE, 'server is shutting down', {}, { connection: 'close' });
+        this.refuse(res, HttpStatus.Unavailable, 'server is shutting down', {}, { connection: 'close' });
         return;
       }
       const id = takeVersionPrefix(req);
@@ -150,7 +149,7 @@ export class VersionFollower {
       void this.olderVersion(id).then((v) => {
         if (v) return this.dispatch(v, role, req, res);
         const hint = current === undefined ? '' : `; the current version is ${current}`;
-        this.refuse(res, NOT_FOUND, `build version ${id} is not on this server (pruned, or never built)${hint}`, current === undefined ? {} : { current });
+        this.refuse(res, HttpStatus.NotFound, `build version ${id} is not on this server (pruned, or never built)${hint}`, current === undefined ? {} : { current });
       });
     };
   }

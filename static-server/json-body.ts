@@ -4,13 +4,10 @@
  * JSON.stringify), then fastify's own parser (which refuses `__proto__` and `constructor` poisoning).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { HttpStatus } from '../lib/http-status.ts';
 
 /** Deepest nesting of arrays and objects accepted in a JSON body or query parameter. */
 export const MAX_JSON_DEPTH = 64;
-/** Status of a body in a charset other than UTF-8. */
-const UNSUPPORTED_MEDIA_TYPE = 415;
-/** Status of a body nested too deeply. */
-const BAD_REQUEST = 400;
 
 /** An error fastify's error handlers see like their own (`statusCode`). */
 class BodyError extends Error {
@@ -46,18 +43,21 @@ export function jsonDepthExceeds(text: string, max: number): boolean {
 /** Throw a 400 when `text` nests deeper than MAX_JSON_DEPTH. */
 export function checkJsonDepth(text: string): void {
   if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
-    throw new BodyError(BAD_REQUEST, `JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
+    throw new BodyError(HttpStatus.BadRequest, `JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
   }
 }
 
-/** Replace the app's `application/json` parser with the checked one (per-route body limits still apply). */
+/** JSON media types parsed: JSON, and GeoJSON (RFC 7946: `application/geo+json`, static maps' bodies). */
+const JSON_TYPES = ['application/json', 'application/geo+json'];
+
+/** Replace the app's `application/json` parser with the checked one, also for GeoJSON (per-route body limits still apply). */
 export function useCheckedJsonParser(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req: FastifyRequest, body: string | Buffer, done) => {
+  app.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, (req: FastifyRequest, body: string | Buffer, done) => {
     const charset = charsetOf(req.headers['content-type']);
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      done(new BodyError(UNSUPPORTED_MEDIA_TYPE, `charset "${charset}" is not supported: send UTF-8 JSON`), undefined);
+      done(new BodyError(HttpStatus.UnsupportedMediaType, `charset "${charset}" is not supported: send UTF-8 JSON`), undefined);
       return;
     }
     try {

@@ -7,6 +7,7 @@ import cluster from 'node:cluster';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry, type PrometheusContentType } from 'prom-client';
+import { HttpStatus } from '../lib/http-status.ts';
 import { METRICS_CONTENT_TYPE, serverMetrics } from './metrics.ts';
 
 /** IPC messages between a worker asking for the cluster's metrics and the primary. */
@@ -101,14 +102,14 @@ export interface MetricsListener {
 export async function startMetricsListener(port: number, host: string): Promise<MetricsListener> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== METRICS_PATH) return sendJsonError(res, 404, `no route for ${req.method} ${path} (this port serves ${METRICS_PATH})`);
-    if (req.method !== 'GET' && req.method !== 'HEAD') return sendJsonError(res, 405, `method ${req.method} not allowed on ${METRICS_PATH}`, { allow: 'GET, HEAD' });
+    if (path !== METRICS_PATH) return sendJsonError(res, HttpStatus.NotFound, `no route for ${req.method} ${path} (this port serves ${METRICS_PATH})`);
+    if (req.method !== 'GET' && req.method !== 'HEAD') return sendJsonError(res, HttpStatus.MethodNotAllowed, `method ${req.method} not allowed on ${METRICS_PATH}`, { allow: 'GET, HEAD' });
     clusterMetricsText().then(
       (text) => {
-        res.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE, 'cache-control': 'no-store' });
+        res.writeHead(HttpStatus.Ok, { 'content-type': METRICS_CONTENT_TYPE, 'cache-control': 'no-store' });
         res.end(req.method === 'HEAD' ? undefined : text);
       },
-      (e: unknown) => sendJsonError(res, 503, `metrics unavailable: ${(e as Error).message}`),
+      (e: unknown) => sendJsonError(res, HttpStatus.Unavailable, `metrics unavailable: ${(e as Error).message}`),
     );
   });
   await new Promise<void>((resolve, reject) => {

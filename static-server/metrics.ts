@@ -19,8 +19,10 @@ const KIND_BY_ROUTE: Readonly<Record<string, RouteKind>> = Object.freeze({
   '/fonts/:fontstack/:file': 'glyph',
   '/height': 'height',
   '/styles/:style/static/:view/:size': 'static-map',
+  '/styles/:style/static/:size': 'static-map',
   '/styles/:style/wmts.xml': 'wmts',
   '/styles/wmts.xml': 'wmts',
+  '/data/:tileset/wmts.xml': 'wmts',
   '/packs/:file': 'pack',
   '/packs/styles/:file': 'pack',
   '/search': 'search',
@@ -32,7 +34,7 @@ const KIND_BY_ROUTE: Readonly<Record<string, RouteKind>> = Object.freeze({
   '/metrics': 'metrics',
   '/health': 'health',
 });
-/** The data tile route: vector or terrain tiles by the tileset's kind. */
+/** The data tile route: vector, terrain or raster tiles by the tileset's kind. */
 const DATA_TILE_ROUTE = '/data/:tileset/:z/:x/:file';
 /** `/styles/{style}/style.json`, `rendered.json` (raster TileJSON) or a sprite file. */
 const STYLE_FILE_ROUTE = '/styles/:style/:file';
@@ -291,7 +293,8 @@ export function routeKind(req: FastifyRequest, manifest: Manifest): RouteKind {
   if (url === undefined) return 'other';
   if (url === DATA_TILE_ROUTE) {
     const id = (req.params as { tileset?: string }).tileset;
-    return id !== undefined && manifest.tilesets[id]?.kind === 'terrain' ? 'terrain' : 'vector';
+    const kind = id !== undefined ? manifest.tilesets[id]?.kind : undefined;
+    return kind === 'terrain' || kind === 'raster' ? kind : 'vector';
   }
   if (url === STYLE_FILE_ROUTE) {
     const file = (req.params as { file?: string }).file;

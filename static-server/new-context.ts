@@ -9,8 +9,8 @@ import { FailureLog } from './failure-log.ts';
 import { StoreHealth } from './store-health.ts';
 
 /**
- * The context of an app over an open store and a manifest (the render role passes the manifest the
- * page must see): cache headers from the options; a logger and health tracker unless given.
+ * The context of an app over an open store and a manifest (`serve` passes the store's; the export one
+ * whose styles offer only the baked zooms): cache headers from the options; a logger and health tracker unless given.
  */
 export function contextOver(store: Store, manifest: Manifest, options: ServeOptions, given: { log?: Logger; health?: StoreHealth } = {}): ServerContext {
   const log = given.log ?? createLogger(options.logLevel);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isGzip } from '../lib/gzip.ts';
 import { HttpStatus } from '../lib/http-status.ts';
 
 /** Stored tile bytes with their strong ETag, computed once when the tile enters the cache. */
@@ -28,9 +29,6 @@ export interface TileSendOptions {
 const ETAG_HASH_BYTES = 16;
 /** Suffix that makes the ETag of the decompressed representation differ from the gzip one. */
 const IDENTITY_ETAG_SUFFIX = '-identity';
-/** The two magic bytes that start a gzip member. */
-const GZIP_MAGIC_0 = 0x1f;
-const GZIP_MAGIC_1 = 0x8b;
 
 /** Content types by tile extension (`mlt`: the media type the MLT specification names, which MapLibre sends as `Accept`). */
 export const TILE_CONTENT_TYPES: Readonly<Record<string, string>> = Object.freeze({
@@ -59,11 +57,6 @@ export function identityEtag(etag: string): string {
 export function appendVary(reply: FastifyReply, value: string): void {
   const vary = reply.getHeader('vary');
   reply.header('vary', vary ? `${String(vary)}, ${value}` : value);
-}
-
-/** True when the bytes start with the gzip magic number. */
-function isGzip(bytes: Buffer): boolean {
-  return bytes.length > 1 && bytes[0] === GZIP_MAGIC_0 && bytes[1] === GZIP_MAGIC_1;
 }
 
 /** The quality (`q`, default 1) an Accept or Accept-Encoding header gives each listed name, lower-cased. */

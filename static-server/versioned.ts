@@ -8,6 +8,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { HttpStatus } from '../lib/http-status.ts';
 import { splitVersionedUrl, versionedBase } from '../lib/versioned-url.ts';
 import type { ServerContext } from './context.ts';
 
@@ -35,7 +36,7 @@ export function useVersionedUrls(ctx: ServerContext, id: string): void {
 /** Successful answers to versioned URLs get the immutable Cache-Control of the context. */
 export function registerVersionedCaching(app: FastifyInstance, ctx: ServerContext): void {
   app.addHook('onSend', (req, reply, payload, done) => {
-    if (reply.statusCode < 400 && versionedRequests.has(req.raw)) reply.header('cache-control', ctx.cache.versioned);
+    if (reply.statusCode < HttpStatus.BadRequest && versionedRequests.has(req.raw)) reply.header('cache-control', ctx.cache.versioned);
     done(null, payload);
   });
 }

@@ -13,7 +13,6 @@
  * shard renders; the Slurm test covers the rest of the contract; here the store is what is under test),
  * with the sample's Latin glyph ranges only (latinFonts): Swift handles each file of a version as an object.
  */
-import { spawn } from 'node:child_process';
 import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,7 +20,8 @@ import { currentVersionDir, versionPath } from '../lib/build-version.ts';
 import { openWritableStore, type WritableStore } from '../lib/object-store.ts';
 import { lonLatToTile } from '../lib/tile-math.ts';
 import { EXIT_PERMANENT, EXIT_TRANSIENT, publishArgs, shardArgs } from '../deploy/params.ts';
-import { CLI, freePort, request, startServe, type ServeProcess } from './fixtures/server/helpers.ts';
+import { runCli } from './fixtures/cli.ts';
+import { freePort, request, startServe, type ServeProcess } from './fixtures/server/helpers.ts';
 import { startSwift, SWIFT_HOOK_TIMEOUT_MS, type Swift } from './fixtures/swift.ts';
 import { latinFonts, readTile, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
@@ -38,23 +38,13 @@ let run: string;
 let out: string;
 let serve: ServeProcess | undefined;
 
-/** The test's environment without any engine index variable, plus `env`. */
-function cleanEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
-  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(SLURM_|AWS_BATCH_|CLOUD_RUN_|BATCH_TASK_|JOB_COMPLETION_INDEX|TILEBAKE_SHARD_INDEX|AWS_)/.test(k)));
-  const merged: NodeJS.ProcessEnv = { ...base, TILEBAKE_QUIET: '1', ...env };
-  for (const k of Object.keys(merged)) if (merged[k] === undefined) delete merged[k];
-  return merged;
-}
+/** The test's engine index variables and AWS settings: a command gets Swift's credentials only. */
+const FOREIGN_VARS = /^(SLURM_|AWS_BATCH_|CLOUD_RUN_|BATCH_TASK_|JOB_COMPLETION_INDEX|TILEBAKE_SHARD_INDEX|AWS_)/;
 
-/** Run the CLI; resolves with its exit code and output (never rejects). */
-function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number; out: string }> {
-  return new Promise((done) => {
-    const p = spawn(process.execPath, [CLI, ...args], { env: cleanEnv({ ...credentials(), ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
-    let text = '';
-    p.stdout.on('data', (d: Buffer) => (text += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (text += d.toString()));
-    p.on('exit', (code) => done({ code: code ?? 1, out: text }));
-  });
+/** Run the CLI with Swift's credentials and `env`; resolves with its exit code and output (never rejects). */
+async function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number | null; out: string }> {
+  const r = await runCli(args, { env: { ...credentials(), ...env }, unset: FOREIGN_VARS });
+  return { code: r.code, out: r.output };
 }
 
 /** Swift's credentials without the endpoint (commands get it from --s3-endpoint, as the engine definitions pass it). */

@@ -7,8 +7,9 @@
  * publish while `tilebake serve` keeps serving the current version; the next incremental build after
  * the distributed one re-renders only metatiles over changed tiles.
  *
- * Config: the Monaco sample, osm-bright at z12–14, 1x and @2x, PNG and JPEG (the elevation stage and
- * the other styles would only add minutes; they run through the same stage records).
+ * Config: the Monaco sample, osm-bright at z12–14, 1x and @2x, PNG and JPEG, and an orthophoto no style
+ * draws, warped by the shards (the elevation stage and the other styles would only add minutes; they run
+ * through the same stage records).
  */
 import { spawn } from 'node:child_process';
 import { copyFile, readdir, readFile, rm, writeFile, chmod } from 'node:fs/promises';
@@ -16,12 +17,13 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { lonLatToTile } from '../lib/tile-math.ts';
+import { HRO } from './fixtures/imagery.ts';
+import { CLI, runCli } from './fixtures/cli.ts';
 import { startSlurm, type SlurmCluster } from './fixtures/slurm.ts';
 import { startServe, type ServeProcess } from './fixtures/server/helpers.ts';
 import { copyTile, readTile, SAMPLE, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const CLI = join(ROOT, 'bin/tilebake.js');
 const SUBMIT = join(ROOT, 'deploy/slurm/submit.sh');
 const LONG = 600_000;
 const N = 4;
@@ -38,7 +40,8 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env):
   });
 }
 
-const cli = (args: string[], env: NodeJS.ProcessEnv = {}) => run(process.execPath, [CLI, ...args], { ...process.env, TILEBAKE_QUIET: '1', ...env });
+/** Run the CLI (with `env`); resolves with its exit code and output (never rejects). */
+const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { env }).then((r) => ({ code: r.code, out: r.output }));
 
 /** Every file of a version folder, relative path → bytes (manifest.json without its generatedAt). */
 async function versionFiles(dir: string): Promise<Map<string, string>> {
@@ -91,7 +94,8 @@ describe.sequential('distributed build on a one-node Slurm cluster', () => {
     const source = join(dir, 'monaco.mbtiles');
     await copyFile(join(SAMPLE, 'monaco_omt.mbtiles'), source);
     const raw = sampleConfig(join(dir, 'one'), { minzoom: 12, maxzoom: 14 }, { metatile: 4, margin: 64, timeoutMs: 120_000 });
-    raw.tilesets = { openmaptiles: { source, encodings: ['mvt', 'mlt'] } };
+    // And imagery no style draws (the 15 cm orthophoto at z19–20 and @2x z19): the shards warp it, publish merges it.
+    raw.tilesets = { openmaptiles: { source, encodings: ['mvt', 'mlt'] }, ortho: { source: HRO, format: 'png', minzoom: 19 } };
     config = (await writeConfig(dir, 'config.json', raw)).file;
     runDir = join(dir, 'run');
     out = join(dir, 'out');
@@ -137,6 +141,11 @@ exec "${process.execPath}" "${CLI}" "$@"
     expect([...got.keys()].filter((k) => k.endsWith('.pmtiles') && k.startsWith('styles/'))).toHaveLength(4);
     // The MLT archive, made by plan's vector stage, is published with the version (and equal to the one-machine build's, above).
     expect(got.has('data/openmaptiles.mlt.pmtiles')).toBe(true);
+    // The imagery was warped by the shards, each its share of the batches (equal to the one-machine build's, above).
+    expect(Object.keys(JSON.parse(await readFile(join(runDir, 'run.json'), 'utf8')).imagery)).toEqual(['data/ortho', 'data/ortho@2x']);
+    const shares = await Promise.all([...Array(N).keys()].map(async (i) => JSON.parse(await readFile(join(runDir, 'shards', String(i), 'DONE.json'), 'utf8')).imagery['data/ortho'].tiles as number));
+    expect(shares.filter((n) => n > 0).length).toBeGreaterThan(1);
+    expect(shares.reduce((a, b) => a + b, 0)).toBe(JSON.parse(Buffer.from(got.get('manifest.json')!, 'base64').toString()).tilesets.ortho.tiles);
   }, LONG);
 
   it('publish --archive merges one archive into RUN/merged/ (fan-in), equal to the published one', async () => {

@@ -1,12 +1,12 @@
 import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import { VectorTile } from '@mapbox/vector-tile';
 import { PbfReader } from 'pbf';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ElevationIndex } from '../lib/elevation/reader.ts';
+import { gunzipIfGzipped } from '../lib/gzip.ts';
 import { ENCODING_STEP, decodeHeightRgb, encodeHeightRgb } from '../lib/elevation/terrain-rgb.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { FileRangeSource } from '../lib/storage.ts';
@@ -203,7 +203,7 @@ describe('terrain and contour tiles of DEMs with gaps between them', () => {
           const [w, s, e, n] = tileBounds(z, x, r.y);
           expect(cells.some((c) => w < c[2] && e > c[0] && s < c[3] && n > c[1]), `contour tile ${z}/${x}/${r.y}`).toBe(true);
           const bytes = new Uint8Array(tile.data);
-          const layer = new VectorTile(new PbfReader(bytes[0] === 0x1f && bytes[1] === 0x8b ? gunzipSync(bytes) : bytes)).layers.contours;
+          const layer = new VectorTile(new PbfReader(gunzipIfGzipped(bytes))).layers.contours;
           for (let i = 0; i < layer.length; i++) expect(layer.feature(i).properties.ele as number % 200).toBe(0);
         }
       }

@@ -3,7 +3,6 @@
 // allowed origin (never `*`), per-key rates answered 429 with the JSON error body, and the versioned
 // layout: `/v/{build}/…` immutable, older versions kept, pruned ones 404. Chromium checks the CORS
 // answers as a browser enforces them.
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -14,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishVersion, versionPath } from '../lib/build-version.ts';
 import { loadNginxKeys } from '../export/nginx-access.ts';
 import { exportBehindNginx, launchChromium, publishAsVersion, type ExportedNginx } from './fixtures/export/nginx.ts';
-import { CLI, request } from './fixtures/server/helpers.ts';
+import { runCli } from './fixtures/cli.ts';
+import { request } from './fixtures/server/helpers.ts';
 import { buildStyleOutput, STYLE_ID, type StyleOutput } from './fixtures/styles/output.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
@@ -75,11 +75,8 @@ describe('nginx with keys', () => {
 
   it('`tilebake export --keys` says what nginx cannot enforce and writes the keys into the configuration', async () => {
     const dir = join(style.out, 'cli');
-    const { code, stderr } = await new Promise<{ code: number; stderr: string }>((done) => {
-      const env = { ...process.env, TILEBAKE_TOKENS: '' };
-      const args = [CLI, 'export', '--out', style.out, '--to', join(dir, 'export'), '--public-url', 'https://tiles.example.com', '--nginx-conf', join(dir, 'tilebake.conf'), '--keys', keysFile];
-      execFile(process.execPath, args, { env }, (e, _out, err) => done({ code: e ? Number(e.code ?? 1) : 0, stderr: err }));
-    });
+    const args = ['export', '--out', style.out, '--to', join(dir, 'export'), '--public-url', 'https://tiles.example.com', '--nginx-conf', join(dir, 'tilebake.conf'), '--keys', keysFile];
+    const { code, stderr } = await runCli(args, { quiet: false, env: { TILEBAKE_TOKENS: '' } });
     expect(code, stderr).toBe(0);
     expect(stderr).toMatch(/warning: .*"backend": its secret is a sha256: hash/);
     expect(stderr).toMatch(/warning: .*"partner": nginx does not enforce quotas/);

@@ -1,7 +1,6 @@
 // `tilebake export` served by Debian's nginx with the generated configuration: every exported file
 // (every tile, document, sprite and glyph range) byte-identical to `tilebake serve`, auth, gzip
 // negotiation both ways, /height proxied; incremental exports; a SIGKILLed export.
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,7 +17,8 @@ import { openBuildToExport } from '../export/build-source.ts';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { buildFullOutput, VECTOR_TILESET, writeMonacoArchive, type FullOutput } from './fixtures/server/full-output.ts';
-import { CLI, freePort, request, runNginx, startGatedRangeServer, type Nginx, type SourceTile } from './fixtures/server/helpers.ts';
+import { startCli } from './fixtures/cli.ts';
+import { freePort, request, runNginx, startGatedRangeServer, type Nginx, type SourceTile } from './fixtures/server/helpers.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -244,13 +244,9 @@ describe('incremental export', () => {
     try {
       // Hold the first read of a raster archive: the vector tiles are staged by then.
       upstream.holdOn((path) => path.endsWith('.png.pmtiles'));
-      const child = spawn(process.execPath, [CLI, 'export', '--out', upstream.url, '--to', exportDir, '--public-url', publicUrl], {
-        env: { ...process.env, TILEBAKE_QUIET: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const { child, exited } = startCli(['export', '--out', upstream.url, '--to', exportDir, '--public-url', publicUrl]);
       let output = '';
-      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-      const exited = new Promise((r) => child.on('exit', r));
+      child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
       await Promise.race([upstream.held(), exited.then(() => Promise.reject(new Error(`export exited early: ${output}`)))]);
       // The export cannot get past the held read; let its in-flight writes of vector tiles land, then kill it.
       const stagedTiles = join(exportDir, STAGING_DIR, 'data', VECTOR_TILESET);

@@ -1,4 +1,4 @@
-// The import graph of the project's own source files, for the layering test (test/layering.test.ts).
+// The import graph of the project's own source files, for the layering test (test/layering.quick.test.ts).
 import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
@@ -108,4 +108,49 @@ export function importCycles(graph: Map<string, string[]>): string[][] {
 /** The top-level folder of a project-relative path (`lib`, `pipeline`, …). */
 export function layerOf(file: string): string {
   return file.split(/[\\/]/)[0]!;
+}
+
+/**
+ * The unit of a project file inside its layer: the file itself when it lies at the layer's top
+ * (`pipeline/build.ts`) or is named in `own` (a file that sits apart from its folder, e.g.
+ * `pipeline/sources/index.ts`), else its folder in the layer (`pipeline/osm`).
+ */
+export function unitOf(file: string, own: ReadonlySet<string> = new Set()): string {
+  const parts = file.split(/[\\/]/);
+  const rel = parts.join('/');
+  return parts.length <= 2 || own.has(rel) ? rel : `${parts[0]}/${parts[1]}`;
+}
+
+/** The graph of the units of `layer` (see `unitOf`): unit → the other units of the layer it imports. */
+export function unitGraph(graph: Map<string, string[]>, layer: string, own: ReadonlySet<string> = new Set()): Map<string, string[]> {
+  const units = new Map<string, Set<string>>();
+  for (const [file, targets] of graph) {
+    if (layerOf(file) !== layer) continue;
+    const from = unitOf(file, own);
+    const to = units.get(from) ?? new Set<string>();
+    units.set(from, to);
+    for (const t of targets) if (layerOf(t) === layer && unitOf(t, own) !== from) to.add(unitOf(t, own));
+  }
+  return new Map([...units].map(([u, ts]) => [u, [...ts].sort()]));
+}
+
+/**
+ * The imports of `layer` that go against `order` (its units, top first, as paths inside the layer:
+ * `osm`, `sources/index.ts`): "file -> target" for each import from a listed unit to a unit listed
+ * above it. Units not listed (the files at the layer's top) are left to the cycle check.
+ */
+export function importsAgainstOrder(graph: Map<string, string[]>, layer: string, order: readonly string[]): string[] {
+  const rank = new Map(order.map((u, i) => [`${layer}/${u}`, i]));
+  const own = new Set(order.filter((u) => u.includes('/')).map((u) => `${layer}/${u}`));
+  const out: string[] = [];
+  for (const [file, targets] of graph) {
+    if (layerOf(file) !== layer) continue;
+    const from = rank.get(unitOf(file, own));
+    if (from === undefined) continue;
+    for (const t of targets) {
+      const to = layerOf(t) === layer ? rank.get(unitOf(t, own)) : undefined;
+      if (to !== undefined && to < from) out.push(`${file} -> ${t}`);
+    }
+  }
+  return out;
 }

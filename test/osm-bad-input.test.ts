@@ -5,7 +5,6 @@
  * with SIGKILL while tilemaker runs: the rerun cleans the work folder (and the orphaned generator) up.
  */
 import { currentVersionDir } from '../lib/build-version.ts';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,7 +13,8 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { processesWith } from '../lib/process-tree.ts';
 import { findTool, OSMIUM } from '../pipeline/osm/tools.ts';
-import { CLI, MONACO_HEADER_BBOX, MONACO_PBF, osmConfig, runCli } from './osm-helpers.ts';
+import { runCli, startCli } from './fixtures/cli.ts';
+import { MONACO_HEADER_BBOX, MONACO_PBF, osmConfig } from './osm-helpers.ts';
 import { tempDir } from './render-helpers.ts';
 
 const LONG = 300_000;
@@ -42,7 +42,7 @@ async function expectUntouched(out: string): Promise<void> {
 }
 
 /** Expect a failed run: exit code not 0, one line on stderr matching `pattern`. */
-function expectOneLineError(r: { code: number; stderr: string }, pattern: RegExp): void {
+function expectOneLineError(r: { code: number | null; stderr: string }, pattern: RegExp): void {
   expect(r.code, r.stderr).not.toBe(0);
   const lines = r.stderr.trim().split('\n');
   expect(lines, r.stderr).toHaveLength(1);
@@ -85,7 +85,7 @@ describe('bad OSM inputs', () => {
     const osmium = await findTool(OSMIUM);
     await symlink(osmium, join(bin, 'osmium'));
     const { config, out } = await setUp('no-tilemaker', MONACO_PBF);
-    const r = await runCli(['build', '--config', config, '--only', 'vector'], { PATH: bin });
+    const r = await runCli(['build', '--config', config, '--only', 'vector'], { env: { PATH: bin } });
     expectOneLineError(r, /tilemaker not found on PATH .*install Debian's tilemaker package/);
     await expectUntouched(out);
   });
@@ -100,9 +100,9 @@ describe('SIGKILL, then rerun', () => {
     await writeFile(config, JSON.stringify(osmConfig(out, MONACO_PBF, { bbox: MONACO_HEADER_BBOX })));
     const work = join(out, '.work', 'osm', 'openmaptiles');
     // Kill the build once the extract's tilemaker run has started in the work folder (its config is written).
-    const child = spawn(process.execPath, [CLI, 'build', '--config', config, '--only', 'vector'], { env: { ...process.env, TILEBAKE_QUIET: '1' }, stdio: 'ignore' });
+    const { child, exited: exit } = startCli(['build', '--config', config, '--only', 'vector']);
     let exitCode: number | null | undefined;
-    const exited = new Promise<void>((ok) => child.once('exit', (code) => ok(void (exitCode = code))));
+    const exited = exit.then((e) => void (exitCode = e.code));
     const started = Date.now();
     while (!existsSync(join(work, 'tiles.mbtiles.json'))) {
       if (exitCode !== undefined) throw new Error(`the build exited (code ${exitCode}) before tilemaker started`);

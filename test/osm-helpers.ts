@@ -1,4 +1,4 @@
-/** Shared helpers of the OSM source tests: the Monaco extract, configs, decoded tiles, osmium look-ups, the CLI. */
+/** Shared helpers of the OSM source tests: the Monaco extract, configs, decoded tiles, osmium look-ups. */
 import Database from 'better-sqlite3';
 import { execFile } from 'node:child_process';
 import { join, resolve } from 'node:path';
@@ -7,6 +7,7 @@ import { gunzipSync } from 'node:zlib';
 import { VectorTile } from '@mapbox/vector-tile';
 import { PbfReader } from 'pbf';
 import { currentVersionDir } from '../lib/build-version.ts';
+import { gunzipIfGzipped } from '../lib/gzip.ts';
 import { build } from '../pipeline/build.ts';
 import { ensureWorld, worldCacheDir } from '../pipeline/osm/world.ts';
 import { copyOfFixture, sharedFixture } from './fixtures/cache.ts';
@@ -18,7 +19,6 @@ export const MONACO_PBF = join(SAMPLE, 'monaco-latest.osm.pbf');
 /** The extract's header bbox. */
 export const MONACO_HEADER_BBOX: [number, number, number, number] = [7.409205, 43.72335, 7.448637, 43.75169];
 const ROOT = resolve(import.meta.dirname, '..');
-export const CLI = join(ROOT, 'bin', 'tilebake.js');
 
 /** A raw build config with one tileset built from `source` (and `tileset` fields merged in). */
 export function osmConfig(out: string, source: string, tileset: Record<string, unknown> = {}, rest: Record<string, unknown> = {}): Record<string, unknown> {
@@ -51,7 +51,7 @@ export async function worldArchive(): Promise<string> {
 /** A stored tile of an archive, decoded. */
 export async function vectorTile(archive: string, z: number, x: number, y: number): Promise<VectorTile> {
   const data = Buffer.from(await readTile(archive, z, x, y));
-  return new VectorTile(new PbfReader(data[0] === 0x1f ? gunzipSync(data) : data));
+  return new VectorTile(new PbfReader(gunzipIfGzipped(data)));
 }
 
 /** Tile z/x/y (XYZ) of an MBTiles file (e.g. the official OpenMapTiles tiles), decoded, or undefined. */
@@ -79,13 +79,4 @@ export async function wayCoords(pbf: string, ids: number[]): Promise<Map<number,
     if (w) ways.set(Number(w[1]), w[2].split(',').map((r) => nodes.get(r.slice(1))!));
   }
   return ways;
-}
-
-/** Run the CLI as a child process; resolves with the exit code and output (never rejects). */
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, TILEBAKE_QUIET: '1', ...env } }, (err, stdout, stderr) => {
-      done({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
-    });
-  });
 }

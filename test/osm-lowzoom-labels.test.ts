@@ -13,7 +13,7 @@ import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { lonLatToTile, tileBounds, type BBox } from '../lib/tile-math.ts';
 import { ADM0_SIDES_MINZOOM, countryRank } from '../pipeline/osm/natural-earth.ts';
 import { runRenderStage } from '../pipeline/render/stage.ts';
-import { tileBox } from '../pipeline/sources/osm.ts';
+import { tileBox } from '../pipeline/osm/source.ts';
 import { buildMonacoVector, mbtilesTile, MONACO_HEADER_BBOX, MONACO_PBF, osmConfig, vectorTile, worldArchive } from './osm-helpers.ts';
 import { compare, OSM_BRIGHT, readTile, rgb, SAMPLE, writeConfig } from './render-helpers.ts';
 

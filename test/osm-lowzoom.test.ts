@@ -14,7 +14,7 @@ import { currentVersionDir } from '../lib/build-version.ts';
 import { lonLatToTile, tileBounds } from '../lib/tile-math.ts';
 import { pointInRing, type Point } from '../pipeline/osm/coastline.ts';
 import { runRenderStage } from '../pipeline/render/stage.ts';
-import { tileBox } from '../pipeline/sources/osm.ts';
+import { tileBox } from '../pipeline/osm/source.ts';
 import { buildMonacoVector, mbtilesTile, MONACO_HEADER_BBOX, MONACO_PBF, osmConfig, vectorTile } from './osm-helpers.ts';
 import { OSM_BRIGHT, readTile, rgb, SAMPLE, writeConfig } from './render-helpers.ts';
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { tileBounds, type BBox } from '../lib/tile-math.ts';
-import { loadGdal } from '../pipeline/elevation/gdal.ts';
+import { loadGdal, type Gdal } from '../lib/gdal.ts';
 import { canonicalEncode, canonicalTile, decodeStored } from '../pipeline/osm/canonical.ts';
 import { signedArea2 } from '../pipeline/osm/coastline.ts';
 import { fillLayers } from '../pipeline/osm/compose.ts';
@@ -22,7 +22,7 @@ import { readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { buildSea } from '../pipeline/osm/sea.ts';
 import { runShapeLayers } from '../pipeline/osm/shape-runs.ts';
 import { boxPolygon, ofKind, writeShapefile } from '../pipeline/osm/shapes.ts';
-import { tileBox } from '../pipeline/sources/osm.ts';
+import { tileBox } from '../pipeline/osm/source.ts';
 import { buildMonacoVector, MONACO_HEADER_BBOX, MONACO_PBF } from './osm-helpers.ts';
 import { archiveTiles, readTile } from './render-helpers.ts';
 
@@ -30,7 +30,6 @@ process.env.TILEBAKE_QUIET = '1';
 const REEF = join(import.meta.dirname, 'fixtures', 'osm', 'belize-reef.osm.pbf');
 const LONG = 600_000;
 const EXTENT = 4096;
-type Gdal = Awaited<ReturnType<typeof loadGdal>>;
 
 describe('a tile the sea covers is a fill', () => {
   let dir: string;

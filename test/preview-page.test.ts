@@ -1,6 +1,7 @@
 // The preview page at `/` in Debian's Chromium (playwright-core): token from the fragment, tiles with
-// the Authorization header, raster/vector switch, the terrain toggle, an elevation profile matching
-// /height, the search box (the map flies to the answer chosen), the form on 401.
+// the Authorization header, raster/vector switch, the globe switch, a raster tileset's images, the
+// terrain toggle, an elevation profile matching /height, the search box (the map flies to the answer
+// chosen), the form on 401.
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../static-server/serve.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../workers/chromium.ts';
+import { addSampleImagery } from './fixtures/imagery.ts';
 import { serveFullOutputWithTerrain, type FullOutput } from './fixtures/server/full-output.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
@@ -30,8 +32,8 @@ let server: RunningServer;
 let browser: Browser;
 
 beforeAll(async () => {
-  // Terrain tiles for the terrain toggle (this file's own copy of the fixture).
-  ({ fx, server } = await serveFullOutputWithTerrain(TOKEN));
+  // Terrain tiles for the terrain toggle (this file's own copy of the fixture), and the sample's imagery.
+  ({ fx, server } = await serveFullOutputWithTerrain(TOKEN, addSampleImagery));
   browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
   if (SHOTS) await mkdir(SHOTS, { recursive: true });
 });
@@ -123,12 +125,20 @@ describe('preview page', () => {
 
       // The chart: its figures match the statistics of /height's answer to the request the page sent.
       await page.waitForFunction(() => document.getElementById('chart')?.dataset.samples !== undefined, undefined, { timeout: LOAD_TIMEOUT_MS });
-      const sent = requests.find((r) => r.url === `${server.url}/height`);
+      // The page measures the line with the server's distances (no resampling), then asks for the profile.
+      const asked = requests.filter((r) => r.url === `${server.url}/height`).map((r) => ({ ...r, json: JSON.parse(r.body!) as { range: boolean; resample_distance?: number; shape: unknown[] } }));
+      expect(asked[0]?.json.resample_distance).toBeUndefined();
+      const sent = asked.find((r) => r.json.resample_distance !== undefined);
       expect(sent?.auth).toBe(`Bearer ${TOKEN}`);
-      const body = JSON.parse(sent!.body!) as { range: boolean; resample_distance: number; shape: unknown[] };
+      const body = sent!.json;
       expect(body.range).toBe(true);
       expect(body.resample_distance).toBeGreaterThanOrEqual(10);
       expect(body.shape).toHaveLength(3);
+      expect(asked[0].json).toEqual({ shape: body.shape, range: true });
+      const measured = (await (
+        await fetch(`${server.url}/height`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: asked[0].body! })
+      ).json()) as { range_height: [number, number | null][] };
+      expect(body.resample_distance).toBe(Math.max(10, Math.ceil(measured.range_height[measured.range_height.length - 1][0] / 300)));
       const answer = (await (
         await fetch(`${server.url}/height`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: sent!.body! })
       ).json()) as { range_height: [number, number | null][] };
@@ -215,10 +225,41 @@ describe('preview page', () => {
       );
       await mapIdle(page);
       expect(page.url()).toContain('language=it');
+      // The globe switch: the style again with ?projection=globe, drawn by MapLibre on its globe, not blank.
+      const globe = page.waitForResponse((r) => r.url().endsWith('/styles/osm-bright/style.json?language=it&projection=globe') && r.status() === 200, { timeout: LOAD_TIMEOUT_MS });
+      await page.locator('#globe').check();
+      await globe;
+      await page.waitForFunction(
+        () => (window as unknown as { tilebakePreview: { map: { getProjection(): { type?: unknown } | undefined } } }).tilebakePreview.map.getProjection()?.type === 'globe',
+        undefined,
+        { timeout: LOAD_TIMEOUT_MS },
+      );
+      await mapIdle(page);
+      expect(page.url()).toContain('globe=1');
+      expect((await canvasPixels(page)).colours).toBeGreaterThan(200);
+      if (SHOTS) await page.screenshot({ path: join(SHOTS, 'preview-globe.png') });
       // The fixture bakes no Italian rasters: in raster mode the page says so.
       await page.locator('li[data-style="osm-bright"] button', { hasText: 'Raster' }).click();
       await page.locator('#language-note').waitFor({ state: 'visible' });
       expect(await page.locator('#language-note').textContent()).toContain('No raster tiles of this style are baked in it');
+      expect(errors).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('shows a raster tileset\'s images, moved to them, fetched with the token', async () => {
+    const { page, errors, requests } = await openPage(`token=${TOKEN}`);
+    try {
+      await mapIdle(page);
+      await page.locator('li[data-tileset="landsat"] button', { hasText: 'Show' }).click();
+      await mapIdle(page);
+      const tiles = requests.filter((r) => /\/data\/landsat\/\d+\/\d+\/\d+(@2x)?\.webp$/.test(r.url));
+      expect(tiles.length).toBeGreaterThan(0);
+      expect(tiles.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
+      expect(await page.locator('li[data-tileset="landsat"] button', { hasText: 'Show' }).getAttribute('aria-pressed')).toBe('true');
+      // The scene covers a good part of the view (its tiles start at z7: the map fits it at about that zoom).
+      expect((await canvasPixels(page)).drawn).toBeGreaterThan(0.2);
       expect(errors).toEqual([]);
     } finally {
       await page.close();

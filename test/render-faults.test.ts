@@ -3,19 +3,18 @@
  * build ends with exactly the tiles of an undisturbed run.
  */
 import { currentVersionDir } from '../lib/build-version.ts';
-import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { CHROMIUM_PATH } from '../workers/chromium.ts';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { runRenderStage } from '../pipeline/render/stage.ts';
 import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { chromiumBrowsersUnder, processesWith } from '../lib/process-tree.ts';
+import { startCli } from './fixtures/cli.ts';
 import { archiveTiles, copyVectorOutput, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
-const ROOT = resolve(import.meta.dirname, '..');
 /** Tile by tile over z13–14: enough renders that the kill lands in the middle of the build. */
 const STYLE = { minzoom: 13, maxzoom: 14, scales: [1], formats: ['png'] };
 const RENDER = { metatile: 1, margin: 64, timeoutMs: 120_000, retries: 2 };
@@ -39,13 +38,11 @@ describe.sequential('render faults', () => {
     const out = await tempDir('faults-crash');
     await copyVectorOutput(base, out);
     const { file } = await writeConfig(out, 'config.json', sampleConfig(out, STYLE, RENDER));
-    const child = spawn(process.execPath, [join(ROOT, 'bin/tilebake.js'), 'build', '--config', file, '--out', out, '--only', 'render', '--workers', '1'], {
-      env: { ...process.env, TILEBAKE_QUIET: '1' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const run = startCli(['build', '--config', file, '--out', out, '--only', 'render', '--workers', '1']);
+    const child = run.child;
     let stderr = '';
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const exited = run.exited.then((e) => e.code);
     // Once the first metatiles are journalled, kill the build's browser.
     const journal = join(out, '.work/render/osm-bright/1x.png.pmtiles.journal');
     const HEADER_ONLY = 200;
@@ -76,13 +73,12 @@ describe.sequential('render faults', () => {
     const wrapper = join(out, 'chromium-hangs-once.sh');
     writeFileSync(wrapper, `#!/bin/bash\nif mkdir '${hung}' 2>/dev/null; then exec sleep 600; fi\nexec '${CHROMIUM_PATH}' "$@"\n`);
     chmodSync(wrapper, 0o755);
-    const child = spawn(process.execPath, [join(ROOT, 'bin/tilebake.js'), 'build', '--config', file, '--out', out, '--only', 'render', '--workers', '1'], {
-      env: { ...process.env, TILEBAKE_QUIET: '1', TILEBAKE_CHROMIUM: wrapper, TILEBAKE_CHROMIUM_START_TIMEOUT_MS: '20000' },
-      stdio: ['ignore', 'ignore', 'pipe'],
+    const run = startCli(['build', '--config', file, '--out', out, '--only', 'render', '--workers', '1'], {
+      env: { TILEBAKE_CHROMIUM: wrapper, TILEBAKE_CHROMIUM_START_TIMEOUT_MS: '20000' },
     });
     let stderr = '';
-    child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
-    const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    run.child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+    const { code } = await run.exited;
     expect(existsSync(hung)).toBe(true);
     expect(code, stderr).toBe(0);
     const v = (await currentVersionDir(out))!.dir;

@@ -1,11 +1,11 @@
 /** Shared helpers of the render tests: configs over the Monaco sample, archive reading, pixel stats. */
-import { createHash } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { expect } from 'vitest';
+import { sha256 } from '../lib/hash.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
 import { parseConfig, type BuildConfig } from '../pipeline/config/index.ts';
 
@@ -65,7 +65,7 @@ export async function archiveTiles(path: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   try {
     for await (const e of r.entries()) {
-      const hash = createHash('sha256').update(await r.readRange(e.offset, e.length)).digest('hex');
+      const hash = sha256(await r.readRange(e.offset, e.length));
       for (let k = 0; k < e.runLength; k++) out.set(String(e.tileId + k), hash);
     }
   } finally {

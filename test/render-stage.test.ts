@@ -5,7 +5,6 @@
  * with two workers, the other renders with one (a browser start costs ~2.5 CPU s); their tiles must be
  * the same whatever the number of workers.
  */
-import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -18,10 +17,10 @@ import { mergeArchives } from '../pipeline/merge.ts';
 import { runRenderStage } from '../pipeline/render/stage.ts';
 import { runVectorStage } from '../pipeline/vector/stage.ts';
 import { assertChromium } from '../workers/chromium.ts';
+import { startCli } from './fixtures/cli.ts';
 import { archiveTiles, compare, copyVectorOutput, histogram, OSM_BRIGHT, readTile, rgb, sampleConfig, tempDir, writeConfig } from './render-helpers.ts';
 
 process.env.TILEBAKE_QUIET = '1';
-const ROOT = resolve(import.meta.dirname, '..');
 /** z14 tiles over Monaco: a city tile and a sea tile. */
 const CITY = { z: 14, ...lonLatToTile(7.4196, 43.7335, 14) };
 const SEA = { z: 14, ...lonLatToTile(7.4400, 43.7260, 14) };
@@ -183,11 +182,9 @@ describe.sequential('render stage (Monaco, osm-bright)', () => {
     // task the last two tasks of this small job return together). The resumed run below takes the
     // default of 4: the task size is not part of what the pixels depend on.
     const killed = await writeConfig(out, 'killed.json', sampleConfig(out, STYLE, { ...RENDER, batch: 1 }));
-    const child = spawn(process.execPath, [join(ROOT, 'bin/tilebake.js'), 'build', '--config', killed.file, '--out', out, '--only', 'render', '--workers', '1'], {
-      env: { ...process.env, TILEBAKE_QUIET: '1' },
-      stdio: 'ignore',
-    });
-    const exited = new Promise<NodeJS.Signals | number | null>((r) => child.on('exit', (code, sig) => r(sig ?? code)));
+    const run = startCli(['build', '--config', killed.file, '--out', out, '--only', 'render', '--workers', '1']);
+    const child = run.child;
+    const exited = run.exited.then((e) => e.signal ?? e.code);
     // Kill as soon as the first metatile is journalled in both formats (header + at least one record);
     // checked every 20 ms with synchronous stats, so the check does not wait behind other I/O.
     const HEADER_ONLY = 200;

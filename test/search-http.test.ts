@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newBuildId, publishVersion, versionPath } from '../lib/build-version.ts';
-import { haversine } from '../lib/elevation/geo.ts';
+import { haversine } from '../lib/geo-distance.ts';
 import { LocalStore } from '../lib/storage.ts';
 import { buildApp } from '../static-server/app.ts';
 import { contextOver } from '../static-server/new-context.ts';

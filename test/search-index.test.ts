@@ -4,7 +4,7 @@
 // street within 100 m of its ways; `lang` answers `name:xx`; reverse geocoding of points on streets
 // answers those streets; FTS5's syntax typed in `q` is searched as text.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { haversine } from '../lib/elevation/geo.ts';
+import { haversine } from '../lib/geo-distance.ts';
 import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
 import { photonFeature } from '../lib/search/photon.ts';
 import { SearchIndex } from '../lib/search/query.ts';

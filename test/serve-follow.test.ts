@@ -1,15 +1,14 @@
 // Versioned publish and `tilebake serve` following it: rebuilds under load (zero failed requests,
 // every cluster worker switches), SIGHUP, object storage (conditional GET), a killed build, pruning.
-import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentVersionDir, pruneVersions, writeLease } from '../lib/build-version.ts';
-import { CLI, MONACO_MBTILES, monacoTiles, request, ROOT, startNginx, startServe, type SourceTile } from './fixtures/server/helpers.ts';
+import { cliOk, startCli, type CliResult } from './fixtures/cli.ts';
+import { MONACO_MBTILES, monacoTiles, request, startNginx, startServe, type SourceTile } from './fixtures/server/helpers.ts';
 
 const LONG = 240_000;
 let dir: string;
@@ -44,8 +43,8 @@ async function project(name: string): Promise<{ config: string; out: string; sou
   return { config, out, source };
 }
 
-function buildCli(config: string, ...args: string[]): Promise<{ stdout: string; stderr: string }> {
-  return promisify(execFile)(process.execPath, [CLI, 'build', '--config', config, ...args], { cwd: ROOT, env: { ...process.env, CI: '1' } });
+function buildCli(config: string, ...args: string[]): Promise<CliResult> {
+  return cliOk(['build', '--config', config, ...args], { quiet: false, env: { CI: '1' } });
 }
 
 const path = (t: { z: number; x: number; y: number }) => `/data/openmaptiles/${t.z}/${t.x}/${t.y}.pbf`;
@@ -183,8 +182,7 @@ describe('serve follows the current build version', () => {
     try {
       const t = tiles.find((x) => x.z === 14)!;
       setTile(p.source, t, tiles.find((x) => x.z === 14 && x !== t)!.data);
-      const child = spawn(process.execPath, [CLI, 'build', '--config', p.config], { cwd: ROOT, stdio: 'ignore' });
-      const exited = new Promise((r) => child.once('exit', r));
+      const { child, exited } = startCli(['build', '--config', p.config], { quiet: false });
       const builds = join(p.out, 'builds');
       while (!(await readdir(builds)).some((n) => n.startsWith('.incoming-'))) await new Promise((r) => setTimeout(r, 5));
       child.kill('SIGKILL');

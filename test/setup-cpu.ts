@@ -10,7 +10,7 @@
 import { appendFileSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { CPUACCT, cpuacctSeconds } from '../bench/command.ts';
+import { CPUACCT, cpuacctSeconds } from './fixtures/measure.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const HZ = 100; // USER_HZ on Linux

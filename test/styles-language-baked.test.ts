@@ -3,12 +3,10 @@
 // baked tiles show the Italian names where the tiles have them and equal live MapLibre GL JS drawing
 // style.json?language=it (≥ 99.9 % of pixels, the view sized and placed as the build's page renders a
 // metatile); static maps ?language=it are composed from the variant.
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
@@ -19,6 +17,7 @@ import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { request, serveOptions } from './fixtures/server/helpers.ts';
 import { openClient, runMap, type Client } from './fixtures/styles/client.ts';
 import { ROOT } from './fixtures/styles/output.ts';
+import { cliOk } from './fixtures/cli.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
 const SAMPLE = join(ROOT, 'data/sample');
@@ -41,11 +40,7 @@ let config: { styles: Record<string, Record<string, unknown>> } & Record<string,
 /** `tilebake build` of `c` (written to config.json) with the CLI; resolves with its log. */
 async function build(c: typeof config): Promise<string> {
   await writeFile(join(dir, 'config.json'), JSON.stringify(c));
-  const r = await promisify(execFile)(process.execPath, [join(ROOT, 'bin/tilebake.js'), 'build', '--config', join(dir, 'config.json')], {
-    cwd: ROOT,
-    env: { ...process.env, CI: '1', TILEBAKE_QUIET: '' },
-    maxBuffer: 64 << 20,
-  });
+  const r = await cliOk(['build', '--config', join(dir, 'config.json')], { quiet: false, env: { CI: '1', TILEBAKE_QUIET: '' } });
   return `${r.stdout}${r.stderr}`;
 }
 

@@ -3,12 +3,10 @@
 // build bakes the dark style (dark-matter) as PNG and lossy WebP: both are served, listed in rendered.json,
 // WMTS and the preview's catalog, and the WebP tiles (baked, upscaled, static images) are the PNG's pixels
 // within lossy tolerance.
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../static-server/auth.ts';
@@ -16,6 +14,7 @@ import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { request } from './fixtures/server/http.ts';
 import { openClient, runMap, type Client, type MapRun } from './fixtures/styles/client.ts';
 import { ROOT } from './fixtures/styles/output.ts';
+import { cliOk } from './fixtures/cli.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
 const SAMPLE = join(ROOT, 'data/sample');
@@ -101,11 +100,7 @@ beforeAll(async () => {
   const dir = await mkdtemp(join(tmpdir(), 'tilebake-client-'));
   out = join(dir, 'out');
   const config = await writeConfig(dir);
-  await promisify(execFile)(process.execPath, [join(ROOT, 'bin/tilebake.js'), 'build', '--config', config], {
-    cwd: ROOT,
-    env: { ...process.env, CI: '1' },
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  await cliOk(['build', '--config', config], { quiet: false, env: { CI: '1' } });
   server = await startServer(
     { out, port: 0, host: '127.0.0.1', auth: true, cacheControl: 'public, max-age=86400', cors: '*', cacheMb: 64, logLevel: 'warn' },
     { tokenHashes: [hashToken(TOKEN)] },

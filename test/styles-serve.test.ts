@@ -174,6 +174,22 @@ describe('style.json', () => {
   it('answers 404 for an unknown style', async () => {
     expectJsonError(await get('/styles/nope/style.json'), 404);
   });
+
+  it('?projection=globe sets MapLibre\'s globe (a valid style), the rest unchanged; mercator overrides; a bad value is a 400', async () => {
+    const plain = (await get(`/styles/${STYLE_ID}/style.json`)).json() as StyleSpecification;
+    const r = await get(`/styles/${STYLE_ID}/style.json?projection=globe`);
+    expect(r.status).toBe(200);
+    const globe = r.json() as StyleSpecification;
+    expect(globe.projection).toEqual({ type: 'globe' });
+    expect(validateStyleMin(globe)).toEqual([]);
+    expect({ ...globe, projection: undefined }).toEqual({ ...plain, projection: undefined });
+    expect(plain.projection).toBeUndefined();
+    // The alias answers the same.
+    expect((await get(`/styles/${STYLE_ID}.json?projection=globe`)).body.equals(r.body)).toBe(true);
+    expect(((await get(`/styles/${STYLE_ID}/style.json?projection=mercator`)).json() as StyleSpecification).projection).toEqual({ type: 'mercator' });
+    expect(expectJsonError(await get(`/styles/${STYLE_ID}/style.json?projection=albers`), 400).error).toBe('projection: "albers" is not one of globe, mercator');
+    expect(expectJsonError(await get(`/styles/${STYLE_ID}/style.json?projection=globe&projection=globe`), 400).error).toBe('projection: given 2 times');
+  });
 });
 
 describe('raster TileJSON', () => {

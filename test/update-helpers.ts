@@ -10,7 +10,8 @@ import { boundsAtZoom, type ZoomCoverage } from '../lib/manifest.ts';
 import { viewSourceTiles } from '../pipeline/render/selection.ts';
 import { copyWithHeaderBBox } from '../pipeline/osm/pbf-bounds.ts';
 import { sequencePath } from '../pipeline/update/replication.ts';
-import { CLI, ROOT, runNginx, freePort, type Nginx } from './fixtures/server/helpers.ts';
+import { runCli as runTilebake, type CliOptions, type CliResult } from './fixtures/cli.ts';
+import { runNginx, freePort, type Nginx } from './fixtures/server/helpers.ts';
 import { archiveTiles, OSM_BRIGHT, SAMPLE, writeConfig } from './render-helpers.ts';
 
 export const FIXTURES = resolve(import.meta.dirname, 'fixtures', 'osm-replication');
@@ -83,21 +84,9 @@ export function captureStderr(): { start: () => void; stop: () => void; clear: (
   };
 }
 
-/** A finished CLI run. */
-export interface CliRun {
-  code: number | null;
-  stderr: string;
-}
-
-/** Run `tilebake ARGS…` to its end. */
-export function runCli(args: string[], onStderr?: (text: string, kill: () => void) => void): Promise<CliRun> {
-  const proc = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TILEBAKE_QUIET: '' } });
-  let stderr = '';
-  proc.stderr.on('data', (d: Buffer) => {
-    stderr += d.toString();
-    onStderr?.(stderr, () => proc.kill('SIGKILL'));
-  });
-  return new Promise((res) => proc.on('close', (code) => res({ code, stderr })));
+/** Run `tilebake ARGS…` to its end with its progress lines (TILEBAKE_QUIET off: the update tests read them). */
+export function runCli(args: string[], onStderr?: CliOptions['onStderr']): Promise<CliResult> {
+  return runTilebake(args, { env: { TILEBAKE_QUIET: '' }, onStderr });
 }
 
 /**

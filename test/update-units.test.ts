@@ -12,7 +12,7 @@ import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
 import { emptyManifest, setOsmState } from '../lib/manifest.ts';
 import { asTilemakerReads, changedTiles } from '../pipeline/osm/changed-tiles.ts';
 import { copyWithHeaderBBox } from '../pipeline/osm/pbf-bounds.ts';
-import { inTileBox, tileBox } from '../pipeline/sources/osm.ts';
+import { inTileBox, tileBox } from '../pipeline/osm/source.ts';
 import { osmDataState, readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { checkGzip, fetchBytes, FetchError, parseState, sequencePath } from '../pipeline/update/replication.ts';
 import { dataAge } from '../static-server/data-age.ts';

@@ -1,6 +1,7 @@
 /**
  * Piscina tasks of the elevation stage (one pool runs them all, chosen by `op`): quantise an index
- * block, encode a batch of terrain-RGB tiles, build a batch of contour tiles. Tile tasks sample the
+ * block, encode a batch of terrain-RGB tiles, build a batch of contour tiles, sample a batch of
+ * tiles' grids for hillshade and colour relief. Tile tasks sample the
  * index themselves (one sampler per worker; decoded blocks are cached across the worker's tasks) and
  * return encoded tiles, so only compressed bytes cross threads.
  */
@@ -72,6 +73,24 @@ export interface ContourTask {
   clipBuffer: number;
   tolerance: number;
   tiles: number[];
+}
+
+/** A batch of tiles whose height grids are sampled for the thread that shades them with GDAL (hillshade, relief). */
+export interface GridTask {
+  index: IndexRef;
+  /** Pixels per tile side. */
+  size: number;
+  /** Pixels sampled beyond the tile on every side. */
+  buffer: number;
+  tiles: number[];
+}
+
+/** A tile's heights on its pixel grid, `buffer` px beyond it on every side (NaN: no data). */
+export interface GridOut {
+  z: number;
+  x: number;
+  y: number;
+  heights: Float32Array;
 }
 
 /** Encodes overlapping with the next tile's sampling, per worker. */
@@ -160,11 +179,31 @@ export async function contours(task: ContourTask): Promise<TileOut[]> {
   return out;
 }
 
+/**
+ * Sample a batch of tiles' grids (pixel centres and `buffer` px beyond); tiles whose grid has no
+ * height are left out. GDAL shades them on the thread that loaded it (gdal-async loads in one
+ * thread of a process only).
+ */
+export async function grids(task: GridTask): Promise<GridOut[]> {
+  const n = task.size + 2 * task.buffer;
+  const heights = new Float64Array(n * n);
+  const out: GridOut[] = [];
+  await withIndex(task.index, async (index) => {
+    for (let k = 0; k < task.tiles.length; k += 3) {
+      const z = task.tiles[k], x = task.tiles[k + 1], y = task.tiles[k + 2];
+      const { lats, lons } = pixelCentreAxes(z, x, y, task.size, task.buffer);
+      if ((await index.sampleGrid(lats, lons, heights)) === 0) continue;
+      out.push({ z, x, y, heights: Float32Array.from(heights) });
+    }
+  });
+  return out;
+}
+
 /** Any task of the elevation pool. */
-export type ElevationTask = ({ op: 'quantise' } & QuantiseTask) | ({ op: 'terrain' } & TerrainTask) | ({ op: 'contours' } & ContourTask);
+export type ElevationTask = ({ op: 'quantise' } & QuantiseTask) | ({ op: 'terrain' } & TerrainTask) | ({ op: 'contours' } & ContourTask) | ({ op: 'grids' } & GridTask);
 
 /** Run one task (Piscina loads a module's default export at start, so one entry point dispatches). */
-export default function run(task: ElevationTask): EncodedBlock | Promise<TileOut[]> {
+export default function run(task: ElevationTask): EncodedBlock | Promise<TileOut[]> | Promise<GridOut[]> {
   // Terrain tiles usually follow the index: load sharp between quantise tasks, not at the first tile.
   void loadSharp();
   switch (task.op) {
@@ -174,5 +213,7 @@ export default function run(task: ElevationTask): EncodedBlock | Promise<TileOut
       return terrain(task);
     case 'contours':
       return contours(task);
+    case 'grids':
+      return grids(task);
   }
 }

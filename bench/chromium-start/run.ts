@@ -22,7 +22,8 @@ import { parseArgs } from 'node:util';
 import { commandLine, processStat } from '../../lib/process-tree.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../workers/chromium.ts';
 import { chromiumKind, cpuSeconds } from './process-kind.ts';
-import { CPUACCT, cpuacctSeconds, runCommand } from '../command.ts';
+import { CPUACCT, cpuacctSeconds } from '../../test/fixtures/measure.ts';
+import { runCommand } from '../command.ts';
 import { tileHashes } from '../tile-hashes.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -46,7 +47,7 @@ interface Variant {
   binary?: string;
 }
 
-/** The variants measured (docs/render-performance.md "Chromium processes and start-up" has the numbers). */
+/** The variants measured (their figures: bench/chromium-start/RESULTS.md; what was adopted: docs/render-performance.md). */
 const VARIANTS: Record<string, Variant> = {
   base: {},
   // The full browser in its (new) headless mode, the renderer before 2026-12-02 (base is the headless shell).

@@ -31,7 +31,8 @@ import { parseArgs } from 'node:util';
 import { commandLine } from '../../lib/process-tree.ts';
 import { CHROMIUM_PATH } from '../../workers/chromium.ts';
 import { chromiumKind } from '../chromium-start/process-kind.ts';
-import { CPUACCT, cpuacctSeconds, runCommand } from '../command.ts';
+import { CPUACCT, cpuacctSeconds } from '../../test/fixtures/measure.ts';
+import { runCommand } from '../command.ts';
 import { tileHashes } from '../tile-hashes.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');

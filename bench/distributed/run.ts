@@ -18,7 +18,9 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { tileCountInBBox } from '../../lib/tile-math.ts';
 import { startSlurm } from '../../test/fixtures/slurm.ts';
-import { CPUACCT, runCommand } from '../command.ts';
+import { CPUACCT } from '../../test/fixtures/measure.ts';
+import { runCommand } from '../command.ts';
+import { writeResults } from '../results.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
@@ -144,7 +146,7 @@ async function main(): Promise<void> {
   console.log(`\n${text}`);
   if (QUICK) console.log('--quick: a few dozen tiles, so every shard\'s start-up (Node, Chromium, style preparation) dominates the ratios; only the full run measures them.');
   console.log(`shard logs: ${readdirSync(join(WORK, 'logs')).length} files in ${join(WORK, 'logs')}`);
-  if (!QUICK) writeFileSync(join(import.meta.dirname, 'RESULTS.md'), `# bench/distributed\n\n${new Date().toISOString().slice(0, 10)}, ${STYLES.join(' + ')}, Liechtenstein z0-${MAXZOOM}, ${SHARDS} shards ${values.parallel} at a time on a shared 2-core machine (indicative only).\n\n${text}`);
+  if (!QUICK) writeResults(join(import.meta.dirname, 'RESULTS.md'), `# bench/distributed\n\n${new Date().toISOString().slice(0, 10)}, ${STYLES.join(' + ')}, Liechtenstein z0-${MAXZOOM}, ${SHARDS} shards ${values.parallel} at a time on a shared 2-core machine (indicative only).\n\n${text}`);
 }
 
 await main();

@@ -9,11 +9,12 @@
  * Default inputs: Liechtenstein (data/liechtenstein) and Belize (/work/shared/data/regions, when there).
  * Prints the table and writes bench/languages/RESULTS.md.
  */
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_LANGUAGES } from '../../lib/languages.ts';
 import { packVectorTiles } from '../../pipeline/vector/stage.ts';
+import { writeResults } from '../results.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const DEFAULT_INPUTS = [join(ROOT, 'data/liechtenstein/liechtenstein-latest.osm.pbf'), '/work/shared/data/regions/belize-2015-08-23.osm.pbf'];
@@ -51,5 +52,5 @@ extract with no \`name:xx\`, the five languages written before \`languages\` exi
 
 ${table}
 `;
-writeFileSync(join(import.meta.dirname, 'RESULTS.md'), text);
+writeResults(join(import.meta.dirname, 'RESULTS.md'), text);
 console.log(`\n${table}`);

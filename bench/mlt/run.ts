@@ -29,6 +29,7 @@ import type { Manifest } from '../../lib/manifest.ts';
 import { openArchiveFile, tileIdToZxy } from '../../lib/pmtiles/index.ts';
 import { CHROMIUM_ARGS, CHROMIUM_PATH } from '../../workers/chromium.ts';
 import { parseWrk, shuffle, stop } from '../wrk.ts';
+import { writeResults } from '../results.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const REGIONS: Record<string, string> = {
@@ -261,4 +262,4 @@ for (const region of args.regions!.split(',')) {
 }
 const cpu = cpus();
 const header = `# MLT beside MVT (bench/mlt)\n\n${new Date().toISOString().slice(0, 10)}, ${cpu.length} cores (${cpu[0]?.model.trim()}), load average ${startLoad.toFixed(1)} at the start, ${loadavg()[0].toFixed(1)} at the end (a shared machine: times are comparable only within a row's alternated rounds). Encoder: @maplibre/mlt encodeTile (its plain encoding: no dictionaries, FSST, FastPFOR or delta-coded vertices).\n\n`;
-writeFileSync(join(ROOT, 'bench/mlt/RESULTS.md'), header + lines.join('\n') + '\n');
+writeResults(join(ROOT, 'bench/mlt/RESULTS.md'), header + lines.join('\n') + '\n');

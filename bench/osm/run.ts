@@ -16,8 +16,9 @@ import Database from 'better-sqlite3';
 import { readOsmHeader } from '../../pipeline/osm/pbf-header.ts';
 import { PROFILE_PROCESS, runConfig } from '../../pipeline/osm/tilemaker.ts';
 import { findTool, TILEMAKER } from '../../pipeline/osm/tools.ts';
-import { tileBox } from '../../pipeline/sources/osm.ts';
+import { tileBox } from '../../pipeline/osm/source.ts';
 import { runSampled } from '../command.ts';
+import { writeResults } from '../results.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, input: { type: 'string' } } });
@@ -98,4 +99,4 @@ the bare generator is timed from spawn to exit. Peak RSS = the process and its c
 ${table}
 `;
 console.log(`\n${table}`);
-writeFileSync(join(ROOT, 'bench/osm/RESULTS.md'), results);
+writeResults(join(ROOT, 'bench/osm/RESULTS.md'), results);

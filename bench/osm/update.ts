@@ -10,13 +10,14 @@
  *
  * Target: the world adds ≤ 1 s. Writes bench/osm/RESULTS-update.md.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseConfig } from '../../pipeline/config/index.ts';
 import { runVectorStage } from '../../pipeline/vector/stage.ts';
 import { fixtureFile, LIECHTENSTEIN, referenceExtract } from '../../test/update-helpers.ts';
+import { writeResults } from '../results.ts';
 
 process.env.TILEBAKE_QUIET = '1';
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -85,5 +86,5 @@ a loaded machine does not inflate as it does the wall time.
 
 The world adds ${median(added).toFixed(2)} s wall, ${median(addedCpu).toFixed(2)} CPU s to a nightly update (medians of ${ROUNDS} rounds; target ≤ ${TARGET_S} s: ${median(added) <= TARGET_S ? 'met' : 'NOT met'} by the wall time, ${median(addedCpu) <= TARGET_S ? 'met' : 'NOT met'} by the CPU).
 `;
-writeFileSync(join(import.meta.dirname, 'RESULTS-update.md'), md);
+writeResults(join(import.meta.dirname, 'RESULTS-update.md'), md);
 console.log(md);

@@ -37,6 +37,7 @@ import { pack, type PackOptions } from '../../export/pack.ts';
 import { VADUZ_BOX } from '../../test/fixtures/packs.ts';
 import { startSwift } from '../../test/fixtures/swift.ts';
 import { fileUrl, LIECHTENSTEIN, replicationFolder } from '../../test/update-helpers.ts';
+import { readResults, writeResults } from '../results.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
@@ -206,11 +207,8 @@ try {
   const summary = `Summary (${started.toISOString().slice(0, 10)}, load ${startLoad.toFixed(1)}, ${ROUNDS} rounds): ${builds.map((b) => `${b.key} ${rateOf(`${b.key} local`)} tiles/s local, ${rateOf(`${b.key} swift`)} from Swift`).join('; ')}; night deltas ${shares.map((s) => `${s.toFixed(2)} %`).join(', ')} of the country's full pack.`;
   line(summary);
   if (!values['no-write']) {
-    const old = await readFile(RESULTS, 'utf8').catch(() => '');
-    const history = old.includes('\n## History\n') ? old.slice(old.indexOf('\n## History\n') + '\n## History\n'.length).trim() : '';
-    const previous = /^Summary \(.*$/m.exec(old.slice(0, old.indexOf('\n## History\n') >= 0 ? old.indexOf('\n## History\n') : undefined))?.[0];
-    const hist = [previous ? `- ${previous}` : '', history].filter(Boolean).join('\n');
-    await writeFile(RESULTS, `# bench/pack — pack rate and a night's delta\n\nWritten by \`node --import tsx bench/pack/run.ts ${process.argv.slice(2).map((a) => (/[\s()]/.test(a) ? `'${a}'` : a)).join(' ')}\`.`.trimEnd() + `\n\n${out.join('\n')}\n\n## History\n\n${hist}\n`);
+    const previous = /^Summary \(.*$/m.exec(readResults(RESULTS).run)?.[0];
+    writeResults(RESULTS, `# bench/pack — pack rate and a night's delta\n\nWritten by \`node --import tsx bench/pack/run.ts ${process.argv.slice(2).map((a) => (/[\s()]/.test(a) ? `'${a}'` : a)).join(' ')}\`.`.trimEnd() + `\n\n${out.join('\n')}\n`, previous ? [`- ${previous}`] : []);
   }
 } finally {
   await swift.stop();

@@ -12,7 +12,7 @@
  * Writes bench/raster-formats/RESULTS.md.
  */
 import { readFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,6 +24,7 @@ import { sliceMetatile, type RasterFormat, type SliceOptions } from '../../lib/r
 import { parseConfig } from '../../pipeline/config/index.ts';
 import { runRenderStage } from '../../pipeline/render/stage.ts';
 import { runVectorStage } from '../../pipeline/vector/stage.ts';
+import { writeResults } from '../results.ts';
 
 process.env.TILEBAKE_QUIET ??= '1';
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -190,5 +191,5 @@ Date: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (${(perform
 |---|---|---:|---:|---:|---:|---:|---:|---:|
 ${table}
 `;
-await writeFile(join(import.meta.dirname, 'RESULTS.md'), md);
+writeResults(join(import.meta.dirname, 'RESULTS.md'), md);
 console.log(md);

@@ -15,6 +15,7 @@ import { availableParallelism, cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
+import { writeResults } from '../results.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
@@ -150,7 +151,7 @@ async function main(): Promise<void> {
   const text = `# bench/rebuild\n\nLiechtenstein MBTiles, styles ${STYLES.join(', ')}, z0–${MAXZOOM}, 1x and 2x, PNG and JPEG; ${machine}.\n\n${table}\n`;
   process.stdout.write(`${text}\n`);
   const fullJob = MAXZOOM === 14 && STYLES.length === 2;
-  writeFileSync(join(import.meta.dirname, !fullJob ? 'RESULTS-reduced.md' : CHANGE_ZOOM === 14 ? 'RESULTS.md' : `RESULTS-change-z${CHANGE_ZOOM}.md`), text);
+  writeResults(join(import.meta.dirname, !fullJob ? 'RESULTS-reduced.md' : CHANGE_ZOOM === 14 ? 'RESULTS.md' : `RESULTS-change-z${CHANGE_ZOOM}.md`), text);
 }
 
 await main();

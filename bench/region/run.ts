@@ -13,7 +13,7 @@
  * machine. Writes bench/region/RESULTS.md (RESULTS-quick.md with --quick).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -21,7 +21,8 @@ import { parseConfig } from '../../pipeline/config/index.ts';
 import { runRenderStage } from '../../pipeline/render/stage.ts';
 import { runVectorStage } from '../../pipeline/vector/stage.ts';
 import { defaultRenderWorkers } from '../../workers/pool.ts';
-import { sampleTreeRss } from '../rss.ts';
+import { sampleTreeRss } from '../../test/fixtures/measure.ts';
+import { writeResults } from '../results.ts';
 
 process.env.TILEBAKE_QUIET ??= '1';
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -146,5 +147,5 @@ ${table}
 - Belize, whole build: ${belizeMinutes.toFixed(1)} min (target ≤ ${TARGET_MINUTES} min${QUICK ? ' for z0–14; this quick run renders less' : `: ${verdict(belizeMinutes <= TARGET_MINUTES)}`}), disk ${(belizeDisk / MB).toFixed(1)} MB, peak RSS ${peakMb.toFixed(0)} MB (target ≤ ${TARGET_RSS_MB} MB: ${verdict(peakMb <= TARGET_RSS_MB)}).
 - Rendered tiles/s, ${peer.stage}: Belize ${rate(same).toFixed(1)}, Liechtenstein ${rate(peer).toFixed(1)}: **${ratio.toFixed(2)}×** (target ≥ ${TARGET_RATIO}×${QUICK ? ' at z0–14; at low zooms few views repeat' : `: ${verdict(ratio >= TARGET_RATIO)}`}).
 `;
-await writeFile(join(import.meta.dirname, QUICK ? 'RESULTS-quick.md' : 'RESULTS.md'), md);
+writeResults(join(import.meta.dirname, QUICK ? 'RESULTS-quick.md' : 'RESULTS.md'), md);
 console.log(md);

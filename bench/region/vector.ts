@@ -14,11 +14,12 @@
  * Targets: stage ≤ 1.25 × baseline per region; the world adds ≤ 60 s to a first build.
  * Writes bench/region/RESULTS-vector.md.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runSampled } from '../command.ts';
+import { writeResults } from '../results.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, 'world-rounds': { type: 'string', default: '2' }, regions: { type: 'string', default: 'belize,porto' }, dir: { type: 'string' } } });
@@ -141,5 +142,5 @@ ${worldRows.join('\n')}
 ` : ''}
 ${verdicts.join('\n')}
 `;
-writeFileSync(join(import.meta.dirname, 'RESULTS-vector.md'), md);
+writeResults(join(import.meta.dirname, 'RESULTS-vector.md'), md);
 console.log(md);

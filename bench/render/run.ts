@@ -6,7 +6,7 @@
  * Writes bench/render/RESULTS.md (RESULTS-z<maxzoom>.md with another --maxzoom).
  */
 import { readFileSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -15,7 +15,8 @@ import { runRenderStage } from '../../pipeline/render/stage.ts';
 import { runVectorStage } from '../../pipeline/vector/stage.ts';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import { defaultRenderWorkers } from '../../workers/pool.ts';
-import { treeRss } from '../rss.ts';
+import { treeRss } from '../../test/fixtures/measure.ts';
+import { writeResults } from '../results.ts';
 
 process.env.TILEBAKE_QUIET ??= '1';
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -150,5 +151,5 @@ Date: ${new Date().toISOString().slice(0, 10)}.
 |---|---:|---|---:|---:|---:|---:|---:|---:|---:|
 ${table}
 `;
-await writeFile(join(import.meta.dirname, MAXZOOM === DEFAULT_MAXZOOM ? 'RESULTS.md' : `RESULTS-z${MAXZOOM}.md`), md);
+writeResults(join(import.meta.dirname, MAXZOOM === DEFAULT_MAXZOOM ? 'RESULTS.md' : `RESULTS-z${MAXZOOM}.md`), md);
 console.log(md);

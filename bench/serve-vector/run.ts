@@ -26,8 +26,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { ensurePeers, writeBenchNginxConf } from '../peers.ts';
-import { treeCpuMs } from '../rss.ts';
+import { treeCpuMs } from '../../test/fixtures/measure.ts';
 import { parseWrk, shuffle, stop } from '../wrk.ts';
+import { writeResults } from '../results.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: args } = parseArgs({
@@ -268,7 +269,7 @@ ${args.rounds} rounds in A B C order; mean of the rounds. wrk runs on the same 2
 ${rows.join('\n')}
 ${keysTable(servers.map((s) => s.name), mean)}${abTable(servers.map((s) => s.name), runs)}`;
   // A quick run, or one of some servers only, does not replace the recorded results.
-  if (!args.quick && !selected && !args.baseline) writeFileSync(join(root, 'bench/serve-vector/RESULTS.md'), md);
+  if (!args.quick && !selected && !args.baseline) writeResults(join(root, 'bench/serve-vector/RESULTS.md'), md);
   console.log(`\n${md}`);
 }
 

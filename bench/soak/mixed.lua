@@ -1,5 +1,6 @@
--- wrk script for bench/soak: cycles through "<gzip|plain> <path>" lines of a list (vector and raster
--- tiles, with and without Accept-Encoding: gzip), each request with the bearer token.
+-- wrk script for bench/soak and bench/static-map: cycles through the lines of a list, each request with
+-- the bearer token: "<gzip|plain> <path>" (GET, with or without Accept-Encoding: gzip) or
+-- "post <path>\t<body>" (POST of a GeoJSON body).
 -- Usage: wrk ... -s mixed.lua <url> -- <list-file> <token>
 local requests = {}
 local counter = 0
@@ -7,10 +8,16 @@ local counter = 0
 function init(args)
   local list, token = args[1], args[2]
   for line in io.lines(list) do
-    local encoding, path = line:match("^(%S+) (.+)$")
+    local kind, rest = line:match("^(%S+) (.+)$")
     local headers = { ["Authorization"] = "Bearer " .. token }
-    if encoding == "gzip" then headers["Accept-Encoding"] = "gzip" end
-    requests[#requests + 1] = wrk.format("GET", path, headers)
+    if kind == "post" then
+      local tab = rest:find("\t", 1, true)
+      headers["Content-Type"] = "application/geo+json"
+      requests[#requests + 1] = wrk.format("POST", rest:sub(1, tab - 1), headers, rest:sub(tab + 1))
+    else
+      if kind == "gzip" then headers["Accept-Encoding"] = "gzip" end
+      requests[#requests + 1] = wrk.format("GET", rest, headers)
+    end
   end
   counter = math.random(#requests)
 end

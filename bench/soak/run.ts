@@ -19,6 +19,7 @@ import { currentVersionDir } from '../../lib/build-version.ts';
 import type { Manifest } from '../../lib/manifest.ts';
 import { childrenOf, processStat } from '../../lib/process-tree.ts';
 import { openArchiveFile } from '../../lib/pmtiles/index.ts';
+import { writeResults } from '../results.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 const { values: args } = parseArgs({
@@ -253,7 +254,7 @@ Samples under load (t s: RSS MB / fds): ${samples.map((s) => `${s.t}: ${s.rssMb.
 `;
   console.log(`\n${md}`);
   const file = DURATION_S >= FULL_RUN_S ? join(root, 'bench/soak/RESULTS.md') : join(work, 'RESULTS.md');
-  writeFileSync(file, md);
+  writeResults(file, md);
   console.log(`written to ${file}${DURATION_S < FULL_RUN_S ? ` (a short run: bench/soak/RESULTS.md is only written by runs of ≥ ${FULL_RUN_S} s)` : ''}`);
   if (serverErrors.trim() !== '') console.log(`server log:\n${serverErrors.slice(0, 4000)}`);
 }

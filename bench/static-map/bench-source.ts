@@ -1,5 +1,5 @@
 /**
- * What the in-process static-map benches (profile.ts, overlay-renderers.ts) share: their options,
+ * What the in-process static-map benches (profile.ts, profile-geojson.ts, overlay-renderers.ts) share: their options,
  * the CPU clock, the build's server context, the bench style's @2x PNG archive and a raster source over it.
  */
 import { resolve } from 'node:path';
@@ -30,5 +30,5 @@ export async function openBench(out: string) {
   const archive = Object.values(entry.archives).find((a) => a.scale === 2 && a.format === 'png');
   if (!archive) throw new Error(`${out}: style ${STYLE} has no @2x PNG tiles`);
   const archives = archivesOf(ctx);
-  return { entry, source: (decoded: DecodedTiles = new DecodedTiles(256 * 1024 * 1024)): RasterSource => styleRasterSource(archives, decoded, entry, archive) };
+  return { ctx, entry, source: (decoded: DecodedTiles = new DecodedTiles(256 * 1024 * 1024)): RasterSource => styleRasterSource(archives, decoded, entry, archive) };
 }

@@ -46,7 +46,7 @@ interface Variant {
 /** The compose path of the checkout at `dir`, over the build at `out`. */
 async function variant(dir: string): Promise<Variant> {
   const m = (p: string) => import(pathToFileURL(resolve(dir, p)).href);
-  const [{ archivesOf }, { styleRasterSource }, { createServerContext }, { cameraFor }, compose, { DecodedTiles }, { overlaySvg }, params] = await Promise.all(
+  const [{ archivesOf }, { styleRasterSource }, { createServerContext }, { cameraFor }, compose, { DecodedTiles }, overlays, params] = await Promise.all(
     ['archives', 'overzoom/upscale', 'serve', 'static-map/camera', 'static-map/compose', 'static-map/decoded-tiles', 'static-map/overlay', 'static-map/params'].map((f) => m(`static-server/${f}.ts`)),
   );
   const ctx = await createServerContext({ out, port: 0, host: '127.0.0.1', auth: false, cors: '', cacheMb: 256, logLevel: 'warn' });
@@ -66,7 +66,8 @@ async function variant(dir: string): Promise<Variant> {
       const req = requests[i];
       const cam = cameraFor(req, entry.maxzoom);
       const src = styleRasterSource(archives, decoded, entry, archive);
-      const overlay = overlaySvg(cam, req.paths, req.markers);
+      // Checkouts since the GeoJSON overlays take a list of layers (overlayLayers); earlier ones one SVG.
+      const overlay = overlays.overlayLayers ? overlays.overlayLayers(cam, req.paths, req.markers) : overlays.overlaySvg(cam, req.paths, req.markers);
       if (compose.composeImage) return (await compose.composeImage(cam, src, overlay, req.format)).bytes;
       // Checkouts up to aa3559d (the native code): composeBase + encodeImage.
       return compose.encodeImage(await compose.composeBase(cam, src), overlay, req.format);

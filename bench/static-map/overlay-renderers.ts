@@ -1,5 +1,5 @@
 /**
- * The library renderers that could draw static maps' overlays (static-map/overlay.ts's SVG: the bench's
+ * The library renderers that could draw static maps' overlays (static-server/static-map/overlay.ts's SVG: the bench's
  * 50-point path and a pin, with and without a label), measured on the bench's 640×480 @2x views:
  * - librsvg inside sharp (the SVG handed to sharp's composite; what compose.ts uses),
  * - resvg (`@resvg/resvg-js`, Rust; rendered on libuv's pool by `renderAsync`),
@@ -48,11 +48,11 @@ async function optional<T>(name: string): Promise<T | undefined> {
 }
 
 async function renderers(): Promise<Record<string, Renderer>> {
-  const out: Record<string, Renderer> = { librsvg: async (o) => ({ input: o.svg, left: o.left, top: o.top }) };
+  const out: Record<string, Renderer> = { librsvg: async (o) => ({ input: o.input, left: o.left, top: o.top }) };
   const resvg = await optional<Resvg>('@resvg/resvg-js');
   if (resvg) {
     out.resvg = async (o) => {
-      const r = await resvg.renderAsync(o.svg, { font: { loadSystemFonts: false, fontFiles: o.svg.includes('<text') ? [LABEL_FONT] : [] } });
+      const r = await resvg.renderAsync(o.input, { font: { loadSystemFonts: false, fontFiles: o.input.includes('<text') ? [LABEL_FONT] : [] } });
       return { input: r.pixels, raw: { width: r.width, height: r.height, channels: 4, premultiplied: true }, left: o.left, top: o.top };
     };
   }
@@ -61,7 +61,7 @@ async function renderers(): Promise<Record<string, Renderer>> {
     out.skia = async (o) => {
       const canvas = skia.createCanvas(o.width, o.height);
       const img = new skia.Image();
-      img.src = o.svg;
+      img.src = o.input;
       canvas.getContext('2d').drawImage(img, 0, 0);
       return { input: canvas.data(), raw: { width: o.width, height: o.height, channels: 4, premultiplied: true }, left: o.left, top: o.top };
     };

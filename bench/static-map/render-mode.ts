@@ -8,7 +8,7 @@ import { request, Agent } from 'node:http';
 import { enumerateMetatiles } from '../../lib/metatiles.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { chromiumBrowsersUnder } from '../../lib/process-tree.ts';
-import { treeCpuMs } from '../rss.ts';
+import { treeCpuMs } from '../../test/fixtures/measure.ts';
 import { shuffle, type WrkFigures } from '../wrk.ts';
 
 /** What the cold and cached runs measured. */

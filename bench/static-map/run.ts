@@ -2,7 +2,9 @@
  * Benchmark: static map images and raster tiles above the baked zooms, under Debian's wrk.
  * 1. 640×480 @2x PNG images of random views over the sample (random centre in the sample's bounds, zoom
  *    12–15.75, a 50-point random-walk path), shuffled list cycled by wrk; images/s and p99, against the
- *    baked @2x tiles served by the same server in the same run (the baseline ratio).
+ *    baked @2x tiles served by the same server in the same run (the baseline ratio). Then the same size
+ *    POSTed with a GeoJSON body (100 points with icons of the style's sprite and a 500-vertex polygon,
+ *    bench/soak/mixed.lua's POST lines), in the same run.
  * 2. Upscaled z16 @2x tiles (baked to z14): cold (each tile once, 16 at a time), then cached under wrk.
  * 3. z16 @2x tiles rendered on demand (`overzoom: "render"`, bench/static-map/render-mode.ts), from a
  *    second server over a build in render mode: cold (one tile of each of a seeded random sample of
@@ -28,11 +30,12 @@ import { parseArgs } from 'node:util';
 import { currentVersionDir } from '../../lib/build-version.ts';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
-import { treeCpuMs } from '../rss.ts';
+import { treeCpuMs } from '../../test/fixtures/measure.ts';
 import { shuffle, stop, type WrkFigures } from '../wrk.ts';
 import { measureRender, type RenderFigures } from './render-mode.ts';
-import { buildSample, root, STYLE, UPSCALED_ZOOM, views, work } from './sample.ts';
-import { PROCESSES, serve, TOKEN, wrk as wrkRun } from './server.ts';
+import { buildSample, GEOJSON_POINTS, geojsonViews, POLYGON_VERTICES, root, STYLE, UPSCALED_ZOOM, views, work } from './sample.ts';
+import { PROCESSES, serve, TOKEN, wrk as wrkRun, wrkPost } from './server.ts';
+import { writeResults } from '../results.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -143,6 +146,20 @@ async function upscaleMode() {
     const answered = images.rps * duration;
     const cpuPerImage = (treeCpuMs(proc.pid!) - cpu0) / answered;
     const hits = (await cacheHits()) - hits0;
+
+    // The POSTed GeoJSON case: icons of the style's own sprite.
+    const icons = Object.keys((await (await fetchOk(`${base}/styles/${STYLE}/sprite@2x.json`)).json()) as Record<string, unknown>).slice(0, 20);
+    const bodies = geojsonViews(tj.bounds, VIEWS, icons);
+    const postList = list('geojson.txt', bodies.map((b) => `post /styles/${STYLE}/static/${b.path}\t${b.body}`));
+    const first = await fetch(`${base}/styles/${STYLE}/static/${bodies[0].path}`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/geo+json' }, body: bodies[0].body });
+    if (first.status !== 200) throw new Error(`POST of a GeoJSON body: HTTP ${first.status} ${await first.text()}`);
+    const bodyBytes = bodies.reduce((n, b) => n + b.body.length, 0) / bodies.length;
+    if (warmup > 0) wrkPost(base, postList, warmup, CONNECTIONS);
+    const [cpu1, hits1] = [treeCpuMs(proc.pid!), await cacheHits()];
+    const posted = wrkPost(base, postList, duration, CONNECTIONS);
+    const postedAnswered = posted.rps * duration;
+    const cpuPerPosted = (treeCpuMs(proc.pid!) - cpu1) / postedAnswered;
+    const postedHits = (await cacheHits()) - hits1;
     const tiles = wrk(base, bakedList, `/styles/${STYLE}/`, duration);
 
     // Upscaled tiles: cold (every tile once, 16 requests in flight), then cached under wrk.
@@ -159,7 +176,7 @@ async function upscaleMode() {
     const coldPerS = upTiles.length / ((performance.now() - t0) / 1000);
     const cached = wrk(base, upList, `/styles/${STYLE}/`, duration);
 
-    return { maxzoom: tj.maxzoom, images, tiles, cached, coldPerS, cpuPerImage, answered, hits };
+    return { maxzoom: tj.maxzoom, images, tiles, cached, coldPerS, cpuPerImage, answered, hits, posted: { figures: posted, cpu: cpuPerPosted, answered: postedAnswered, hits: postedHits, bodyBytes } };
   } finally {
     await stop(proc);
   }
@@ -177,12 +194,18 @@ function renderLines(r: RenderFigures): string[] {
   ];
 }
 
+/** CPU ms per composed image from CPU ms per answer, with the cache's answers counted as free. */
+function composed(cpuPerAnswer: number, answers: number, hits: number): number {
+  return (cpuPerAnswer * answers) / Math.max(1, answers - hits);
+}
+
 async function main(): Promise<void> {
   mkdirSync(work, { recursive: true });
-  const { maxzoom, images, tiles, cached, coldPerS, cpuPerImage, answered, hits } = await upscaleMode();
+  const { maxzoom, images, tiles, cached, coldPerS, cpuPerImage, answered, hits, posted } = await upscaleMode();
   const r = args['no-render'] ? undefined : await renderMode();
   const rows = [
     ['static 640x480@2x, 50-point path', images],
+    [`static 640x480@2x POSTed GeoJSON, ${GEOJSON_POINTS} icons + ${POLYGON_VERTICES}-vertex polygon`, posted.figures],
     [`baked @2x tiles z${maxzoom - 2}-${maxzoom} (baseline)`, tiles],
     [`upscaled z${UPSCALED_ZOOM} @2x tiles, cached`, cached],
     ...(r ? [[`rendered z${UPSCALED_ZOOM} @2x tiles, cached (the cold run's ${r.requests} URLs)`, r.cached] as const] : []),
@@ -201,13 +224,15 @@ async function main(): Promise<void> {
     ...(r ? renderLines(r) : ['On-demand renders: not measured in this run (`--no-render`).']),
     '',
     `Server CPU per static image: ${cpuPerImage.toFixed(1)} ms (all server processes, ${answered.toFixed(0)} images, ${hits} of them from the image cache).`,
+    `Server CPU per POSTed GeoJSON image: ${posted.cpu.toFixed(1)} ms (${posted.answered.toFixed(0)} images, ${posted.hits} from the image cache; bodies of ${(posted.bodyBytes / 1024).toFixed(1)} KB on average).`,
+    `Per composed image (answers from the image cache taken out, as if they cost nothing): ${composed(cpuPerImage, answered, hits).toFixed(1)} ms for the URL's path, ${composed(posted.cpu, posted.answered, posted.hits).toFixed(1)} ms for the POSTed GeoJSON: ${(composed(posted.cpu, posted.answered, posted.hits) / composed(cpuPerImage, answered, hits)).toFixed(2)}x; images/s ${(posted.figures.rps / images.rps).toFixed(2)}x.`,
     `Static images per baked tile served: ${(images.rps / tiles.rps).toFixed(3)}x; upscaled cached vs baked tiles: ${(cached.rps / tiles.rps).toFixed(2)}x; upscaled cold vs cached: ${(coldPerS / cached.rps).toFixed(3)}x.`,
     ...(r ? [`Rendered cached vs baked tiles: ${(r.cached.rps / tiles.rps).toFixed(2)}x (renders during the cached run: ${r.cachedRenders}); rendered cold tiles/s vs upscaled cold: ${(r.tiles / r.seconds / coldPerS).toFixed(3)}x.`] : []),
     `Target: >= 60 images/s on 2 cores (${images.rps >= 60 ? 'met' : 'not met'} in this run).`,
     '',
   ];
   console.log(lines.join('\n'));
-  writeFileSync(join(root, 'bench/static-map/RESULTS.md'), lines.join('\n'));
+  writeResults(join(root, 'bench/static-map/RESULTS.md'), lines.join('\n'));
 }
 
 main().catch((e: unknown) => {

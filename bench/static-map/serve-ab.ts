@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { currentVersionDir } from '../../lib/build-version.ts';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import type { BBox } from '../../lib/tile-math.ts';
-import { treeCpuMs } from '../rss.ts';
+import { treeCpuMs } from '../../test/fixtures/measure.ts';
 import { stop } from '../wrk.ts';
 import { buildSample, STYLE, views, work } from './sample.ts';
 import { serve, wrk } from './server.ts';

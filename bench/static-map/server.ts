@@ -1,6 +1,6 @@
 /**
  * What bench/static-map/run.ts and serve-ab.ts share: `tilebake serve` over a build (from any checkout),
- * and wrk over a list of URLs.
+ * and wrk over a list of URLs (or of POSTed bodies).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { openSync } from 'node:fs';
@@ -12,6 +12,8 @@ import { root } from './sample.ts';
 
 export const TOKEN = 'bench-token-not-secret';
 const LUA = join(root, 'bench/serve-vector/tiles.lua');
+/** Lines of requests, GETs or POSTs (bench/soak's script). */
+const LINES_LUA = join(root, 'bench/soak/mixed.lua');
 /** `serve` processes (its default: one per core). */
 export const PROCESSES = availableParallelism();
 
@@ -60,5 +62,11 @@ export async function serve(out: string, opts: ServeOptions = {}): Promise<Serve
 /** wrk (2 threads, `connections`) for `seconds` over the paths of `list` (each prefixed with `prefix`), with the bench's token. */
 export function wrk(base: string, list: string, prefix: string, seconds: number, connections: number): WrkFigures {
   const out = execFileSync('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '--latency', '-s', LUA, base, '--', list, prefix, TOKEN], { encoding: 'utf8' });
+  return parseWrk(out);
+}
+
+/** wrk (2 threads, `connections`) for `seconds` over the `post <path>\t<body>` lines of `list` (bench/soak/mixed.lua), with the bench's token. */
+export function wrkPost(base: string, list: string, seconds: number, connections: number): WrkFigures {
+  const out = execFileSync('wrk', ['-t2', `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '--latency', '-s', LINES_LUA, base, '--', list, TOKEN], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   return parseWrk(out);
 }

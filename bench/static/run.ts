@@ -21,6 +21,7 @@ import { gzipTilesetIds } from '../../export/tiles.ts';
 import { hashToken } from '../../static-server/auth.ts';
 import { writeBenchNginxConf } from '../peers.ts';
 import { parseWrk, shuffle, stop } from '../wrk.ts';
+import { writeResults } from '../results.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: args } = parseArgs({
@@ -178,7 +179,7 @@ async function main(): Promise<void> {
   ].join('\n');
   console.log(`\n${table}`);
   const how = `wrk -t2 -c${args.connections}, ${rounds} round(s) of ${duration} s (after ${warmup} s warm-up) per server, A B order; \`tilebake serve\` with its default workers; nginx with \`worker_processes auto\` and the configuration \`tilebake export --nginx-conf\` writes.`;
-  writeFileSync(
+  writeResults(
     join(root, 'bench/static/RESULTS.md'),
     `# bench/static${short ? ' (smoke run with --short: not a measurement)' : ''}\n\n${table}\n\n${how}\n`,
   );

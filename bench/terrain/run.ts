@@ -12,7 +12,7 @@
  * it does not write RESULTS.md). Writes bench/terrain/RESULTS.md otherwise.
  */
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -29,6 +29,7 @@ import { ELEVATION_INDEX_PATH, buildElevation } from '../../pipeline/elevation/s
 import { contourZoom } from '../../pipeline/elevation/contours.ts';
 import { pixelCentres } from '../../pipeline/elevation/terrain.ts';
 import { writeSyntheticHgt } from '../../test/fixtures/dem/synthetic.ts';
+import { writeResults } from '../results.ts';
 
 process.env.TILEBAKE_QUIET ??= '1';
 const run = promisify(execFile);
@@ -159,7 +160,7 @@ try {
   log(`\n${table}`);
   if (!QUICK) {
     const machine = `${CORES} cores (${cpus()[0]?.model ?? '?'}), ${fmt(totalmem() / 2 ** 30, 0)} GB, Node ${process.version}`;
-    await writeFile(join(import.meta.dirname, 'RESULTS.md'), `# bench/terrain\n\n${new Date().toISOString()}, ${machine}\n\n${table}\n`);
+    writeResults(join(import.meta.dirname, 'RESULTS.md'), `# bench/terrain\n\n${new Date().toISOString()}, ${machine}\n\n${table}\n`);
   }
 } finally {
   await rm(work, { recursive: true, force: true });

@@ -23,6 +23,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { fixtureFile, MONACO, replicationFolder } from '../../test/update-helpers.ts';
 import { sequencePath } from '../../pipeline/update/replication.ts';
+import { writeResults } from '../results.ts';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const CLI = join(ROOT, 'bin/tilebake.js');
@@ -148,7 +149,7 @@ async function main(): Promise<void> {
   const machine = `${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`;
   const text = `# bench/update${QUICK ? ' (--quick)' : ''}\n\nLiechtenstein 2019-11-18 (sequence 2434) and the Geofabrik dailies 2435–2437 over file://, then an empty daily as 2438; styles ${STYLES.join(', ')}, z0–${MAXZOOM}, ${SCALES.map((s) => `${s}x`).join(' and ')}, PNG; \`tilebake serve --workers 2\` running. ${machine} (a shared machine: indicative only). Target: each night ≤ 0.1 × the full build.\n\n${table}\n`;
   process.stdout.write(`${text}\n`);
-  if (UNTIL === undefined) writeFileSync(join(import.meta.dirname, QUICK ? 'RESULTS-quick.md' : 'RESULTS.md'), text);
+  if (UNTIL === undefined) writeResults(join(import.meta.dirname, QUICK ? 'RESULTS-quick.md' : 'RESULTS.md'), text);
 }
 
 await main();

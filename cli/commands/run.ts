@@ -16,7 +16,7 @@ const plan: CommandModule = {
       .option('scratch', { type: 'string', describe: 'Local folder for the work files (default: the system\'s temp folder)' })
       .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
-    const { withRunExitCodes } = await import('../../pipeline/run/exit.ts');
+    const { withRunExitCodes } = await import('../../pipeline/exit.ts');
     await withRunExitCodes(async () => {
       const { loadConfig } = await import('../../pipeline/config/index.ts');
       const { plan: run } = await import('../../pipeline/run/plan.ts');
@@ -36,7 +36,7 @@ const shard: CommandModule = {
       .option('workers', { type: 'number', describe: 'Render pool size (default: one browser per two CPUs the task was given: SLURM_CPUS_PER_TASK, the cgroup CPU quota or the CPU affinity, the fewest)' })
       .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
-    const { withRunExitCodes } = await import('../../pipeline/run/exit.ts');
+    const { withRunExitCodes } = await import('../../pipeline/exit.ts');
     await withRunExitCodes(async () => {
       const { shard: run } = await import('../../pipeline/run/shard.ts');
       await run({ run: a.run as string, index: a.index as number | undefined, scratch: a.scratch as string | undefined, workers: a.workers as number | undefined, s3Endpoint: a['s3-endpoint'] as string | undefined });
@@ -55,7 +55,7 @@ const publish: CommandModule = {
       .option('keep', { type: 'number', default: 2, describe: 'Build versions kept in OUT (the current one, versions a running server holds and, on object storage, the previous one are always kept)' })
       .option('s3-endpoint', S3_ENDPOINT_OPTION),
   handler: async (a) => {
-    const { withRunExitCodes } = await import('../../pipeline/run/exit.ts');
+    const { withRunExitCodes } = await import('../../pipeline/exit.ts');
     await withRunExitCodes(async () => {
       const { publish: run } = await import('../../pipeline/run/publish.ts');
       const { checkKeep } = await import('../../lib/build-version.ts');

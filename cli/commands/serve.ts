@@ -2,6 +2,7 @@
 import type { Argv } from 'yargs';
 import { S3_ENDPOINT_OPTION } from '../options.ts';
 import { RENDER_DEFAULTS } from '../../static-server/overzoom/policy.ts';
+import { DEFAULT_MAX_STATIC_BODY } from '../../static-server/static-map/params.ts';
 import { DEFAULT_READ_POLICY } from '../../lib/store-read.ts';
 
 /** Adds the `serve` command to the program. */
@@ -37,6 +38,7 @@ export function addServeCommand(y: Argv): Argv {
         .option('store-retries', { type: 'number', default: DEFAULT_READ_POLICY.retries, describe: 'Retries of a read after a transient failure (connection error, HTTP 5xx)' })
         .option('versioned-urls', { type: 'boolean', default: true, describe: 'Put the build version in the URLs of TileJSON and style.json (/v/{build}/…, cached for a year; --no-versioned-urls for plain URLs)' })
         .option('max-pack-tiles', { type: 'number', default: 200_000, describe: 'Largest pack GET /packs/… answers, in tiles (larger ones: 400 with the estimate)' })
+        .option('max-static-body', { type: 'number', default: DEFAULT_MAX_STATIC_BODY, describe: 'Largest GeoJSON body of a static map (POST /styles/{style}/static/…), in bytes (larger ones: 413)' })
         .option('version-poll-ms', { type: 'number', default: 2000, describe: 'How often to check for a newly published build version (0: never; a local folder is also watched, SIGHUP checks at once)' })
         .option('log-level', { type: 'string', default: 'info', describe: 'pino log level' }),
     async (a) => {
@@ -68,6 +70,7 @@ export function addServeCommand(y: Argv): Argv {
         searchCache: a['search-cache'],
         versionPollMs: a['version-poll-ms'],
         maxPackTiles: a['max-pack-tiles'],
+        maxStaticBody: a['max-static-body'],
         versionedUrls: a['versioned-urls'],
         logLevel: a['log-level'],
       });

@@ -39,8 +39,8 @@ export function nodataCode(width: CodeWidth): number {
   return width === CodeWidth.U16 ? 0xffff : 0xffffffff;
 }
 
-/** One grid of posts at one resolution: several aligned sources merged, split in square blocks. */
-export interface LayerMeta {
+/** Where a grid of posts lies: a lat/lon lattice (of a DEM file, or of an index layer). */
+export interface PostLattice {
   /** Latitude of post row 0 (the north edge), degrees. */
   originLat: number;
   /** Longitude of post column 0 (the west edge), degrees. */
@@ -51,6 +51,10 @@ export interface LayerMeta {
   stepLon: number;
   rows: number;
   cols: number;
+}
+
+/** One grid of posts at one resolution: several aligned sources merged, split in square blocks. */
+export interface LayerMeta extends PostLattice {
   /** Posts per block side (power of two). */
   blockSize: number;
   blockRows: number;

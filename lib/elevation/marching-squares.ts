@@ -3,7 +3,7 @@
  * per level; here each cell visits only the levels between its lowest and highest corner, which is
  * what makes contour tiles affordable (25–300 levels per tile). The case table (saddles included)
  * and the stitching of segments into chains are d3-contour's (ISC, Mike Bostock), so inside the grid
- * the segments are exactly d3's (test/elevation-contours.test.ts checks it on real data). Unlike
+ * the segments are exactly d3's (test/elevation-contours.quick.test.ts checks it on real data). Unlike
  * d3, the grid is not closed by an outer frame: a chain that reaches the border stays open.
  *
  * Points are grid edges: `H(x, y) = 2·(y·w + x)` between samples (x, y) and (x+1, y), and

@@ -2,7 +2,7 @@ import type { RangeSource } from '../storage.ts';
 import { bilinear, locate } from './bilinear.ts';
 import { decodeBlock, type DecodedBlock } from './codec.ts';
 import { CodeWidth, DIR_ENTRY_BYTES, PREAMBLE_BYTES, blockDims, decodeMeta, decodePreamble, readDirEntry, type DirEntry, type IndexMeta, type LayerMeta } from './format.ts';
-import type { LatLon } from './geo.ts';
+import type { LatLon } from '../geo-distance.ts';
 import { LoadingCache } from '../shared-work.ts';
 import { ByteLru } from '../lru.ts';
 import { axisPlan, fillFromLayer } from './grid-sample.ts';

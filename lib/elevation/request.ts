@@ -2,7 +2,9 @@
  * The /height request and response (Valhalla's elevation API): validation, resampling and the
  * response body with its fixed key order. Pure functions; the HTTP route wraps them.
  */
-import { cumulativeDistances, decodePolyline, encodePolyline, resample, resampledCount, TooManyPointsError, type LatLon, type PolylinePrecision } from './geo.ts';
+import { cumulativeDistances, type LatLon } from '../geo-distance.ts';
+import { HttpStatus } from '../http-status.ts';
+import { decodePolyline, encodePolyline, resample, resampledCount, TooManyPointsError, type PolylinePrecision } from './geo.ts';
 
 /** Error codes in `error_code` (Valhalla's numbering where it has one). */
 export enum HeightErrorCode {
@@ -53,7 +55,7 @@ export function heightLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Heigh
 
 /** A request error: HTTP status, message and error code. */
 export class HeightRequestError extends Error {
-  constructor(readonly code: HeightErrorCode, message: string, readonly status = 400) {
+  constructor(readonly code: HeightErrorCode, message: string, readonly status: number = HttpStatus.BadRequest) {
     super(message);
     this.name = 'HeightRequestError';
   }

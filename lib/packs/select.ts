@@ -3,7 +3,7 @@
  * the leaf directories that can hold such tiles are read), and for a delta the tiles whose bytes differ
  * between two versions' archives, plus the tiles the newer one no longer has.
  */
-import { createHash } from 'node:crypto';
+import { sha256 } from '../hash.ts';
 import type { ArchiveReader } from '../pmtiles/index.ts';
 import { clipRun, rangesMeet, type TileIdRanges } from '../tile-cover.ts';
 import { readInOrder, type ByteRange } from './read.ts';
@@ -67,7 +67,7 @@ async function hashes(reader: ArchiveReader, ranges: Map<number, number>): Promi
   const sorted: ByteRange[] = [...ranges].map(([offset, length]) => ({ offset, length })).sort((a, b) => a.offset - b.offset);
   const out = new Map<number, string>();
   let i = 0;
-  for await (const bytes of readInOrder(reader, sorted)) out.set(sorted[i++].offset, createHash('sha256').update(bytes).digest('base64'));
+  for await (const bytes of readInOrder(reader, sorted)) out.set(sorted[i++].offset, sha256(bytes, 'base64'));
   return out;
 }
 

@@ -2,9 +2,9 @@
  * Distances for reverse geocoding and `near`: from a point to an entry's point, and to a street's
  * segment (the closest point of the segment found in a flat frame around the point, which over a
  * segment of a street is exact to well under a metre; the distance itself is the project's
- * great-circle distance, lib/elevation/geo.ts).
+ * great-circle distance, lib/geo-distance.ts).
  */
-import { EARTH_RADIUS_M, haversine, type LatLon } from '../elevation/geo.ts';
+import { EARTH_RADIUS_M, haversine, type LatLon } from '../geo-distance.ts';
 
 const RAD = Math.PI / 180;
 /** Metres per degree of latitude on the sphere of `haversine`. */

@@ -12,9 +12,8 @@
  * The user's words reach SQLite only as bound parameters, each word an FTS5 string (lib/search/text.ts).
  */
 import type Database from 'better-sqlite3';
-import type { LatLon } from '../elevation/geo.ts';
+import { haversine, type LatLon } from '../geo-distance.ts';
 import type { BBox } from '../tile-math.ts';
-import { haversine } from '../elevation/geo.ts';
 import { boxAround, distanceToSegment } from './distance.ts';
 import { matchOf, scoreOf, TYPO_FACTOR, type TypedWords } from './rank.ts';
 import { entryOfRow, openIndex, type EntryRow, type Kind, type StoredEntry } from './schema.ts';

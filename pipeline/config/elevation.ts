@@ -46,6 +46,50 @@ export const contoursSchema = z
   })
   .refine((c) => c.minzoom <= c.maxzoom, { message: 'expected minzoom <= maxzoom', path: ['minzoom'] });
 
+/** Zooms of a tileset shaded from the index: default from the terrain tiles' minzoom to the DEM's resolution. */
+const shadedZooms = {
+  /** Default: the terrain tiles' minzoom (0 without terrain tiles). */
+  minzoom: zoomSchema.optional(),
+  /** Default: the terrain tiles' maxzoom or the zoom of the finest DEM's resolution, whichever is deeper. */
+  maxzoom: zoomSchema.optional(),
+};
+const zoomOrder = { message: 'expected minzoom <= maxzoom', path: ['minzoom'] };
+const zoomsInOrder = (t: { minzoom?: number; maxzoom?: number }) => t.minzoom === undefined || t.maxzoom === undefined || t.minzoom <= t.maxzoom;
+
+export const hillshadeSchema = z
+  .strictObject({
+    /** Tileset id the hillshade is served under (/data/{id}/{z}/{x}/{y}.{png|webp}). */
+    id: idSchema.default('hillshade'),
+    format: z.enum(['png', 'webp']).default('png'),
+    ...shadedZooms,
+    /** Light direction, degrees clockwise from north (gdaldem `-az`; `multidirectional` ignores it). */
+    azimuth: z.number().min(0).max(360).default(315),
+    /** Light altitude above the horizon, degrees (gdaldem `-alt`). */
+    altitude: z.number().min(0).max(90).default(45),
+    /** Vertical exaggeration (gdaldem `-z`). */
+    zfactor: z.number().positive().max(100).default(1),
+    /** gdaldem's shading: `standard`, or its `-multidirectional`, `-combined` or `-igor` variant. */
+    method: z.enum(['standard', 'multidirectional', 'combined', 'igor']).default('standard'),
+    /** Slope algorithm (gdaldem `-alg`). */
+    algorithm: z.enum(['Horn', 'ZevenbergenThorne']).default('Horn'),
+    /** `grey`: opaque grey shades (to lay under a style); `transparent`: flat ground transparent, shadows black and highlights white with alpha (to lay over one). Outside the DEMs: transparent either way. */
+    flat: z.enum(['grey', 'transparent']).default('grey'),
+  })
+  .refine(zoomsInOrder, zoomOrder);
+
+export const reliefSchema = z
+  .strictObject({
+    /** Tileset id the colour relief is served under (/data/{id}/{z}/{x}/{y}.{png|webp}). */
+    id: idSchema.default('relief'),
+    format: z.enum(['png', 'webp']).default('png'),
+    ...shadedZooms,
+    /** Colour ramp file in `gdaldem color-relief`'s text format (`elevation R G B [A]` per line, metres), relative to the config; default: hypsometric tints. */
+    ramp: z.string().min(1).optional(),
+    /** Between ramp entries: `interpolate` (gdaldem's default), `nearest` (`-nearest_color_entry`) or `exact` (`-exact_color_entry`). */
+    match: z.enum(['interpolate', 'nearest', 'exact']).default('interpolate'),
+  })
+  .refine(zoomsInOrder, zoomOrder);
+
 export const elevationSchema = z.strictObject({
   sources: z.array(demSourceSchema).min(1),
   /** Quantisation step in metres (exact for integer sources). */
@@ -54,13 +98,19 @@ export const elevationSchema = z.strictObject({
   terrain: z.union([terrainSchema, z.literal(false)]).prefault({}),
   /** Contour lines as a vector tileset; absent or `false`: none. */
   contours: z.union([contoursSchema, z.literal(false)]).optional(),
-  /** Credit for the DEMs, on the terrain and contour tilesets (default: the config's `attribution`). */
+  /** Hillshade raster tiles shaded by GDAL from the index; `{}` for the defaults; absent or `false`: none. */
+  hillshade: z.union([hillshadeSchema, z.literal(false)]).optional(),
+  /** Colour-relief raster tiles coloured by GDAL from the index with a ramp; absent or `false`: none. */
+  relief: z.union([reliefSchema, z.literal(false)]).optional(),
+  /** Credit for the DEMs, on the terrain, contour, hillshade and relief tilesets (default: the config's `attribution`). */
   attribution: z.string().optional(),
 });
 
 export type ElevationConfig = z.infer<typeof elevationSchema>;
 export type TerrainConfig = z.infer<typeof terrainSchema>;
 export type ContoursConfig = z.infer<typeof contoursSchema>;
+export type HillshadeConfig = z.infer<typeof hillshadeSchema>;
+export type ReliefConfig = z.infer<typeof reliefSchema>;
 
 /** The `[minor, index]` intervals of zoom `z`: the entry of the nearest zoom at or below it (else the lowest entry). */
 export function contourIntervals(intervals: Record<string, [number, number]>, z: number): [number, number] {

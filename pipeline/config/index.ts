@@ -23,7 +23,17 @@ const searchSchema = z.union([
 
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
 
-/** A vector tileset: MBTiles, PMTiles, a z/x/y folder, or an OpenStreetMap extract turned into tiles. */
+/** GDAL's warp resampling methods an imagery tileset may use (gdalwarp -r). */
+export const RESAMPLING = ['nearest', 'bilinear', 'cubic', 'cubicspline', 'lanczos', 'average', 'mode'] as const;
+export type Resampling = (typeof RESAMPLING)[number];
+
+/** Fields that apply to imagery sources only (GeoTIFF, COG, VRT, a glob of images: pipeline/imagery/). */
+export const IMAGERY_FIELDS = ['format', 'minzoom', 'maxzoom', 'scales', 'resampling', 'nodata'] as const;
+
+/**
+ * A tileset: MBTiles, PMTiles, a z/x/y folder, an OpenStreetMap extract turned into tiles, or imagery
+ * (any raster GDAL opens, a VRT, or a glob of them) warped into raster tiles.
+ */
 export const tilesetSchema = z.union([
   z.string().min(1),
   z.strictObject({
@@ -45,13 +55,25 @@ export const tilesetSchema = z.union([
     }).optional(),
     /** Tile encodings served: `["mvt"]` (default) or `["mvt", "mlt"]`. */
     encodings: encodingsSchema.optional(),
+    /** Imagery: the tiles' format (default `png`; `jpg` has no transparency: pixels outside the images are white). */
+    format: z.enum(['png', 'jpg', 'webp'], { error: 'expected "png", "jpg" or "webp"' }).optional(),
+    /** Imagery: the lowest zoom baked (default 0). */
+    minzoom: z.number().int().min(0).max(24).optional(),
+    /** Imagery: the deepest zoom baked (default: the zoom whose pixels are just finer than the finest image's). */
+    maxzoom: z.number().int().min(0).max(24).optional(),
+    /** Imagery: 1 (256 px tiles) and 2 (512 px `@2x` tiles, baked only at the zooms the images are fine enough for). Default [1, 2]. */
+    scales: z.array(z.union([z.literal(1), z.literal(2)], { error: 'expected 1 or 2' })).min(1).refine((a) => a.includes(1), 'expected 1 among the scales (the @2x tiles are served beside the 1x ones)').optional(),
+    /** Imagery: GDAL's resampling when warping (default `bilinear`). */
+    resampling: z.enum(RESAMPLING, { error: `expected one of ${RESAMPLING.map((r) => `"${r}"`).join(', ')}` }).optional(),
+    /** Imagery: the source pixel value that is transparent (overrides the files' own nodata). */
+    nodata: z.number().optional(),
     /**
      * The search index (GET /search, /reverse; docs/search.md): default on for an .osm.pbf source, `false` to skip;
      * `{"source": "x.osm.pbf"}` builds it from that extract (a tileset of MBTiles or PMTiles made from it).
      */
     search: searchSchema.optional(),
   }),
-], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf or z/x/y folder) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?, "search"?}' });
+], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf, z/x/y folder, GeoTIFF, VRT or a glob of images) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?, "format"?, "minzoom"?, "maxzoom"?, "scales"?, "resampling"?, "nodata"?, "search"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -86,6 +108,13 @@ export interface TilesetConfig {
   languages?: string[];
   /** Tile encodings built and served (always with `mvt`). */
   encodings: Encoding[];
+  /** Imagery only (pipeline/imagery/): tile format, zooms, scales, resampling, nodata override. */
+  format?: 'png' | 'jpg' | 'webp';
+  minzoom?: number;
+  maxzoom?: number;
+  scales?: (1 | 2)[];
+  resampling?: Resampling;
+  nodata?: number;
   /** The OSM extract its search index is built from (absolute); absent: no index. */
   search?: { source: string };
 }
@@ -175,6 +204,9 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
   const abs = (p: string) => resolve(base, p);
   const tilesets: Record<string, TilesetConfig> = {};
   for (const [id, t] of Object.entries(c.tilesets)) {
+    if (typeof t !== 'string' && t.minzoom !== undefined && t.maxzoom !== undefined && t.minzoom > t.maxzoom) {
+      throw new UserError(`${file}: invalid config\n  ${jsonPath(['tilesets', id, 'minzoom'])}: expected minzoom <= maxzoom (${t.minzoom} > ${t.maxzoom})`, { exitCode: 2 });
+    }
     const { search: s, ...o }: Exclude<typeof t, string> = typeof t === 'string' ? { source: t } : t;
     const source = abs(o.source);
     const osm = /\.osm\.pbf$/i.test(source);
@@ -197,19 +229,22 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
     if (!tileset || !tilesets[tileset]) {
       throw new UserError(`${file}: invalid config\n  ${jsonPath(['styles', id, 'tileset'])}: expected one of the configured tileset ids (${Object.keys(tilesets).join(', ') || 'none configured'})`, { exitCode: 2 });
     }
-    styles[id] = { ...s, id, tileset, style: abs(s.style) };
+    const sprite = s.sprite === undefined ? {} : { sprite: typeof s.sprite === 'string' ? abs(s.sprite) : { extend: abs(s.sprite.extend) } };
+    styles[id] = { ...s, id, tileset, style: abs(s.style), ...sprite };
   }
-  // Terrain and contours are tilesets too: one id, one tileset.
+  // Terrain, contours, hillshade and relief are tilesets too: one id, one tileset.
   const taken = new Map(Object.keys(tilesets).map((id) => [id, jsonPath(['tilesets', id])]));
-  for (const part of ['terrain', 'contours'] as const) {
+  for (const part of ['terrain', 'contours', 'hillshade', 'relief'] as const) {
     const section = c.elevation?.[part];
     if (!section) continue;
     const other = taken.get(section.id);
     if (other) throw new UserError(`${file}: invalid config\n  ${jsonPath(['elevation', part, 'id'])}: "${section.id}" is already the id of ${other}`, { exitCode: 2 });
     taken.set(section.id, jsonPath(['elevation', part]));
   }
+  const relief = c.elevation?.relief;
   const elevation = c.elevation && {
     ...c.elevation,
+    ...(relief ? { relief: { ...relief, ramp: relief.ramp && abs(relief.ramp) } } : {}),
     sources: c.elevation.sources.map((s) => (typeof s === 'string' ? { path: abs(s) } : { ...s, path: abs(s.path) })),
   };
   return { ...c, file: resolve(file), out: abs(c.out), fonts: c.fonts ? abs(c.fonts) : undefined, tilesets, styles, elevation };

@@ -40,6 +40,14 @@ export const styleSchema = z.strictObject({
    * style's own choice (lib/style-language.ts; the tileset must carry `name:xx`). Otherwise an ordinary style.
    */
   language: languageSchema.optional(),
+  /**
+   * A folder of SVG icons (one per `<name>.svg`, relative to the config file) made into the style's sprite
+   * at 1x and 2x: `"icons/"` replaces the style's own sprite, `{"extend": "icons/"}` adds its icons to it
+   * (a name in both: the folder's icon). Otherwise the style's own sprite is copied.
+   */
+  sprite: z
+    .union([z.string().min(1), z.strictObject({ extend: z.string().min(1) })], { error: 'expected a folder of SVG icons ("icons/") or {"extend": "icons/"}' })
+    .optional(),
 });
 
 /** Renderer settings shared by every style. */

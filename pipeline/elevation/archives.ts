@@ -7,8 +7,8 @@
 import { basename, resolve } from 'node:path';
 import { constants } from 'node:fs';
 import { UserError } from '../../lib/errors.ts';
+import type { Gdal } from '../../lib/gdal.ts';
 
-type Gdal = typeof import('gdal-async');
 type Dataset = import('gdal-async').Dataset;
 
 /** The start of an SRTM tile name GDAL's SRTMHGT driver accepts: the south-west corner, `N43E006.`. */

@@ -3,12 +3,12 @@
  * build) a partial file in the work folder plus a checkpoint of the chunks already in it, so a
  * killed build continues with the chunks it had not finished.
  */
-import { createHash } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { tempPathFor, writeFileAtomic } from '../../lib/atomic.ts';
 import type { EncodedBlock } from '../../lib/elevation/codec.ts';
 import { DIR_ENTRY_BYTES, writeDirEntry } from '../../lib/elevation/format.ts';
+import { sha256 } from '../../lib/hash.ts';
 
 /** A block ready to write: where its directory entry goes and its encoded payload. */
 export interface ChunkBlock {
@@ -29,8 +29,6 @@ interface CheckpointState {
 
 /** Default time between checkpoints (each one fsyncs the partial file first). */
 export const CHECKPOINT_INTERVAL_MS = 2000;
-
-const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
 /** A partial index file and, when resumable, the record of the chunks it holds. */
 export class IndexCheckpoint {

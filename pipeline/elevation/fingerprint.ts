@@ -3,10 +3,10 @@
  * often it is downloaded again) gives the same fingerprint, so the index is kept, not rebuilt.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
+import { sha256, sha256File } from '../../lib/hash.ts';
 import { DEFAULT_BLOCK_SIZE, FORMAT_VERSION, type IndexInput } from '../../lib/elevation/format.ts';
 import type { DemSource } from './sources.ts';
 
@@ -18,14 +18,10 @@ const INDEX_WRITER_VERSION = 'tilebake-elevation-index/2';
 /** Files hashed at once. */
 const HASH_CONCURRENCY = 4;
 
-/** sha256 (hex) of a file's bytes, streamed. */
-export function hashFile(path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const h = createHash('sha256');
-    createReadStream(path)
-      .on('data', (chunk) => h.update(chunk))
-      .on('error', (e: NodeJS.ErrnoException) => reject(new UserError(`${path}: cannot read (${e.code ?? e.message})`)))
-      .on('end', () => resolve(h.digest('hex')));
+/** sha256 (hex) of a DEM file's bytes, streamed; a read failure is a UserError naming the file. */
+function hashFile(path: string): Promise<string> {
+  return sha256File(path).catch((e: NodeJS.ErrnoException) => {
+    throw new UserError(`${path}: cannot read (${e.code ?? e.message})`);
   });
 }
 
@@ -65,5 +61,5 @@ export function indexFingerprint(files: readonly DemSource[], inputs: readonly I
 
 /** A fingerprint of `parts` (an output's inputs and settings), sha256 hex. */
 export function fingerprintOf(...parts: unknown[]): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
+  return sha256(JSON.stringify(parts));
 }

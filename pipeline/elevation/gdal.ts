@@ -1,9 +1,9 @@
 import { access } from 'node:fs/promises';
 import { UserError } from '../../lib/errors.ts';
+import { loadGdal, type Gdal } from '../../lib/gdal.ts';
 import { gdalPath, readChecked, unreadable } from './archives.ts';
 import { snapStep, snapToStep, type DemGrid, type DemInfo } from './grid.ts';
 
-type Gdal = typeof import('gdal-async');
 type Dataset = import('gdal-async').Dataset;
 type SpatialReference = import('gdal-async').SpatialReference;
 
@@ -13,22 +13,6 @@ const WARP_NODATA = -3.4028234663852886e38;
 const MEAN_EARTH_RADIUS_M = 6371008.8;
 /** Points sampled along each edge to find a warped footprint. */
 const EDGE_SAMPLES = 21;
-
-let gdalModule: Promise<Gdal> | undefined;
-
-/** Load gdal-async once; refuse a build that carries its own bundled GDAL (it must link Debian's). */
-export function loadGdal(): Promise<Gdal> {
-  gdalModule ??= import('gdal-async').then((m) => {
-    const gdal = ((m as { default?: Gdal }).default ?? m) as Gdal;
-    if (gdal.bundled) {
-      throw new UserError('gdal-async was built with its bundled GDAL instead of the system one: remove node_modules/gdal-async and run `make setup` (it sets npm_config_shared_gdal=true)');
-    }
-    // Reading a .gz through /vsigzip/ must not write a `.gz.properties` index beside the user's file.
-    gdal.config.set('CPL_VSIL_GZIP_WRITE_PROPERTIES', 'NO');
-    return gdal;
-  });
-  return gdalModule;
-}
 
 /** Options a config can give one source. */
 export interface GdalReadOptions {

@@ -1,18 +1,12 @@
+import type { PostLattice } from '../../lib/elevation/format.ts';
+
 /**
  * Where a DEM's posts lie (a lat/lon post grid), known without reading its heights: what the index
  * writer plans layers from.
  */
-export interface DemInfo {
+export interface DemInfo extends PostLattice {
   /** The file as given (for messages and the manifest). */
   file: string;
-  /** Latitude of post row 0 (north), longitude of post column 0 (west), degrees. */
-  originLat: number;
-  originLon: number;
-  /** Degrees between posts (positive). */
-  stepLat: number;
-  stepLon: number;
-  rows: number;
-  cols: number;
   /** Footprint [west, south, east, north]. */
   footprint: [number, number, number, number];
 }

@@ -1,6 +1,5 @@
-import { readdir, stat } from 'node:fs/promises';
-import { isAbsolute, join, resolve, sep } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
+import { expandGlob, isGlob } from '../../lib/glob.ts';
 import { probeGdal, readGdal } from './gdal.ts';
 import type { DemGrid, DemInfo } from './grid.ts';
 
@@ -9,62 +8,6 @@ export interface DemSource {
   path: string;
   priority?: number;
   nodata?: number;
-}
-
-const GLOB_CHARS = /[*?[]/;
-
-/** A glob pattern (`*`, `?`, `[...]`, `**`) of one path component as a RegExp. */
-function componentRegex(pattern: string): RegExp {
-  let re = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i];
-    if (ch === '*') re += '[^/]*';
-    else if (ch === '?') re += '[^/]';
-    else if (ch === '[') {
-      const end = pattern.indexOf(']', i);
-      if (end < 0) re += '\\[';
-      else {
-        re += `[${pattern.slice(i + 1, end).replace(/^!/, '^')}]`;
-        i = end;
-      }
-    } else re += ch.replace(/[.+^${}()|\\]/g, '\\$&');
-  }
-  return new RegExp(`^${re}$`);
-}
-
-async function walk(dir: string, parts: string[], out: string[]): Promise<void> {
-  if (parts.length === 0) {
-    out.push(dir);
-    return;
-  }
-  const [head, ...rest] = parts;
-  if (head === '**') {
-    await walk(dir, rest, out);
-    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-    for (const e of entries) if (e.isDirectory()) await walk(join(dir, e.name), parts, out);
-    return;
-  }
-  if (!GLOB_CHARS.test(head)) {
-    await walk(join(dir, head), rest, out);
-    return;
-  }
-  const re = componentRegex(head);
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
-    if (re.test(e.name) && (rest.length === 0 ? !e.isDirectory() : e.isDirectory())) await walk(join(dir, e.name), rest, out);
-  }
-}
-
-/** Expand a path or glob to existing files (sorted); a plain path is returned as is. */
-export async function expandGlob(pattern: string): Promise<string[]> {
-  if (!GLOB_CHARS.test(pattern)) return [pattern];
-  const abs = isAbsolute(pattern) ? pattern : resolve(pattern);
-  const parts = abs.split(sep).filter((p) => p !== '');
-  const out: string[] = [];
-  await walk(sep, parts, out);
-  const files: string[] = [];
-  for (const f of [...new Set(out)]) if ((await stat(f).catch(() => undefined))?.isFile()) files.push(f);
-  return files;
 }
 
 /** Expand every source; a glob matching nothing is an error naming it. */

@@ -1,6 +1,7 @@
 /**
  * Elevation stage: DEM files → quantised elevation index (`data/elevation.tbei`) and, optionally,
- * terrain-RGB tiles and contour lines (`data/<id>.pmtiles`), all recorded in the manifest.
+ * terrain-RGB tiles, contour lines, hillshade and colour relief (`data/<id>.pmtiles`), all recorded
+ * in the manifest.
  * Inputs are fingerprinted by content: an unchanged DEM set keeps its index, unchanged outputs are
  * kept, and a killed build resumes (index chunks, tile batches) where it stopped.
  */
@@ -14,15 +15,19 @@ import { readManifestOrEmpty, updateManifest, type TilesetEntry } from '../../li
 import { moduleUrl } from '../../lib/package-root.ts';
 import { FileRangeSource } from '../../lib/storage.ts';
 import { createPool } from '../../workers/pool.ts';
-import type { ElevationTask, IndexRef, TileOut } from '../../workers/elevation-tiles.ts';
+import type { ElevationTask, GridOut, GridTask, IndexRef, TileOut } from '../../workers/elevation-tiles.ts';
 import type { EncodedBlock } from '../../lib/elevation/codec.ts';
 import type { BuildConfig } from '../config/index.ts';
-import type { ContoursConfig, TerrainConfig } from '../config/elevation.ts';
+import type { ContoursConfig, HillshadeConfig, ReliefConfig, TerrainConfig } from '../config/elevation.ts';
+import { renderSchema } from '../config/render.ts';
+import type { EncoderSettings } from '../../lib/raster-encode.ts';
 import { IndexCheckpoint } from './checkpoint.ts';
 import { writeContourTiles } from './contours.ts';
 import { describeInputs, indexFingerprint } from './fingerprint.ts';
 import type { DemInfo } from './grid.ts';
 import { expandSources, probeDem, readDem, type DemSource } from './sources.ts';
+import { DEFAULT_RELIEF_RAMP, readRamp } from './relief-ramp.ts';
+import { writeHillshadeTiles, writeReliefTiles } from './shaded.ts';
 import { defaultTerrainMaxzoom, writeTerrainTiles } from './terrain.ts';
 import type { IndexTileset, TileJobResult } from './tiles.ts';
 import { planLayers, writeIndex, type BlockEncoder } from './writer.ts';
@@ -45,6 +50,12 @@ export interface ElevationOptions {
   /** Terrain tiles; `maxzoom` defaults to the DEMs' resolution. */
   terrain: TerrainConfig | false;
   contours?: ContoursConfig | false;
+  /** Hillshade tiles (GDAL); zooms default to the terrain tiles' minzoom … the DEMs' resolution. */
+  hillshade?: HillshadeConfig | false;
+  /** Colour-relief tiles (GDAL) with the ramp file `ramp` (default: DEFAULT_RELIEF_RAMP). */
+  relief?: ReliefConfig | false;
+  /** PNG/WebP settings of hillshade and relief tiles (default: the render stage's defaults). */
+  encode?: EncoderSettings;
   attribution?: string;
   /** Bound on the DEM grids held while indexing (default 1 GiB, or `TILEBAKE_ELEVATION_CACHE_MB`). */
   gridCacheBytes?: number;
@@ -66,6 +77,8 @@ export interface ElevationStats {
   indexSeconds: number;
   terrain?: TileJobResult & { seconds: number };
   contours?: TileJobResult & { seconds: number };
+  hillshade?: TileJobResult & { seconds: number };
+  relief?: TileJobResult & { seconds: number };
 }
 
 /** The metadata of an existing index, or undefined (none, or unreadable). */
@@ -112,10 +125,22 @@ function gridCacheBytes(opts: ElevationOptions): number | undefined {
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
 
+/**
+ * Zooms of a hillshade or relief tileset: as configured, else from the terrain tiles' minzoom (0
+ * without them) to their maxzoom or the DEMs' resolution, whichever is deeper.
+ */
+export function shadedZooms(cfg: { minzoom?: number; maxzoom?: number }, terrain: { minzoom: number; maxzoom: number } | undefined, meta: IndexMeta): { minzoom: number; maxzoom: number } {
+  const minzoom = cfg.minzoom ?? terrain?.minzoom ?? 0;
+  const maxzoom = cfg.maxzoom ?? Math.max(minzoom, terrain?.maxzoom ?? 0, defaultTerrainMaxzoom(meta));
+  return { minzoom, maxzoom };
+}
+
 /** Build the index (and terrain and contour tiles) from `sources` into `outDir` and record them in its manifest. */
 export async function buildElevation(outDir: string, sources: DemSource[], opts: ElevationOptions): Promise<ElevationStats> {
   if (sources.length === 0) throw new UserError('elevation: no DEM files given');
   const files = await expandSources(sources);
+  // A bad ramp stops the build before any work.
+  const rampText = opts.relief ? (opts.relief.ramp ? await readRamp(opts.relief.ramp) : DEFAULT_RELIEF_RAMP) : undefined;
   const indexPath = join(outDir, ELEVATION_INDEX_PATH);
   const workDir = join(outDir, WORK_DIR);
   const threads = opts.threads ?? availableCpus();
@@ -163,24 +188,37 @@ export async function buildElevation(outDir: string, sources: DemSource[], opts:
       Object.assign(stats, { chunks: written.chunks, resumedChunks: written.resumedChunks, gridLoads: written.gridLoads });
     }
     stats.indexSeconds = seconds(t0);
-    if (opts.terrain || opts.contours) {
+    if (opts.terrain || opts.contours || opts.hillshade || opts.relief) {
       const index: IndexRef = { path: indexPath, id: fingerprint, cacheBytes: WORKER_BLOCK_CACHE_BYTES };
       const src = await FileRangeSource.open(indexPath);
       const boxes = await (await ElevationIndex.open(src, 0)).dataBoxes().finally(() => src.close());
-      const job = <Task>(id: string, run: (task: Task) => ElevationTask): IndexTileset<Task> => ({
+      const job = <Task, Out = TileOut>(id: string, run: (task: Task) => ElevationTask): IndexTileset<Task, Out> => ({
         index, meta, boxes, threads, attribution: opts.attribution,
         archive: join(outDir, 'data', `${id}.pmtiles`),
         journal: join(workDir, `${id}.journal`),
-        run: (task) => pool.run(run(task)) as Promise<TileOut[]>,
+        run: (task) => pool.run(run(task)) as Promise<Out[]>,
       });
-      const outputs: { id: string; kind: 'terrain' | 'contours'; write: () => ReturnType<typeof writeTerrainTiles> }[] = [];
+      const grids = (id: string) => job<GridTask, GridOut>(id, (t) => ({ op: 'grids', ...t }));
+      type Written = Awaited<ReturnType<typeof writeTerrainTiles>>;
+      const outputs: { id: string; kind: 'terrain' | 'contours' | 'hillshade' | 'relief'; write: () => Promise<Written> }[] = [];
+      const terrainZooms = opts.terrain ? { minzoom: opts.terrain.minzoom, maxzoom: opts.terrain.maxzoom ?? Math.max(opts.terrain.minzoom, defaultTerrainMaxzoom(meta)) } : undefined;
       if (opts.terrain) {
-        const cfg = { ...opts.terrain, maxzoom: opts.terrain.maxzoom ?? Math.max(opts.terrain.minzoom, defaultTerrainMaxzoom(meta)) };
+        const cfg = { ...opts.terrain, maxzoom: terrainZooms!.maxzoom };
         outputs.push({ id: cfg.id, kind: 'terrain', write: () => writeTerrainTiles(cfg, job(cfg.id, (t) => ({ op: 'terrain', ...t }))) });
       }
       if (opts.contours) {
         const cfg = opts.contours;
         outputs.push({ id: cfg.id, kind: 'contours', write: () => writeContourTiles(cfg, job(cfg.id, (t) => ({ op: 'contours', ...t }))) });
+      }
+      const encode = opts.encode ?? renderSchema.parse({});
+      if (opts.hillshade) {
+        const cfg = { ...opts.hillshade, ...shadedZooms(opts.hillshade, terrainZooms, meta) };
+        outputs.push({ id: cfg.id, kind: 'hillshade', write: () => writeHillshadeTiles(cfg, grids(cfg.id), encode) });
+      }
+      if (opts.relief && rampText !== undefined) {
+        const { ramp: _file, ...relief } = opts.relief;
+        const cfg = { ...relief, rampText, ...shadedZooms(relief, terrainZooms, meta) };
+        outputs.push({ id: cfg.id, kind: 'relief', write: () => writeReliefTiles(cfg, grids(cfg.id), encode) });
       }
       for (const o of outputs) {
         const t1 = performance.now();
@@ -202,7 +240,7 @@ export async function buildElevation(outDir: string, sources: DemSource[], opts:
   return stats;
 }
 
-/** Version of the index, terrain and contour encoders; bump when their output changes, so they are built again. */
+/** Version of the index, terrain, contour, hillshade and relief encoders; bump when their output changes, so they are built again. */
 const ELEVATION_VERSION = 'tilebake-elevation/2';
 
 /**
@@ -214,11 +252,15 @@ export async function runElevationStage(config: BuildConfig, outDir: string, opt
   const e = config.elevation;
   if (!e) return undefined;
   const attribution = e.attribution ?? config.attribution;
-  const settings = { precision: e.precision, terrain: e.terrain, contours: e.contours, attribution, sources: e.sources };
+  const { png, jpeg, webp } = config.render;
+  const shaded = e.hillshade || e.relief ? { png, jpeg, webp } : undefined;
+  const settings = { precision: e.precision, terrain: e.terrain, contours: e.contours, hillshade: e.hillshade, relief: e.relief, shaded, attribution, sources: e.sources };
   const files = await expandSources(e.sources);
-  const fingerprint = `${ELEVATION_VERSION}:${await hashInputs(files.map((f) => f.path))}:${JSON.stringify(settings)}`;
+  // The relief's ramp file by content, beside the DEMs.
+  const ramp = e.relief && e.relief.ramp ? [e.relief.ramp] : [];
+  const fingerprint = `${ELEVATION_VERSION}:${await hashInputs([...files.map((f) => f.path), ...ramp])}:${JSON.stringify(settings)}`;
   if (opts.previous && (await reuseElevation(opts.previous, outDir, fingerprint))) return undefined;
-  const stats = await buildElevation(outDir, e.sources, { precision: e.precision, terrain: e.terrain, contours: e.contours, attribution });
+  const stats = await buildElevation(outDir, e.sources, { precision: e.precision, terrain: e.terrain, contours: e.contours, hillshade: e.hillshade, relief: e.relief, encode: shaded, attribution });
   await recordDeps(outDir, { elevation: fingerprint });
   return stats;
 }

@@ -10,6 +10,7 @@ import type { IndexMeta } from '../../lib/elevation/format.ts';
 import type { IndexRef, TileOut } from '../../workers/elevation-tiles.ts';
 import { createProgress, logLine } from '../../lib/progress.ts';
 import { RenderJournal } from '../render/journal.ts';
+import { inShard } from '../render/selection.ts';
 
 /** Metadata key holding the fingerprint of an elevation-derived archive. */
 export const ELEVATION_METADATA_KEY = 'tilebake:elevation';
@@ -41,16 +42,18 @@ export function tileBatches(boxes: readonly BBox[], minzoom: number, maxzoom: nu
       }
     }
     const order = (k: string) => k.split('/').map(Number);
-    batches.push(...[...byKey.values()].sort((a, b) => {
+    const sorted = [...byKey.values()].sort((a, b) => {
       const [, ax, ay] = order(a.key), [, bx, by] = order(b.key);
       return ay - by || ax - bx;
-    }));
+    });
+    // One by one: a zoom of millions of tiles (an orthophoto at z20) has more batches than a call has arguments.
+    for (const b of sorted) batches.push(b);
   }
   return { batches, tiles };
 }
 
-/** What the stage gives every tileset written from the index (terrain, contours). */
-export interface IndexTileset<Task> {
+/** What the stage gives every tileset written from the index (terrain, contours, hillshade, relief). */
+export interface IndexTileset<Task, Out = TileOut> {
   index: IndexRef;
   meta: IndexMeta;
   /** Where the index has data (`ElevationIndex.dataBoxes`): tiles elsewhere are never made. */
@@ -62,7 +65,7 @@ export interface IndexTileset<Task> {
   /** Pool threads. */
   threads: number;
   /** Runs one batch on the pool. */
-  run: (task: Task) => Promise<TileOut[]>;
+  run: (task: Task) => Promise<Out[]>;
 }
 
 /** A tileset to write from the index. */
@@ -81,6 +84,10 @@ export interface TileJob {
   /** Pool threads (how many batches to keep queued). */
   threads: number;
   run: (tiles: number[]) => Promise<TileOut[]>;
+  /** The archive metadata key that records `fingerprint` (default `tilebake:elevation`). */
+  fingerprintKey?: string;
+  /** Only the batches of this shard (`inShard` of their ordinal): the archive is a partial for `tilebake merge`. */
+  shard?: { index: number; count: number };
 }
 
 /** What a job wrote (or kept). */
@@ -95,20 +102,23 @@ export interface TileJobResult {
   computed: number;
 }
 
-/** The archive's size and tile count when it was written from `fingerprint`, else undefined. */
-async function upToDate(path: string, fingerprint: string): Promise<{ tiles: number; bytes: number } | undefined> {
+/** The archive's size and tile count when it was written from `fingerprint` (recorded under `key`), else undefined. */
+async function upToDate(path: string, key: string, fingerprint: string): Promise<{ tiles: number; bytes: number } | undefined> {
   const summary = await summarizeArchiveFile(path);
-  return summary?.metadata[ELEVATION_METADATA_KEY] === fingerprint ? summary : undefined;
+  return summary?.metadata[key] === fingerprint ? summary : undefined;
 }
 
-/** Write (or keep, or resume) one tileset from the index. */
+/** Write (or keep, or resume) one tileset of batches of tiles (from the index, or imagery: pipeline/imagery/). */
 export async function runTileJob(job: TileJob): Promise<TileJobResult> {
-  const kept = await upToDate(job.archive, job.fingerprint);
+  const key = job.fingerprintKey ?? ELEVATION_METADATA_KEY;
+  const kept = await upToDate(job.archive, key, job.fingerprint);
   if (kept) {
-    logLine(`${job.label}: ${job.archive} is up to date (same index and settings), kept`);
+    logLine(`${job.label}: ${job.archive} is up to date (same inputs and settings), kept`);
     return { ...kept, kept: true, resumedBatches: 0, computed: 0 };
   }
-  const { batches, tiles } = tileBatches(job.boxes, job.minzoom, job.maxzoom);
+  const all = tileBatches(job.boxes, job.minzoom, job.maxzoom);
+  const batches = job.shard ? all.batches.filter((_, i) => inShard(i, job.shard)) : all.batches;
+  const tiles = job.shard ? batches.reduce((n, b) => n + b.tiles.length / 3, 0) : all.tiles;
   const journal = await RenderJournal.open(job.journal, job.fingerprint);
   try {
     const todo = batches.filter((b) => !journal.done.has(b.key));
@@ -137,7 +147,7 @@ export async function runTileJob(job: TileJob): Promise<TileJobResult> {
     } finally {
       progress.done();
     }
-    const w = await PMTilesWriter.create(job.archive, { ...job.writer, metadata: { ...job.writer.metadata, [ELEVATION_METADATA_KEY]: job.fingerprint } });
+    const w = await PMTilesWriter.create(job.archive, { ...job.writer, metadata: { ...job.writer.metadata, [key]: job.fingerprint } });
     let res;
     try {
       for await (const rec of journal.records()) for (const t of rec.tiles) await w.addTile(t.z, t.x, t.y, t.data);

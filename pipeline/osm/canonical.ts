@@ -15,7 +15,8 @@
  * Attributes named `_…` are instructions to this step and are removed.
  */
 import { readFileSync } from 'node:fs';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { gzipSync } from 'node:zlib';
+import { gunzipIfGzipped } from '../../lib/gzip.ts';
 import { packagePath } from '../../lib/package-root.ts';
 import { PbfReader } from 'pbf';
 import { decodeTile, encodeTile, valueKey, type RawFeature, type RawLayer } from '../../lib/mvt.ts';
@@ -112,8 +113,6 @@ export function canonicalLayers(layers: RawLayer[], x: number, y: number, grids:
 /** gzip level of the written tiles (fixed, so equal tiles give equal bytes). */
 const GZIP_LEVEL = 6;
 
-const unzipped = (data: Uint8Array) => (data[0] === 0x1f && data[1] === 0x8b ? gunzipSync(data) : data);
-
 let layerOrder: Map<string, number> | undefined;
 /** The profile's layers in the order tilemaker writes them (openmaptiles.json), read once. */
 function profileOrder(): Map<string, number> {
@@ -141,7 +140,7 @@ export function mergeLayers(tiles: RawLayer[][]): RawLayer[] {
 }
 
 /** Decode a stored tile (gzip or plain). */
-export const decodeStored = (data: Uint8Array): RawLayer[] => decodeTile(unzipped(data));
+export const decodeStored = (data: Uint8Array): RawLayer[] => decodeTile(gunzipIfGzipped(data));
 
 /** The layers of several tiles of one place as one canonical tile, gzipped; undefined when no layer has a feature. */
 export function canonicalEncode(parts: RawLayer[][], x: number, y: number): Uint8Array | undefined {
@@ -161,7 +160,7 @@ export function canonicalTile(data: Uint8Array, x: number, y: number, ...more: U
  * tile, instructions that change other features' ranks included (see pipeline/osm/changed-tiles.ts).
  */
 export function comparableTile(data: Uint8Array): Uint8Array {
-  return encodeTile(decodeTile(unzipped(data)).filter((l) => l.features.length > 0).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(sortedLayer));
+  return encodeTile(decodeTile(gunzipIfGzipped(data)).filter((l) => l.features.length > 0).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(sortedLayer));
 }
 
 /**

@@ -18,7 +18,7 @@
  * the filled ones: the open sea of a coastal region is one fill tile, stored once by the PMTiles writer.
  */
 import { tileBounds, worldToLonLat, type BBox } from '../../lib/tile-math.ts';
-import { loadGdal } from '../elevation/gdal.ts';
+import { loadGdal } from '../../lib/gdal.ts';
 import { boxPolygon, ofKind, type Geometry, type Shape, type ShapeAttributes } from './shapes.ts';
 
 /** tilemaker's buffer around a tile: 1/200 of its width (and height, in Mercator). */

@@ -13,7 +13,7 @@
 import { join } from 'node:path';
 import { packagePath } from '../../lib/package-root.ts';
 import { MAX_LATITUDE, tileBounds, tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
-import { loadGdal } from '../elevation/gdal.ts';
+import { loadGdal } from '../../lib/gdal.ts';
 import { cutPolygons, TILE_TAG, type CutFeature, type CutZoom } from './cut.ts';
 import { writeShapefile, type Geometry, type Shape, type ShapeAttributes, type ShapeKind } from './shapes.ts';
 

@@ -13,7 +13,7 @@
 import { join } from 'node:path';
 import type { RawLayer } from '../../lib/mvt.ts';
 import { tileRangeForBBox, type BBox } from '../../lib/tile-math.ts';
-import { loadGdal } from '../elevation/gdal.ts';
+import { loadGdal } from '../../lib/gdal.ts';
 import type { WaterPolygon } from './coastline.ts';
 import { clipBox, cutPolygons, TILE_TAG, type CutZoom } from './cut.ts';
 import { clipArea, inTileBox, NATURAL_EARTH_DIR, NE_MAXZOOM } from './natural-earth.ts';

@@ -21,7 +21,7 @@
  * GEOS calls per coastal tile instead of tilemaker runs (their start, the Lua profile, shapefiles).
  */
 import { GEOM_TYPE, MVT_EXTENT, type RawFeature, type RawLayer } from '../../lib/mvt.ts';
-import { loadGdal } from '../elevation/gdal.ts';
+import { loadGdal } from '../../lib/gdal.ts';
 import { signedArea2, type Point } from './coastline.ts';
 import { encodeRings } from './fill.ts';
 import { SHAPE_SIMPLIFY } from './natural-earth.ts';

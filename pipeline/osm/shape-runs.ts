@@ -9,6 +9,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BBox } from '../../lib/tile-math.ts';
+import { gunzipIfGzipped } from '../../lib/gzip.ts';
 import { decodeTile, encodeTile, type RawLayer } from '../../lib/mvt.ts';
 import { TILE_TAG } from './cut.ts';
 import { openMbtiles } from '../sources/mbtiles.ts';
@@ -16,7 +17,6 @@ import type { ShapeLayer } from './natural-earth.ts';
 import { zoomArea } from './natural-earth.ts';
 import { runTilemaker } from './tilemaker.ts';
 import { runTool } from './tools.ts';
-import { gunzipSync } from 'node:zlib';
 
 /** Zooms per run: a layer of zoom z is indexed on 4^(base − z) tiles per tile of z. */
 const GROUP = 3;
@@ -69,7 +69,7 @@ export async function runShapeLayers(job: ShapeRunsJob): Promise<Map<string, Uin
       for await (const t of source.tiles()) {
         // Tiles of a run's box that only the layers of other zooms, or others' pieces, reached are empty.
         const key = `${t.z}/${t.x}/${t.y}`;
-        const layers = ownFeatures(decodeTile(t.data[0] === 0x1f ? gunzipSync(t.data) : t.data), key);
+        const layers = ownFeatures(decodeTile(gunzipIfGzipped(t.data)), key);
         if (layers.length > 0) tiles.set(key, encodeTile(layers));
       }
     } finally {

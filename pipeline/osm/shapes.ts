@@ -3,9 +3,8 @@
  * polygons, clipping to a box, and WGS84 shapefiles tilemaker 2.2 reads, with attribute columns.
  */
 import type { BBox } from '../../lib/tile-math.ts';
-import { loadGdal } from '../elevation/gdal.ts';
+import { loadGdal, type Gdal } from '../../lib/gdal.ts';
 
-type Gdal = typeof import('gdal-async');
 export type Geometry = import('gdal-async').Geometry;
 
 /** The geometry kind of a shapefile (one per file). */

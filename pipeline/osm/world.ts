@@ -3,7 +3,7 @@
  * that do not depend on any extract, built once per Natural Earth version (and version of this code)
  * into a PMTiles archive and reused by every build and every nightly update of every OSM tileset that
  * finds it. An OSM tileset copies the world's tiles as they are and merges its own data into the ones
- * that cover its extract (sources/osm.ts, compose.ts).
+ * that cover its extract (source.ts, compose.ts).
  *
  * Where: `<output folder>/.work/world/` (beside the build's other work files, kept across builds), or
  * the folder `TILEBAKE_WORLD_CACHE` names, to share one copy between output folders (the tests do).

@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { sha256 } from '../../lib/hash.ts';
 import type { ArchiveReader } from '../../lib/pmtiles/index.ts';
 import { openTilesetArchive, type TilesetArchiveRef } from './archive.ts';
 import { metatileKey, TILE_SIZE, type Metatile } from '../../lib/metatiles.ts';
@@ -177,7 +178,7 @@ export class ViewKeys {
     const memo = this.memo[i];
     let h = memo.get(id);
     if (h === undefined) {
-      h = this.readers[i].readRange(loc.offset, loc.length).then((bytes) => createHash('sha256').update(bytes).digest('base64'));
+      h = this.readers[i].readRange(loc.offset, loc.length).then((bytes) => sha256(bytes, 'base64'));
       if (memo.size >= HASH_MEMO) memo.delete(memo.keys().next().value!);
       memo.set(id, h);
       // A failed read is not remembered (the key fails; a later one may read again).

@@ -63,7 +63,8 @@ async function prepareJob(config: BuildConfig, outDir: string, manifest: Manifes
   const tileset = manifest.tilesets[s.tileset!];
   if (!tileset) throw new UserError(`${config.file}: styles.${s.id}.tileset: tileset "${s.tileset}" has not been built (run \`tilebake build --only vector\` first)`);
   const language = s.language ? { code: s.language, field: `${config.file}: $.styles.${s.id}.language` } : undefined;
-  const prep = await prepareStyle(s.id, s.style, outDir, { tilesets: manifest.tilesets, defaultTileset: s.tileset!, fonts: fontsDir, scales: s.scales, language });
+  const sprite = s.sprite === undefined ? undefined : { folder: s.sprite, field: `${config.file}: $.styles.${s.id}.sprite` };
+  const prep = await prepareStyle(s.id, s.style, outDir, { tilesets: manifest.tilesets, defaultTileset: s.tileset!, fonts: fontsDir, scales: s.scales, language, sprite });
   // A configured bbox at every zoom; else what the tileset covers, zoom by zoom (the world's low zooms, the region beyond).
   const bbox = s.bbox ?? tileset.bounds;
   const world = !s.bbox && tileset.world_maxzoom !== undefined && tileset.region ? { world_maxzoom: tileset.world_maxzoom, region: tileset.region } : undefined;

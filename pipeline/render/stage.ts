@@ -23,7 +23,7 @@ import type { FirstStyle, MetatileRenderer } from '../../workers/metatile-render
 import type { ScaleDone } from './draw.ts';
 import { changedSources, changedTilesets, viewKeys } from './sources.ts';
 import { linkFile } from '../reuse.ts';
-import { EXIT_PERMANENT } from '../run/exit.ts';
+import { EXIT_PERMANENT } from '../exit.ts';
 
 /** Archive names, used by `shard` and `publish` too. */
 export { archiveKey, archiveName } from './jobs.ts';

@@ -1,15 +1,13 @@
-import { access, copyFile, mkdir, readFile, rm } from 'node:fs/promises';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { validateStyleMin } from '@maplibre/maplibre-gl-style-spec';
 import { UserError } from '../../lib/errors.ts';
 import { languagesOfLayers } from '../../lib/languages.ts';
 import { localizeStyle } from '../../lib/style-language.ts';
 import { writeFileAtomic } from '../../lib/atomic.ts';
-import type { TilesetEntry } from '../../lib/manifest.ts';
+import { RASTER_TILE_SIZE, type TilesetEntry } from '../../lib/manifest.ts';
 import { NEUTRAL_PREFIX } from '../../lib/style-urls.ts';
-
-/** Sprite files copied beside the prepared style (base name + these suffixes). */
-export const SPRITE_FILES = ['.json', '.png', '@2x.json', '@2x.png'] as const;
+import { prepareSprite, type SpriteFolder } from './sprite.ts';
 
 /** A style ready to render: its neutral JSON (tilebake:// URLs) and what it needs. */
 export interface PreparedStyle {
@@ -28,10 +26,6 @@ export interface PreparedStyle {
 }
 
 type Json = Record<string, unknown>;
-
-async function exists(p: string): Promise<boolean> {
-  return access(p).then(() => true, () => false);
-}
 
 /** Turn validator messages `layers[3].paint.x: …` into `layer "roads" (layers[3]).paint.x: …`. */
 function describeValidation(style: Json, messages: string[]): string[] {
@@ -56,7 +50,7 @@ function resolveSource(
   file: string,
   sourceId: string,
   src: Json,
-  tilesets: Record<string, TilesetEntry>,
+  tilesets: Record<string, Pick<TilesetEntry, 'kind'>>,
   defaultTileset: string,
 ): string {
   const type = src.type;
@@ -74,23 +68,38 @@ function resolveSource(
     if (terrain.length === 1) return terrain[0];
     throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (no terrain tileset "${name}" was built)`);
   }
-  throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (only vector and raster-dem sources of built tilesets can be rendered)`);
+  if (type === 'raster') {
+    if (tilesets[name]?.kind === 'raster') return name;
+    const raster = Object.keys(tilesets).filter((k) => tilesets[k].kind === 'raster');
+    if (raster.length === 1) return raster[0];
+    const built = raster.length ? `the raster tilesets are ${raster.join(', ')}` : 'no raster tileset was built';
+    throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (no raster tileset "${name}": ${built}; name one as mbtiles://{id}, pmtiles://{id}.pmtiles or …/data/{id}.json)`);
+  }
+  throw new UserError(`${file}: sources.${sourceId}: ${url} is not available locally (only vector, raster and raster-dem sources of built tilesets can be rendered)`);
 }
 
-/** Resolve a sprite reference relative to the style file; returns the base path without extension. */
-export function spriteBase(file: string, sprite: unknown): string | undefined {
-  if (sprite === undefined) return undefined;
-  let url: unknown = sprite;
-  if (Array.isArray(sprite)) {
-    if (sprite.length !== 1) throw new UserError(`${file}: sprite: only one sprite sheet is supported (got ${sprite.length})`);
-    url = (sprite[0] as Json).url;
+/**
+ * The raster tilesets the raster sources of style `file` resolve to, as prepareStyle resolves them, from
+ * the tilesets' kinds alone (before they are built: a distributed run's plan builds these itself). A
+ * style that cannot be read or resolved gives none here: preparing it later says what is wrong.
+ */
+export async function rasterTilesetsOf(file: string, tilesets: Record<string, Pick<TilesetEntry, 'kind'>>): Promise<string[]> {
+  let style: Json;
+  try {
+    style = JSON.parse(await readFile(file, 'utf8')) as Json;
+  } catch {
+    return [];
   }
-  if (typeof url !== 'string') throw new UserError(`${file}: sprite: expected a string`);
-  const folder = dirname(resolve(file));
-  let p = url.replace('{styleJsonFolder}', folder);
-  if (p.startsWith('file://')) p = p.slice('file://'.length);
-  if (/^[a-z]+:\/\//i.test(p)) throw new UserError(`${file}: sprite: ${url} is not available locally (use a path relative to the style)`);
-  return isAbsolute(p) ? p : resolve(folder, p);
+  const out = new Set<string>();
+  for (const [sid, src] of Object.entries((style.sources ?? {}) as Record<string, Json>)) {
+    if (src.type !== 'raster') continue;
+    try {
+      out.add(resolveSource(file, sid, src, tilesets, ''));
+    } catch {
+      // Not resolvable: prepareStyle names it.
+    }
+  }
+  return [...out];
 }
 
 /** True when a layer shows text (so glyphs are requested). */
@@ -99,8 +108,10 @@ function usesGlyphs(style: Json): boolean {
 }
 
 /**
- * Load, validate and prepare style `id` from `file`: sources → `tilebake://data/<tileset>.json`,
- * sprite → `tilebake://styles/<id>/sprite` (files copied to `<out>/styles/<id>/`), glyphs →
+ * Load, validate and prepare style `id` from `file`: sources (vector, raster-dem, and raster sources of
+ * raster tilesets: imagery, hillshade) → `tilebake://data/<tileset>.json`,
+ * sprite → `tilebake://styles/<id>/sprite` (files copied or made from SVG icons into `<out>/styles/<id>/`,
+ * pipeline/render/sprite.ts), glyphs →
  * `tilebake://fonts/{fontstack}/{range}.pbf`. Writes `<out>/styles/<id>/style.json`.
  */
 export async function prepareStyle(
@@ -114,6 +125,8 @@ export async function prepareStyle(
     scales: number[];
     /** Bake labels in this language (lib/style-language.ts); `field` names where it was configured, for messages. */
     language?: { code: string; field: string };
+    /** The style entry's `"sprite"`: a folder of SVG icons replacing or extending the style's sheet (pipeline/render/sprite.ts); `field` for messages. */
+    sprite?: { folder: SpriteFolder; field: string };
   },
 ): Promise<PreparedStyle> {
   let text: string;
@@ -144,26 +157,13 @@ export async function prepareStyle(
     const next: Json = { ...src, url: `${NEUTRAL_PREFIX}data/${tileset}.json` };
     delete next.tiles;
     if (src.type === 'raster-dem' && next.encoding === undefined && entry.encoding) next.encoding = entry.encoding;
+    // MapLibre's default raster tile size is 512 CSS px; a raster tileset's tiles are drawn at their own (256).
+    if (src.type === 'raster' && next.tileSize === undefined) next.tileSize = entry.tileSize ?? RASTER_TILE_SIZE;
     sources[sid] = next;
   }
 
-  let sprite = false;
-  const base = spriteBase(file, style.sprite);
-  if (base) {
-    for (const suffix of SPRITE_FILES) {
-      const src = `${base}${suffix}`;
-      const needed = suffix.startsWith('@2x') ? opts.scales.includes(2) : true;
-      if (!(await exists(src))) {
-        if (needed) throw new UserError(`${file}: sprite: ${src} not found`);
-        continue;
-      }
-      // Replace (not overwrite): the source may be read-only and copyFile keeps its mode.
-      await rm(join(styleDir, `sprite${suffix}`), { force: true });
-      await copyFile(src, join(styleDir, `sprite${suffix}`));
-    }
-    style.sprite = `${NEUTRAL_PREFIX}styles/${id}/sprite`;
-    sprite = true;
-  }
+  const sprite = await prepareSprite(file, style.sprite, styleDir, { scales: opts.scales, folder: opts.sprite?.folder, field: opts.sprite?.field });
+  if (sprite) style.sprite = `${NEUTRAL_PREFIX}styles/${id}/sprite`;
 
   const glyphs = typeof style.glyphs === 'string' && usesGlyphs(style);
   if (typeof style.glyphs === 'string') {

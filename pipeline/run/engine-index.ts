@@ -2,7 +2,7 @@
  * The shard index of `tilebake shard`, from exactly one engine variable (or --index), and the engine's
  * task count checked against the run's `n` where the engine gives one.
  */
-import { permanent } from './exit.ts';
+import { permanent } from '../exit.ts';
 
 /** Engine variables that carry a task's index, and the engine each belongs to. */
 export const INDEX_VARIABLES = {

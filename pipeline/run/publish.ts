@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_KEEP_VERSIONS, newBuildId, pruneStoreVersions, pruneVersions, publishVersionToStore, resolveCurrentVersion } from '../../lib/build-version.ts';
+import { sha256File } from '../../lib/hash.ts';
 import { updateManifest, type StyleArchive } from '../../lib/manifest.ts';
 import { FolderStore, openWritableStore, type WritableStore } from '../../lib/object-store.ts';
 import { summarizeArchiveFile } from '../../lib/pmtiles/index.ts';
@@ -16,8 +17,8 @@ import { downloadTree } from '../../lib/store-tree.ts';
 import { mergeArchives } from '../merge.ts';
 import { logLine } from '../../lib/progress.ts';
 import { archiveName } from '../render/stage.ts';
-import { permanent, transient } from './exit.ts';
-import { BASE_DIR, doneMismatch, donePath, mergedPath, parseArchiveKey, readDoneFile, readRunFile, sha256File, type DoneFile, type RunFile } from './run-file.ts';
+import { permanent, transient } from '../exit.ts';
+import { BASE_DIR, doneMismatch, donePath, mergedPath, parseArchiveKey, parseImageryKey, readDoneFile, readRunFile, shardArchives, type DoneFile, type RunFile } from './run-file.ts';
 
 export interface PublishOptions {
   run: string;
@@ -56,7 +57,7 @@ async function allDone(store: WritableStore, run: RunFile): Promise<DoneFile[]> 
 async function mergeKey(store: WritableStore, dones: DoneFile[], key: string, tmp: string, dest: string): Promise<void> {
   const parts: string[] = [];
   for (const d of dones) {
-    const a = d.archives[key];
+    const a = shardArchives(d)[key];
     const local = join(tmp, 'parts', String(d.index), `${key}.pmtiles`);
     if (!(await store.getFile(a.path, local))) throw permanent(`${store.location}/${a.path}: missing, though ${donePath(d.index)} lists it`);
     const sha = await sha256File(local);
@@ -72,7 +73,7 @@ async function reuseMerged(store: WritableStore, run: RunFile, dones: DoneFile[]
   const bytes = await store.readFile(`${mergedPath(key)}.json`);
   if (!bytes) return false;
   const rec = JSON.parse(Buffer.from(bytes).toString('utf8')) as MergedRecord;
-  if (rec.run !== run.run || rec.key !== key || rec.partials.join() !== dones.map((d) => d.archives[key].sha256).join()) return false;
+  if (rec.run !== run.run || rec.key !== key || rec.partials.join() !== dones.map((d) => shardArchives(d)[key].sha256).join()) return false;
   if (!(await store.getFile(mergedPath(key), dest))) return false;
   return (await sha256File(dest)) === rec.sha256;
 }
@@ -84,10 +85,11 @@ export async function publish(opts: PublishOptions): Promise<string | undefined>
   const tmp = await mkdtemp(join(tmpdir(), 'tilebake-publish-'));
   try {
     if (opts.archive !== undefined) {
-      if (!(opts.archive in run.archives)) throw permanent(`--archive: "${opts.archive}" is not an archive of run ${run.run} (one of ${Object.keys(run.archives).join(', ')})`);
+      const keys = [...Object.keys(run.archives), ...Object.keys(run.imagery ?? {})];
+      if (!keys.includes(opts.archive)) throw permanent(`--archive: "${opts.archive}" is not an archive of run ${run.run} (one of ${keys.join(', ')})`);
       const dest = join(tmp, 'merged.pmtiles');
       await mergeKey(store, dones, opts.archive, tmp, dest);
-      const rec: MergedRecord = { run: run.run, key: opts.archive, sha256: await sha256File(dest), partials: dones.map((d) => d.archives[opts.archive!].sha256) };
+      const rec: MergedRecord = { run: run.run, key: opts.archive, sha256: await sha256File(dest), partials: dones.map((d) => shardArchives(d)[opts.archive!].sha256) };
       await store.putFile(mergedPath(opts.archive), dest);
       await store.putBytes(`${mergedPath(opts.archive)}.json`, `${JSON.stringify(rec, null, 2)}\n`);
       logLine(`publish: ${opts.archive} merged into ${opts.run}/${mergedPath(opts.archive)}`);
@@ -106,8 +108,21 @@ export async function publish(opts: PublishOptions): Promise<string | undefined>
       entries[`${scale}x.${format}`] = { archive: rel, format, scale: scale as 1 | 2, tiles: summary.tiles, bytes: summary.bytes };
       archives.set(style, entries);
     }
+    // The imagery the shards warped: merged beside plan's, its manifest entry (plan's, counts 0) counted.
+    const imagery = new Map<string, { tiles: number; bytes: number }>();
+    for (const key of Object.keys(run.imagery ?? {})) {
+      const dest = join(versionDir, ...`${key}.pmtiles`.split('/'));
+      if (!(await reuseMerged(store, run, dones, key, dest))) await mergeKey(store, dones, key, tmp, dest);
+      imagery.set(key, (await summarizeArchiveFile(dest))!);
+    }
     // The manifest as the one-machine render stage writes it: style by style, then the fonts.
     await updateManifest(versionDir, (m) => {
+      for (const [key, count] of imagery) {
+        const { id, scale } = parseImageryKey(key);
+        const t = m.tilesets[id];
+        if (scale === 2 && t.hidpi) t.hidpi = { ...t.hidpi, tiles: count.tiles, bytes: count.bytes };
+        else Object.assign(t, { tiles: count.tiles, bytes: count.bytes });
+      }
       for (const [id, entry] of Object.entries(run.styles)) {
         m.styles[id] = { ...entry, archives: archives.get(id) ?? {} };
         if (run.fonts) m.fonts = 'fonts';

@@ -2,18 +2,20 @@
  * The layout of a distributed run (a folder or object-storage prefix `RUN`) and its two documents:
  *
  *     RUN/run.json                       written last by `plan`: id, n, config hash, fingerprints, inputs
- *     RUN/inputs/                        what a shard needs to render: config.json, styles, sprites, fonts
+ *     RUN/inputs/                        what a shard needs to render: config.json, styles, sprites, fonts,
+ *                                        and `imagery/<id>/` the images of the imagery tilesets it warps
  *     RUN/base/                          the version `plan` built: manifest.json, tileset archives,
  *                                        elevation index, prepared styles and fonts (shards read the
  *                                        tileset archives from here by ranged reads)
  *     RUN/shards/<i>/<style>/<s>x.<f>.pmtiles   shard i's partial archives (deterministic keys)
+ *     RUN/shards/<i>/data/<id>[@2x].pmtiles      shard i's share of an imagery tileset no style draws
  *     RUN/shards/<i>/DONE.json           written last by shard i: every partial with size, sha256, fingerprint
  *     RUN/merged/<style>/<s>x.<f>.pmtiles (+ .json)   `publish --archive` fan-in results
  */
 import type { StyleEntry } from '../../lib/manifest.ts';
 import type { WritableStore } from '../../lib/object-store.ts';
 import type { RasterFormat } from '../../lib/raster-encode.ts';
-import { permanent } from './exit.ts';
+import { permanent } from '../exit.ts';
 
 export const RUN_FILE = 'run.json';
 export const INPUTS_DIR = 'inputs';
@@ -38,6 +40,11 @@ export interface RunFile {
   configHash: string;
   /** Render fingerprint of each raster archive, by `<style>/<scale>x.<format>`. */
   archives: Record<string, string>;
+  /**
+   * The imagery archives the shards warp (tilesets no style draws; plan warps the others, which the
+   * shards' renders read), by `data/<id>` and `data/<id>@2x`: the fingerprint each records.
+   */
+  imagery?: Record<string, string>;
   /** Style entries of the manifest without archives (publish adds the merged ones), in config order. */
   styles: Record<string, StyleEntry>;
   /** Whether the version has fonts (`fonts/`). */
@@ -64,6 +71,8 @@ export interface DoneFile {
   index: number;
   n: number;
   archives: Record<string, ShardArchive>;
+  /** The shard's share of each of the run's `imagery` archives. */
+  imagery?: Record<string, ShardArchive>;
 }
 
 export function newRunFile(fields: Omit<RunFile, 'format'>): RunFile {
@@ -79,6 +88,13 @@ export function parseArchiveKey(key: string): { style: string; scale: number; fo
   const m = /^(.+)\/([12])x\.(png|jpg|webp)$/.exec(key);
   if (!m) throw permanent(`run.json: field "archives": bad archive key "${key}"`);
   return { style: m[1], scale: Number(m[2]), format: m[3] as RasterFormat };
+}
+
+/** `data/<id>[@2x]` (a key of `RunFile.imagery`) → tileset id and scale. */
+export function parseImageryKey(key: string): { id: string; scale: 1 | 2 } {
+  const m = /^data\/(.+?)(@2x)?$/.exec(key);
+  if (!m) throw permanent(`run.json: field "imagery": bad archive key "${key}"`);
+  return { id: m[1], scale: m[2] ? 2 : 1 };
 }
 
 /** `shards/<i>/DONE.json`. */
@@ -150,7 +166,18 @@ export function doneMismatch(done: DoneFile, run: RunFile, index: number): strin
     if (done.archives[k].fingerprint !== run.archives[k]) return `archive ${k} has render fingerprint ${done.archives[k].fingerprint.slice(0, 12)}…, the run ${run.archives[k].slice(0, 12)}…`;
     if (done.archives[k].path !== partialPath(index, k)) return `archive ${k} is at ${done.archives[k].path}, expected ${partialPath(index, k)}`;
   }
+  const wantImagery = Object.keys(run.imagery ?? {}).sort();
+  const gotImagery = Object.keys(done.imagery ?? {}).sort();
+  if (wantImagery.join() !== gotImagery.join()) return `lists imagery archives ${gotImagery.join(', ') || 'none'}, the run has ${wantImagery.join(', ') || 'none'}`;
+  for (const k of wantImagery) {
+    const a = done.imagery![k];
+    if (a.fingerprint !== run.imagery![k]) return `imagery archive ${k} has fingerprint ${a.fingerprint.slice(0, 12)}…, the run ${run.imagery![k].slice(0, 12)}…`;
+    if (a.path !== partialPath(index, k)) return `imagery archive ${k} is at ${a.path}, expected ${partialPath(index, k)}`;
+  }
   return undefined;
 }
 
-export { sha256File } from '../../lib/file-hash.ts';
+/** Every partial archive a shard's DONE.json lists (renders, then imagery), by key. */
+export function shardArchives(done: DoneFile): Record<string, ShardArchive> {
+  return { ...done.archives, ...done.imagery };
+}

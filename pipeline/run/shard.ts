@@ -1,6 +1,6 @@
 /**
  * `tilebake shard --run RUN [--index i] [--scratch DIR]`: render shard i of the run's n on node-local
- * scratch with the build's render stage, reading the tileset archives from RUN by ranged reads; upload
+ * scratch with the build's render stage (and warp its share of the imagery no style draws), reading the tileset archives from RUN by ranged reads; upload
  * the partial archives under deterministic keys, then DONE.json last. A shard whose DONE.json already
  * matches run.json exits at once (re-running the whole array is the retry); scratch left by a killed
  * run resumes from its render journals.
@@ -9,17 +9,19 @@ import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { sha256File } from '../../lib/hash.ts';
 import { downloadTree } from '../../lib/store-tree.ts';
 import { openWritableStore } from '../../lib/object-store.ts';
 import { SubStore } from '../../lib/storage.ts';
-import { loadConfig } from '../config/index.ts';
+import { summarizeArchiveFile } from '../../lib/pmtiles/index.ts';
+import { loadConfig, type BuildConfig } from '../config/index.ts';
 import { logLine } from '../../lib/progress.ts';
 import { archiveName } from '../render/stage.ts';
 import { readIdentity } from '../render/archive.ts';
 import { renderStage } from '../stages/render.ts';
 import { shardIndex } from './engine-index.ts';
-import { permanent } from './exit.ts';
-import { BASE_DIR, doneMismatch, donePath, INPUTS_DIR, newDoneFile, partialPath, readDoneFile, parseArchiveKey, readRunFile, sha256File, type ShardArchive } from './run-file.ts';
+import { permanent } from '../exit.ts';
+import { BASE_DIR, doneMismatch, donePath, INPUTS_DIR, newDoneFile, partialPath, readDoneFile, parseArchiveKey, readRunFile, parseImageryKey, shardArchives, type RunFile, type ShardArchive } from './run-file.ts';
 
 export interface ShardOptions {
   run: string;
@@ -40,6 +42,33 @@ export interface ShardResult {
   alreadyDone: boolean;
 }
 
+/**
+ * Warp this shard's share of the run's imagery archives (`run.imagery`) with the build's imagery stage
+ * into `outDir`, check each partial records the planned fingerprint, and hand each to `upload`; the
+ * DONE.json entries, or undefined when the run has no imagery for the shards.
+ */
+async function shardImagery(
+  run: RunFile,
+  config: BuildConfig,
+  c: { outDir: string; workDir: string; shard: { index: number; count: number }; workers?: number },
+  upload: (key: string, local: string) => Promise<Omit<ShardArchive, 'fingerprint' | 'tiles'>>,
+): Promise<Record<string, ShardArchive> | undefined> {
+  if (!run.imagery || Object.keys(run.imagery).length === 0) return undefined;
+  const ids = new Set(Object.keys(run.imagery).map((k) => parseImageryKey(k).id));
+  const { runImageryStage, imageryArchives, IMAGERY_METADATA_KEY } = await import('../imagery/stage.ts');
+  await runImageryStage(config, c.outDir, { workDir: c.workDir, threads: c.workers, only: (id) => ids.has(id), shard: c.shard });
+  const out: Record<string, ShardArchive> = {};
+  for (const k of Object.keys(run.imagery).sort()) {
+    const { id, scale } = parseImageryKey(k);
+    const local = join(c.outDir, imageryArchives(id)[scale]);
+    const summary = await summarizeArchiveFile(local);
+    const fingerprint = summary?.metadata[IMAGERY_METADATA_KEY];
+    if (fingerprint !== run.imagery[k]) throw permanent(`${local}: not the partial archive of ${k} the run planned (its images or settings differ from the plan's)`);
+    out[k] = { ...(await upload(k, local)), fingerprint, tiles: summary!.tiles };
+  }
+  return out;
+}
+
 export async function shard(opts: ShardOptions): Promise<ShardResult> {
   const store = openWritableStore(opts.run, { s3Endpoint: opts.s3Endpoint });
   const run = await readRunFile(store);
@@ -49,7 +78,7 @@ export async function shard(opts: ShardOptions): Promise<ShardResult> {
   if (done) {
     const why = doneMismatch(done, run, index);
     const present = new Map((await store.list(`shards/${index}/`)).map((o) => [o.path, o.bytes]));
-    const missing = Object.values(done.archives).find((a) => present.get(a.path) !== a.bytes);
+    const missing = Object.values(shardArchives(done)).find((a) => present.get(a.path) !== a.bytes);
     if (!why && !missing) {
       logLine(`${label}: already done (${donePath(index)} matches run.json): rendered 0 metatiles`);
       return { index, alreadyDone: true };
@@ -80,7 +109,12 @@ export async function shard(opts: ShardOptions): Promise<ShardResult> {
     const put = await store.putFile(path, local);
     archives[key] = { path, bytes: put.bytes, sha256: await sha256File(local), fingerprint: id.fingerprint, tiles: id.tiles };
   }
-  await store.putBytes(donePath(index), `${JSON.stringify(newDoneFile({ run: run.run, index, n: run.n, archives }), null, 2)}\n`);
+  const imagery = await shardImagery(run, config, { outDir, workDir: join(scratch, 'work'), shard: shardOf, workers: opts.workers }, async (key, local) => {
+    const path = partialPath(index, key);
+    const put = await store.putFile(path, local);
+    return { path, bytes: put.bytes, sha256: await sha256File(local) };
+  });
+  await store.putBytes(donePath(index), `${JSON.stringify(newDoneFile({ run: run.run, index, n: run.n, archives, ...(imagery ? { imagery } : {}) }), null, 2)}\n`);
   await rm(scratch, { recursive: true, force: true });
   logLine(`${label}: done, ${Object.keys(archives).length} partial archives uploaded to ${opts.run}/shards/${index}/`);
   return { index, alreadyDone: false };

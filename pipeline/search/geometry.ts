@@ -11,7 +11,7 @@ import { rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
-import { loadGdal } from '../elevation/gdal.ts';
+import { loadGdal } from '../../lib/gdal.ts';
 
 type Gdal = Awaited<ReturnType<typeof loadGdal>>;
 type Dataset = import('gdal-async').Dataset;

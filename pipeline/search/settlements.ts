@@ -6,7 +6,7 @@
  * the same name inside it are one settlement (the node is the entry shown; it gets the area's extent).
  */
 import { createHash } from 'node:crypto';
-import { haversine } from '../../lib/elevation/geo.ts';
+import { haversine } from '../../lib/geo-distance.ts';
 import { nameKey } from '../../lib/search/text.ts';
 import { SETTLEMENT_RADIUS_M, type Classified, type SettlementRole } from './classify.ts';
 import type { Located } from './geometry.ts';

@@ -5,7 +5,7 @@
  * built from the extract. Recorded in the version's deps as `search:<id>`.
  */
 import { join } from 'node:path';
-import { sha256File } from '../../lib/file-hash.ts';
+import { sha256File } from '../../lib/hash.ts';
 import { DEFAULT_LANGUAGES } from '../../lib/languages.ts';
 import type { SearchIndexEntry } from '../../lib/manifest.ts';
 import { logLine } from '../../lib/progress.ts';

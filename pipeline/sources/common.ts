@@ -2,10 +2,15 @@ import { open } from 'node:fs/promises';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Compression, TileType } from 'pmtiles';
 import { UserError } from '../../lib/errors.ts';
+import { isGzip } from '../../lib/gzip.ts';
 import type { TileFormat } from '../../lib/manifest.ts';
 
-/** The kinds of input the vector stage reads (`osm`: an OpenStreetMap extract, generated into tiles). */
-export type InputKind = 'mbtiles' | 'pmtiles' | 'folder' | 'osm';
+/**
+ * The kinds of input a tileset reads: tile archives and folders (packed as they are), `osm` (an
+ * OpenStreetMap extract, generated into tiles), `raster` (images GDAL opens, or a glob of them: warped
+ * into tiles by the imagery stage, pipeline/imagery/).
+ */
+export type InputKind = 'mbtiles' | 'pmtiles' | 'folder' | 'osm' | 'raster';
 
 /** Highest zoom level accepted from any input (the pmtiles library rejects deeper tile ids). */
 export const MAX_ZOOM = 26;
@@ -65,7 +70,6 @@ export interface TileSource {
 }
 
 /** Magic bytes of the tile encodings we recognise. */
-const GZIP_MAGIC = [0x1f, 0x8b] as const;
 const PNG_MAGIC = [0x89, 0x50, 0x4e, 0x47] as const;
 const JPEG_MAGIC = [0xff, 0xd8, 0xff] as const;
 const RIFF = [0x52, 0x49, 0x46, 0x46] as const;
@@ -75,11 +79,6 @@ const WEBP_TAG_OFFSET = 8;
 function startsWith(data: Uint8Array, magic: readonly number[], at = 0): boolean {
   if (data.length < at + magic.length) return false;
   return magic.every((b, i) => data[at + i] === b);
-}
-
-/** True when `data` starts with the gzip magic bytes. */
-export function isGzip(data: Uint8Array): boolean {
-  return startsWith(data, GZIP_MAGIC);
 }
 
 /** Guess a tile's format from its first bytes (gzip or anything unrecognised counts as MVT). */

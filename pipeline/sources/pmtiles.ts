@@ -53,7 +53,7 @@ export async function openPmtiles(path: string): Promise<TileSource> {
       description: str('description'),
       version: str('version'),
       bounds,
-      // An OSM tileset's world up to world_maxzoom, its region above (sources/osm.ts).
+      // An OSM tileset's world up to world_maxzoom, its region above (osm/source.ts).
       ...(Number.isInteger(meta.world_maxzoom) && Array.isArray(meta.region) && meta.region.length === 4 && meta.region.every(Number.isFinite)
         ? { world_maxzoom: meta.world_maxzoom as number, region: meta.region as [number, number, number, number] }
         : {}),

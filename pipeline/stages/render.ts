@@ -5,8 +5,8 @@ import { tilesetArchives } from '../stage.ts';
 export const renderStage: Stage = {
   name: 'render',
   hasWork: (config) => Object.keys(config.styles).length > 0,
-  // The tileset archives the styles draw (vector, terrain, contours).
-  reads: (m) => [...tilesetArchives(m, 'vector'), ...tilesetArchives(m, 'terrain')],
+  // The tileset archives the styles draw (vector, terrain, contours, raster).
+  reads: (m) => [...tilesetArchives(m, 'vector'), ...tilesetArchives(m, 'terrain'), ...tilesetArchives(m, 'raster')],
   writes: () => ['styles', 'fonts'],
   async run(config, sc) {
     const { runRenderStage } = await import('../render/stage.ts');

@@ -1,10 +1,10 @@
 /** The vector stage as a record: tilesets packed (or built from OSM) into PMTiles archives, with their search indexes. */
 import type { Stage } from '../stage.ts';
-import { tilesetArchives } from '../stage.ts';
+import { tilesetArchives, tilesetSourceKinds } from '../stage.ts';
 
 export const vectorStage: Stage = {
   name: 'vector',
-  hasWork: (config) => Object.keys(config.tilesets).length > 0,
+  hasWork: async (config) => (await tilesetSourceKinds(config)).some((k) => k === 'vector'),
   reads: () => [],
   writes: (m) => [...tilesetArchives(m, 'vector'), ...Object.values(m.tilesets).flatMap((t) => (t.kind === 'vector' ? [...(t.mlt ? [t.mlt.archive] : []), ...(t.search ? [t.search.index] : [])] : []))],
   async run(config, sc) {

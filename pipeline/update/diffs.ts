@@ -3,10 +3,10 @@
  * folder (temp file + rename, so a file under its final name is whole and verified), checked
  * (sequence numbers without gaps, whole gzip, well-formed OsmChange read by osmium) and counted.
  */
-import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { produceAtomic } from '../../lib/atomic.ts';
+import { sha256 } from '../../lib/hash.ts';
 import { UserError } from '../../lib/errors.ts';
 import { runTool, ToolError } from '../osm/tools.ts';
 import { logLine } from '../../lib/progress.ts';
@@ -102,7 +102,7 @@ export async function downloadChanges(osmium: string, base: string, dir: string,
 
 /** The downloads from replication folder `base`: `<dir>/diffs/<hash of the URL>/` (files from another server are never mixed in). */
 export function diffsFolder(dir: string, base: string): string {
-  return join(dir, 'diffs', createHash('sha256').update(base).digest('hex').slice(0, DIFFS_KEY_CHARS));
+  return join(dir, 'diffs', sha256(base).slice(0, DIFFS_KEY_CHARS));
 }
 
 /** Remove the change files from `base` up to and including `sequence` (applied and published), and any other server's. */

@@ -14,7 +14,7 @@ import { changedTiles } from '../osm/changed-tiles.ts';
 import { readOsmHeader } from '../osm/pbf-header.ts';
 import { findTool, killLeftovers, OSMIUM, TILEMAKER } from '../osm/tools.ts';
 import { logLine, stepsText } from '../../lib/progress.ts';
-import { inTileBox, openOsm, tileBox } from '../sources/osm.ts';
+import { inTileBox, openOsm, tileBox } from '../osm/source.ts';
 import { openPmtiles } from '../sources/pmtiles.ts';
 import type { SourceTile, TileSource } from '../sources/common.ts';
 import { packSource, type PackOptions, type PackResult } from './write-pmtiles.ts';

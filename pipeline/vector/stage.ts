@@ -5,7 +5,7 @@ import { readManifestOrEmpty, setOsmState, updateManifest, type MltArchive, type
 import type { BuildConfig } from '../config/index.ts';
 import { packSource, type PackOptions, type PackResult } from './write-pmtiles.ts';
 import { logLine } from '../../lib/progress.ts';
-import { openTileSource } from '../sources/index.ts';
+import { openTileSource, tilesetSourceKind } from '../sources/index.ts';
 import { osmDataState } from '../osm/pbf-header.ts';
 import { PROFILE_CONFIG, PROFILE_PROCESS } from '../osm/tilemaker.ts';
 import { worldKey } from '../osm/world.ts';
@@ -130,6 +130,8 @@ export async function runVectorStage(config: BuildConfig, outDir: string, opts: 
   const prevDeps = await readDeps(opts.previous);
   const prevManifest = opts.previous ? await readManifestOrEmpty(opts.previous) : undefined;
   for (const t of Object.values(config.tilesets)) {
+    // Images and raster tiles are the imagery stage's (pipeline/imagery/).
+    if ((await tilesetSourceKind(t.source)) !== 'vector') continue;
     const output = join(outDir, 'data', `${t.id}.pmtiles`);
     const recipe = await tilesetRecipe(t);
     const fingerprint = await fingerprintOf(recipe, t.source);

@@ -25,7 +25,7 @@ export interface PackOptions {
   bboxField?: string;
   /** For an .osm.pbf input: the work folder of the generator (default: `.work/osm-<output name>` beside the output). */
   workDir?: string;
-  /** For an .osm.pbf input: the world's tiles whole up to this zoom (default 6), `false` for none (sources/osm.ts). */
+  /** For an .osm.pbf input: the world's tiles whole up to this zoom (default 6), `false` for none (osm/source.ts). */
   worldMaxzoom?: number | false;
   /** Where `worldMaxzoom` was configured, for messages. */
   worldMaxzoomField?: string;

@@ -18,7 +18,7 @@ import { UserError } from '../../lib/errors.ts';
 import { hashToken, type ConfiguredToken } from '../auth.ts';
 import { parseOriginPattern, type OriginPattern } from './origins.ts';
 
-/** What a key may be used for; a route's scope comes from its kind (keys/gate.ts scopeOf). */
+/** What a key may be used for; a route's scope comes from its kind (`scopeOf` in keys/gate.ts). */
 export const SCOPES = ['tiles', 'height', 'static', 'packs', 'search', 'metrics'] as const;
 export type Scope = (typeof SCOPES)[number];
 /** Scopes of a key that lists none: a secret key may do everything, an origin key everything but /metrics. */

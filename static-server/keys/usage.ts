@@ -5,6 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
+import { HttpStatus } from '../../lib/http-status.ts';
 import { hotCounter, serverMetrics, type HotCounter, type RouteKind } from '../metrics.ts';
 import type { Key } from './keys-file.ts';
 import type { UsageRow } from './usage-store.ts';
@@ -13,8 +14,6 @@ import type { UsageRow } from './usage-store.ts';
 const FLUSH_MS = 1000;
 /** Milliseconds in a (UTC) day. */
 const DAY_MS = 86_400_000;
-/** Status of a request refused by a rate limit or quota. */
-const REFUSED = 429;
 
 /** /height points of requests (set by the height route, read when the answer is done). */
 const requestPoints = new WeakMap<object, number>();
@@ -70,7 +69,7 @@ export class UsageRecorder {
     c.requests.add(`${key.name}\n${kind} ${status}`, () => ({ key: key.name, kind, status }));
     if (points > 0) c.points.inc({ key: key.name }, points);
     // Refused by a limit: counted above, but not as usage (local quotas count from these rows).
-    if (status === REFUSED) return;
+    if (status === HttpStatus.TooManyRequests) return; // refused by a rate limit or quota
     const now = Date.now();
     if (now >= this.dayEnds) {
       this.day = new Date(now).toISOString().slice(0, 10);

@@ -12,9 +12,9 @@
  * `Retry-After`); a request waits at most `--render-timeout-ms` (then `504`; the render goes on and
  * is cached). A render that fails (browser crash or hang: restarted and retried once) answers `502`.
  */
-import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sha256 } from '../../lib/hash.ts';
 import { Coalescer, Memo } from '../../lib/shared-work.ts';
 import { availableCpus } from '../../lib/cpus.ts';
 import { UserError } from '../../lib/errors.ts';
@@ -128,7 +128,7 @@ export class OnDemandRenderer {
   ) {
     this.cache = new RenderCache(opts.cacheDir, opts.cacheBytes, opts.processes);
     this.queue = new BoundedQueue({ concurrency: opts.workers, queue: opts.queue, what: 'tile renders', retryAfterS: RETRY_AFTER_S });
-    this.version = createHash('sha256').update(`${ctx.manifest.generatedAt}\n${JSON.stringify(ctx.manifest.styles)}`).digest('hex').slice(0, 16);
+    this.version = sha256(`${ctx.manifest.generatedAt}\n${JSON.stringify(ctx.manifest.styles)}`).slice(0, 16);
     this.unwatch = serverMetrics().watchRenderQueue(() => this.jobs.size);
   }
 

@@ -9,13 +9,13 @@ import type { Archives } from '../archives.ts';
 import type { Camera } from '../static-map/camera.ts';
 import { composeImage, type RasterSource } from '../static-map/compose.ts';
 import type { DecodedTiles } from '../static-map/decoded-tiles.ts';
-import { TILE_SIZE_1X } from '../styles/raster-tilejson.ts';
+import { TILE_SIZE } from '../../lib/metatiles.ts';
 import { tileBody, type TileBody } from '../tile-response.ts';
 
 /** The baked tiles of one archive of a style, as static maps and upscaled tiles read them. */
 export function styleRasterSource(archives: Archives, decoded: DecodedTiles, entry: StyleEntry, archive: StyleArchive): RasterSource {
   return {
-    tileSize: TILE_SIZE_1X * archive.scale,
+    tileSize: TILE_SIZE * archive.scale,
     minzoom: entry.minzoom,
     maxzoom: entry.maxzoom,
     tile: async (z, x, y, alpha) => {
@@ -44,10 +44,10 @@ export class Upscaler {
     const dz = z - entry.maxzoom;
     const ancestor = await this.archives.tile(archive.archive, entry.maxzoom, Math.floor(x / 2 ** dz), Math.floor(y / 2 ** dz));
     if (!ancestor) return null;
-    const size = TILE_SIZE_1X * archive.scale;
+    const size = TILE_SIZE * archive.scale;
     const n = 2 ** z;
     const cam: Camera = { cx: (x + 0.5) / n, cy: (y + 0.5) / n, zoom: z, bearing: 0, width: size, height: size, scale: archive.scale };
-    const image = await composeImage(cam, styleRasterSource(this.archives, this.decoded, entry, archive), undefined, archive.format);
+    const image = await composeImage(cam, styleRasterSource(this.archives, this.decoded, entry, archive), [], archive.format);
     return tileBody(image.bytes);
   }
 }

@@ -4,9 +4,9 @@
  * bytes yet); for a delta, the tiles that changed since an older version and the ones removed. Shared
  * by `tilebake pack` and `GET /packs/…`.
  */
-import { createHash } from 'node:crypto';
 import { boundsAtZoom, type Manifest } from '../../lib/manifest.ts';
 import { UserError } from '../../lib/errors.ts';
+import { sha256 } from '../../lib/hash.ts';
 import { intersectBBox } from '../../lib/packs/area.ts';
 import { deltaTiles, selectTiles, type PackDelta, type PackTiles } from '../../lib/packs/select.ts';
 import { DELTA_KEY, type DeltaInfo } from '../../lib/packs/pmtiles-pack.ts';
@@ -65,7 +65,7 @@ export class PackInputError extends UserError {
 
 /** A short id of an area (what a delta checks its older pack was cut from). */
 export function areaId(area: Area): string {
-  return createHash('sha256').update(JSON.stringify(area)).digest('hex').slice(0, 16);
+  return sha256(JSON.stringify(area)).slice(0, 16);
 }
 
 /** The zooms and bounds of `source`'s pack for `req`, or a UserError naming the input. */

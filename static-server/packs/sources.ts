@@ -1,14 +1,15 @@
 /**
- * What a pack is made of: a build's archives by the names packs give them (the tileset id, or
- * `styles/{style}[@2x].{format}` as in the HTTP form), and each pack archive's metadata (TileJSON
+ * What a pack is made of: a build's archives by the names packs give them (the tileset id, `{tileset}@2x`
+ * for a raster tileset's 512 px tiles, or `styles/{style}[@2x].{format}` as in the HTTP form), and each pack archive's metadata (TileJSON
  * fields, the build, the area's bounds and zooms). `tilebake pack` (export/pack.ts) and `GET /packs/…`
  * (routes/packs.ts) share this, so a pack has the same name and metadata from either.
  */
-import type { Manifest, StyleEntry, TilesetEntry } from '../../lib/manifest.ts';
+import { tilesetArchive, tilesetMaxzoom, tilesetScales, type Manifest, type StyleEntry, type TilesetEntry } from '../../lib/manifest.ts';
 import { PACK_KEY, type PackOf } from '../../lib/packs/apply.ts';
 import { tileJson } from '../../lib/tilejson.ts';
 import { centerInBounds, type BBox } from '../../lib/tile-math.ts';
-import { rasterTileJson, TILE_SIZE_1X } from '../styles/raster-tilejson.ts';
+import { TILE_SIZE } from '../../lib/metatiles.ts';
+import { rasterTileJson } from '../styles/raster-tilejson.ts';
 
 /** One archive of a build a pack can be cut from. */
 export interface PackSource {
@@ -19,9 +20,9 @@ export interface PackSource {
   archive: string;
   /** Tile format (`pbf`, `png`, `jpg`, `webp`). */
   format: string;
-  /** Raster styles: 1 or 2. */
+  /** Raster styles and raster tilesets: 1 or 2. */
   scale?: number;
-  /** The pack's name: `{tileset}` or `styles/{style}[@2x].{format}` (the file is this with `/` as `-` plus `.pmtiles`/`.mbtiles`). */
+  /** The pack's name: `{tileset}`, `{tileset}@2x` or `styles/{style}[@2x].{format}` (the file is this with `/` as `-` plus `.pmtiles`/`.mbtiles`). */
   name: string;
   tileset?: TilesetEntry;
   style?: StyleEntry;
@@ -41,9 +42,15 @@ function styleSources(id: string, style: StyleEntry): PackSource[] {
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
+/** A tileset's archives: its tiles, and a raster tileset's @2x tiles as `{id}@2x`. */
+function tilesetSources(id: string, t: TilesetEntry): PackSource[] {
+  if (t.kind !== 'raster') return [{ kind: 'tileset', id, archive: t.archive, format: t.format, name: id, tileset: t }];
+  return tilesetScales(t).map((scale) => ({ kind: 'tileset', id, archive: tilesetArchive(t, scale)!, format: t.format, scale, name: scale === 2 ? `${id}@2x` : id, tileset: t }));
+}
+
 /** Every archive a pack can be cut from, tilesets first. */
 export function allPackSources(m: Manifest): PackSource[] {
-  const out: PackSource[] = Object.entries(m.tilesets).map(([id, t]) => ({ kind: 'tileset' as const, id, archive: t.archive, format: t.format, name: id, tileset: t }));
+  const out: PackSource[] = Object.entries(m.tilesets).flatMap(([id, t]) => tilesetSources(id, t));
   for (const [id, s] of Object.entries(m.styles)) out.push(...styleSources(id, s));
   return out;
 }
@@ -75,7 +82,7 @@ export function selectPackSources(m: Manifest, sel: PackSelection): { sources: P
   const sources = allPackSources(m).filter(
     (s) =>
       (s.kind === 'tileset' ? tilesets.includes(s.id) : styles.includes(s.id)) &&
-      (s.kind === 'tileset' || sel.scales === undefined || sel.scales.includes(s.scale!)) &&
+      (s.scale === undefined || sel.scales === undefined || sel.scales.includes(s.scale)) &&
       (sel.formats === undefined || s.kind === 'tileset' || sel.formats.includes(s.format)),
   );
   if (sources.length === 0) return { sources, problem: 'nothing to pack: the selection names no archive of the build (see --tilesets, --styles, --scales, --formats)' };
@@ -93,7 +100,8 @@ export interface PackExtent {
 /** The source's zoom range and bounds. */
 export function sourceExtent(s: PackSource): { minzoom: number; maxzoom: number; bounds: BBox; center: [number, number, number]; world_maxzoom?: number; region?: BBox } {
   const e = (s.tileset ?? s.style)!;
-  return { minzoom: e.minzoom, maxzoom: e.maxzoom, bounds: e.bounds, center: e.center, world_maxzoom: e.world_maxzoom, region: e.region };
+  const maxzoom = s.tileset ? tilesetMaxzoom(s.tileset, s.scale === 2 ? 2 : 1) : e.maxzoom;
+  return { minzoom: e.minzoom, maxzoom, bounds: e.bounds, center: e.center, world_maxzoom: e.world_maxzoom, region: e.region };
 }
 
 /**
@@ -105,12 +113,16 @@ export function packMetadata(s: PackSource, x: PackExtent, area: string): Record
   let doc: Record<string, unknown>;
   if (s.tileset) {
     doc = tileJson(s.id, s.tileset, '');
+    delete doc.tiles_2x;
+    delete doc.maxzoom_2x;
+    // A raster tileset's @2x archive: the same tiles at 512 px.
+    if (s.scale === 2) doc.tileSize = TILE_SIZE * 2;
   } else {
     doc = rasterTileJson(s.id, s.style!, '');
     for (const k of ['tiles_2x', 'built', 'maxzoom_served', 'overzoom']) delete doc[k];
-    doc.description = `Raster tiles of style "${s.id}", ${TILE_SIZE_1X * s.scale!} px (${s.scale}x), ${s.format}`;
+    doc.description = `Raster tiles of style "${s.id}", ${TILE_SIZE * s.scale!} px (${s.scale}x), ${s.format}`;
     doc.format = s.format;
-    doc.tileSize = TILE_SIZE_1X * s.scale!;
+    doc.tileSize = TILE_SIZE * s.scale!;
   }
   delete doc.tiles;
   const center = centerInBounds(x.bounds, sourceExtent(s).center, x.minzoom, x.maxzoom);

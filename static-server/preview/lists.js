@@ -15,6 +15,14 @@ function modeButton(label, pressed, onClick) {
   return b;
 }
 
+/** Show a raster tileset's images, moving the map to them when they are not in view. */
+function showRaster(t) {
+  show({ kind: 'raster', id: t.id });
+  const c = state.map.getCenter();
+  const [w, s, e, n] = t.region;
+  if (c.lng < w || c.lng > e || c.lat < s || c.lat > n) state.map.fitBounds(t.region, { padding: 20, animate: false });
+}
+
 /** The style and tileset lists, with the current view pressed. */
 export function renderLists() {
   const v = state.view;
@@ -46,11 +54,13 @@ export function renderLists() {
     li.dataset.tileset = t.id;
     li.append(el('span', { class: 'name' }, t.name), el('span', { class: 'kind' }, `${t.kind} z${t.minzoom}–${t.maxzoom}`));
     if (t.kind === 'vector') li.append(modeButton('Inspect', v.kind === 'inspect' && v.id === t.id, () => show({ kind: 'inspect', id: t.id })));
+    if (t.kind === 'raster') li.append(modeButton('Show', v.kind === 'raster' && v.id === t.id, () => showRaster(t)));
     tilesets.append(li);
   }
   $('terrain-box').hidden = !state.catalog.tilesets.some((t) => t.kind === 'terrain');
   renderLanguages();
   renderEncoding();
+  renderGlobe();
 }
 
 /** A language's name in the reader's own language where the browser knows the code (`de — German`). */
@@ -99,6 +109,20 @@ function renderEncoding() {
     state.encoding = select.value;
     if (state.encoding === 'mlt') fragment.set('encoding', 'mlt');
     else fragment.delete('encoding');
+    writeFragment();
+    show(state.view);
+  };
+}
+
+/** The globe switch: every view can be drawn on MapLibre's globe (styles from vector tiles and raster tiles alike). */
+function renderGlobe() {
+  $('globe-box').hidden = !state.view;
+  const box = $('globe');
+  box.checked = state.globe;
+  box.onchange = () => {
+    state.globe = box.checked;
+    if (state.globe) fragment.set('globe', '1');
+    else fragment.delete('globe');
     writeFragment();
     show(state.view);
   };

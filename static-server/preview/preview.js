@@ -50,7 +50,7 @@ async function start() {
   state.catalog = catalog;
   $('build').textContent = `build ${catalog.build.build_id}`;
   state.view = initialView(catalog);
-  if (!state.view) return setStatus('This build has no styles and no vector tilesets.');
+  if (!state.view) return setStatus('This build has no styles, no vector and no raster tilesets.');
   if (started) {
     show(state.view);
     return;

@@ -1,6 +1,6 @@
 // The elevation profile panel: the line drawn on the map (a GeoJSON source), its /height request and
 // the chart (profile.js), and the line given in the fragment.
-import { drawProfile, profileRequest } from './profile.js';
+import { drawProfile, lengthRequest, lineLength, profileRequest } from './profile.js';
 import { $, authFetch, el, fragment, setStatus, state } from './session.js';
 
 /** Id of the line's source (and prefix of its layers). */
@@ -21,7 +21,13 @@ export function addProfileLayers(map) {
   }
 }
 
-/** Redraw the line and ask /height for its profile. */
+/** POST /height with `request`: the response and its JSON body. */
+async function askHeight(request) {
+  const res = await authFetch('/height', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
+  return { res, body: await res.json() };
+}
+
+/** Redraw the line and ask /height for its profile: first its length (the server's distances), then heights evenly along it. */
 let profileRun = 0;
 async function updateProfile() {
   state.map.getSource(PROFILE)?.setData(profileGeoJson());
@@ -35,8 +41,10 @@ async function updateProfile() {
   }
   help.textContent = `${state.points.length} points${state.drawing ? ' (click to add more)' : ''}`;
   const run = ++profileRun;
-  const res = await authFetch('/height', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(profileRequest(state.points)) });
-  const body = await res.json();
+  const points = [...state.points];
+  let { res, body } = await askHeight(lengthRequest(points));
+  if (run !== profileRun) return;
+  if (res.ok) ({ res, body } = await askHeight(profileRequest(points, lineLength(body.range_height))));
   if (run !== profileRun) return;
   if (!res.ok) {
     box.replaceChildren(el('p', { class: 'muted' }, `No profile: ${body.error ?? res.status}`));

@@ -1,29 +1,30 @@
-// The elevation profile: the /height request for a line, its statistics and the SVG chart.
+// The elevation profile: the /height requests for a line, its statistics and the SVG chart. Distances
+// are the server's (`range_height`), never computed here.
 
 /** Samples aimed at along a line (resample_distance = length / this, at least the server's 10 m). */
 const TARGET_SAMPLES = 300;
 /** Smallest resample_distance the server accepts, metres. */
 const MIN_RESAMPLE_M = 10;
-const EARTH_RADIUS_M = 6371008.8;
 const SVG_NS = 'http://www.w3.org/2000/svg';
 /** Chart size in SVG units (it scales to the panel's width). */
 const W = 320;
 const H = 150;
 const PAD = { left: 38, right: 8, top: 8, bottom: 20 };
 
-/** Great-circle distance between two [lon, lat] points, metres. */
-function haversine([lon1, lat1], [lon2, lat2]) {
-  const r = Math.PI / 180;
-  const a = Math.sin(((lat2 - lat1) * r) / 2) ** 2 + Math.cos(lat1 * r) * Math.cos(lat2 * r) * Math.sin(((lon2 - lon1) * r) / 2) ** 2;
-  return 2 * EARTH_RADIUS_M * Math.asin(Math.min(1, Math.sqrt(a)));
+/** The /height request that measures a line of [lon, lat] points: range heights at its vertices only. */
+export function lengthRequest(points) {
+  return { shape: points.map(([lon, lat]) => ({ lat, lon })), range: true };
 }
 
-/** The /height request for a line of [lon, lat] points: range heights, resampled evenly. */
-export function profileRequest(points) {
-  let length = 0;
-  for (let i = 1; i < points.length; i++) length += haversine(points[i - 1], points[i]);
+/** A line's length in metres: the last distance of the server's answer to `lengthRequest`. */
+export function lineLength(range) {
+  return range.length ? range[range.length - 1][0] : 0;
+}
+
+/** The /height request for the profile of a line `length` metres long (see `lineLength`): range heights, resampled evenly. */
+export function profileRequest(points, length) {
   const resample = Math.max(MIN_RESAMPLE_M, Math.ceil(length / TARGET_SAMPLES));
-  return { shape: points.map(([lon, lat]) => ({ lat, lon })), range: true, resample_distance: resample };
+  return { ...lengthRequest(points), resample_distance: resample };
 }
 
 /**
@@ -53,7 +54,7 @@ export function profileStats(range) {
   }
   const known = range.length - gaps;
   return {
-    distance: range.length ? range[range.length - 1][0] : 0,
+    distance: lineLength(range),
     min: known ? min : null,
     max: known ? max : null,
     ascent,

@@ -7,17 +7,19 @@ export const HTTP_UNAUTHORIZED = 401;
 
 export const $ = (id) => document.getElementById(id);
 
-/** The address's fragment (`#style=…&mode=…&profile=…&terrain3d=1`), the token taken out. */
+/** The address's fragment (`#style=…&mode=…&profile=…&terrain3d=1&globe=1`), the token taken out. */
 export const fragment = new URLSearchParams(location.hash.slice(1));
 export const state = {
   token: fragment.get('token') ?? sessionStorage.getItem(TOKEN_KEY) ?? '',
   catalog: null,
-  /** What the map shows: { kind: 'style', id, mode: 'raster' | 'vector', format } or { kind: 'inspect', id }. */
+  /** What the map shows: { kind: 'style', id, mode: 'raster' | 'vector', format }, { kind: 'inspect', id } or { kind: 'raster', id } (a raster tileset). */
   view: null,
   /** The label language chosen (`name:xx` first), '' for the style's own labels. */
   language: fragment.get('language') ?? '',
   /** The vector tile encoding the map loads where a tileset has it: 'mvt' or 'mlt'. */
   encoding: fragment.get('encoding') === 'mlt' ? 'mlt' : 'mvt',
+  /** Whether the map is drawn on MapLibre's globe (`#globe=1`) rather than in Web Mercator. */
+  globe: fragment.get('globe') === '1',
   terrain: false,
   /** Whether the terrain toggle also turns on 3D terrain (not on a software-rendered WebGL, see terrain.js). */
   terrain3d: true,

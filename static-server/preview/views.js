@@ -1,12 +1,18 @@
 // The style document of each view the page offers: a style's pre-rendered raster tiles, the style
-// drawn from its vector tiles, or the inspector's outlines of a vector tileset.
+// drawn from its vector tiles, the inspector's outlines of a vector tileset, or a raster tileset's images;
+// on MapLibre's globe when chosen (the server's style.json?projection=globe; the page's own documents carry the projection).
 import { baseUrl, fragment, state } from './session.js';
+
+/** MapLibre's globe in a document the page writes itself, when chosen (Web Mercator raster tiles are drawn on it by MapLibre). */
+function projected(style) {
+  return state.globe ? { ...style, projection: { type: 'globe' } } : style;
+}
 
 /** The raster tiles of a style: @2x on high-density screens when built, in the chosen format. */
 function rasterStyle(style, format) {
   const scales = style.rasters.filter((k) => k.endsWith(`.${format}`)).map((k) => Number(k[0]));
   const scale = window.devicePixelRatio > 1 && scales.includes(2) ? 2 : scales.includes(1) ? 1 : 2;
-  return {
+  return projected({
     version: 8,
     sources: {
       raster: {
@@ -20,7 +26,28 @@ function rasterStyle(style, format) {
       },
     },
     layers: [{ id: 'raster', type: 'raster', source: 'raster' }],
-  };
+  });
+}
+
+/** A raster tileset's images (imagery, hillshade): its @2x tiles on high-density screens when built. */
+function rasterTilesetStyle(tileset) {
+  const hidpi = window.devicePixelRatio > 1 && tileset.maxzoom_2x !== undefined;
+  return projected({
+    version: 8,
+    sources: {
+      raster: {
+        type: 'raster',
+        tiles: [`${baseUrl()}/data/${encodeURIComponent(tileset.id)}/{z}/{x}/{y}${hidpi ? '@2x' : ''}.${tileset.format}`],
+        tileSize: tileset.tileSize ?? 256,
+        minzoom: tileset.minzoom,
+        maxzoom: hidpi ? tileset.maxzoom_2x : tileset.maxzoom,
+        bounds: tileset.bounds,
+        ...(tileset.attribution ? { attribution: tileset.attribution } : {}),
+      },
+    },
+    // Dark under the images, as the inspector: transparent pixels (outside the images) show it.
+    layers: [{ id: 'background', type: 'background', paint: { 'background-color': '#10131a' } }, { id: 'raster', type: 'raster', source: 'raster' }],
+  });
 }
 
 /** A colour per layer name (stable across loads). */
@@ -44,7 +71,7 @@ function inspectStyle(tileset) {
   }
   const mlt = state.encoding === 'mlt' && (tileset.encodings ?? []).includes('mlt');
   const source = { type: 'vector', url: `${baseUrl()}/data/${encodeURIComponent(tileset.id)}.json${mlt ? '?encoding=mlt' : ''}`, ...(mlt ? { encoding: 'mlt' } : {}) };
-  return { version: 8, sources: { inspect: source }, layers };
+  return projected({ version: 8, sources: { inspect: source }, layers });
 }
 
 /** The style whose raster tiles show the chosen language in `format`: the style's baked variant, else the style itself. */
@@ -58,12 +85,14 @@ export function bakedStyleOf(style, format) {
 export function styleOfView() {
   const v = state.view;
   if (v.kind === 'inspect') return inspectStyle(state.catalog.tilesets.find((t) => t.id === v.id));
+  if (v.kind === 'raster') return rasterTilesetStyle(state.catalog.tilesets.find((t) => t.id === v.id));
   const style = state.catalog.styles.find((s) => s.id === v.id);
   if (v.mode === 'raster') return rasterStyle(bakedStyleOf(style, v.format), v.format);
   const query = new URLSearchParams();
   if (state.language && style.languages.includes(state.language)) query.set('language', state.language);
   // MLT where a tileset has it (the server switches the style's sources of tilesets with MLT tiles).
   if (state.encoding === 'mlt' && state.catalog.tilesets.some((t) => (t.encodings ?? []).includes('mlt'))) query.set('encoding', 'mlt');
+  if (state.globe) query.set('projection', 'globe');
   return `${baseUrl()}/styles/${encodeURIComponent(style.id)}/style.json${query.size ? `?${query}` : ''}`;
 }
 
@@ -76,8 +105,8 @@ export function rasterFormats(style) {
 export function initialView(catalog) {
   const s = catalog.styles.find((x) => x.id === fragment.get('style')) ?? catalog.styles[0];
   if (!s) {
-    const t = catalog.tilesets.find((x) => x.kind === 'vector');
-    return t ? { kind: 'inspect', id: t.id } : null;
+    const t = catalog.tilesets.find((x) => x.kind === 'vector') ?? catalog.tilesets.find((x) => x.kind === 'raster');
+    return t ? { kind: t.kind === 'vector' ? 'inspect' : 'raster', id: t.id } : null;
   }
   const formats = rasterFormats(s);
   const mode = fragment.get('mode') === 'vector' || formats.length === 0 ? 'vector' : 'raster';

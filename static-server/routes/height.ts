@@ -4,6 +4,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import { ElevationIndex } from '../../lib/elevation/reader.ts';
+import { HttpStatus } from '../../lib/http-status.ts';
 import { HeightErrorCode, HeightRequestError, buildHeightResponse, heightLimitsFromEnv, parseHeightRequest, type HeightLimits } from '../../lib/elevation/request.ts';
 import { HttpError, cacheBudgetBytes, type RouteModule, type ServerContext } from '../context.ts';
 import { sendError } from '../errors.ts';
@@ -14,10 +15,6 @@ import { asStoreError } from '../../lib/store-read.ts';
 import { OpenedFile } from '../opened-file.ts';
 
 const BYTES_PER_MB = 1024 * 1024;
-const HTTP_BAD_REQUEST = 400;
-const HTTP_NOT_FOUND = 404;
-const HTTP_PAYLOAD_TOO_LARGE = 413;
-const HTTP_UNSUPPORTED_MEDIA = 415;
 /** Prefix of Valhalla's messages for unreadable requests. */
 const PARSE_FAILED = 'Failed to parse json request';
 
@@ -29,12 +26,12 @@ const PARSE_FAILED = 'Failed to parse json request';
 function heightError(err: FastifyError | Error): Error {
   if (err instanceof HeightRequestError) return new HttpError(err.status, err.message, { error_code: err.code });
   const status = (err as FastifyError).statusCode;
-  if (status === HTTP_PAYLOAD_TOO_LARGE) {
+  if (status === HttpStatus.PayloadTooLarge) {
     return new HttpError(status, `request body too large: ${err.message}`, { error_code: HeightErrorCode.BadBody });
   }
-  if (status === HTTP_UNSUPPORTED_MEDIA || status === HTTP_BAD_REQUEST) {
+  if (status === HttpStatus.UnsupportedMediaType || status === HttpStatus.BadRequest) {
     const what = (err as FastifyError).code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'expected Content-Type: application/json' : err.message;
-    return new HttpError(HTTP_BAD_REQUEST, `${PARSE_FAILED}: ${what}`, { error_code: HeightErrorCode.BadBody });
+    return new HttpError(HttpStatus.BadRequest, `${PARSE_FAILED}: ${what}`, { error_code: HeightErrorCode.BadBody });
   }
   return err;
 }
@@ -52,7 +49,7 @@ export function createHeightRoutes(limits: HeightLimits): RouteModule {
         return idx;
       });
     const index = () => {
-      if (!file) throw new HttpError(HTTP_NOT_FOUND, 'this build has no elevation index (add an "elevation" section to the config, or run `tilebake elevation`)');
+      if (!file) throw new HttpError(HttpStatus.NotFound, 'this build has no elevation index (add an "elevation" section to the config, or run `tilebake elevation`)');
       return file.ready ?? file.get();
     };
     const answer = async (body: unknown, reply: FastifyReply) => {

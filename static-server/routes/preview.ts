@@ -60,6 +60,9 @@ export function catalogOf(ctx: Pick<ServerContext, 'manifest'>): Record<string, 
       region: t.region ?? t.bounds,
       center: t.center,
       vector_layers: t.vector_layers ?? [],
+      // Raster tilesets: the tile size, and the deepest zoom of their @2x tiles when built.
+      ...(t.tileSize ? { tileSize: t.tileSize } : {}),
+      ...(t.kind === 'raster' && t.hidpi ? { maxzoom_2x: t.hidpi.maxzoom } : {}),
     })),
     styles: Object.entries(m.styles).map(([id, s]) => ({
       id,

@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Memo } from '../../lib/shared-work.ts';
 import { localizeStyle } from '../../lib/style-language.ts';
+import { withProjection, type Projection } from '../../lib/style-projection.ts';
 import type { StyleEntry } from '../../lib/manifest.ts';
 import { StoreBadAnswerError, StoreCorruptError } from '../../lib/store-read.ts';
 import { archivesOf } from '../archives.ts';
@@ -11,10 +12,11 @@ import { BoundedCache } from '../../lib/bounded-cache.ts';
 import { FontService } from '../../lib/glyphs/font-stacks.ts';
 import { builtKeys, rasterTileJson } from '../styles/raster-tilejson.ts';
 import { bakedVariant, checkCarried, queryLanguage } from '../styles/language.ts';
+import { queryProjection } from '../styles/projection.ts';
 import { rewriteNeutralUrls, sourceTileset, withMltSources, type StyleUrls } from '../../lib/style-urls.ts';
-import { tilesetEncodings, type Manifest } from '../../lib/manifest.ts';
+import { servedMaxzoom, tilesetEncodings, type Manifest } from '../../lib/manifest.ts';
 import { serverMetrics } from '../metrics.ts';
-import { servedMaxzoom, SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
+import { SOURCE_ZOOM_HEADER } from '../overzoom/policy.ts';
 import { OnDemandRenderer, onDemandOptions } from '../overzoom/render.ts';
 import { Upscaler } from '../overzoom/upscale.ts';
 import { decodedTilesOf } from '../static-map/decoded-tiles.ts';
@@ -60,7 +62,8 @@ interface TileParams {
  * `/styles/{style}/{z}/{x}/{y}[@2x].{png|jpg|webp}` (rendered raster tiles; above the baked maxzoom upscaled
  * or rendered on demand: static-server/overzoom/), `/styles/{style}/rendered.json` (raster TileJSON),
  * `/styles/{style}/style.json` (prepared style with absolute URLs on this server; `/styles/{style}.json` is its alias;
- * `?language=xx`: labels in that language first, styles/language.ts), `rendered.json?language=xx` (a baked variant's),
+ * `?language=xx`: labels in that language first, styles/language.ts; `?projection=globe`: MapLibre's globe,
+ * styles/projection.ts), `rendered.json?language=xx` (a baked variant's),
  * `/styles/{style}/sprite[@2x].{json,png}` and `/fonts/{fontstack}/{start}-{end}.pbf` (combined font stacks).
  */
 export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx: ServerContext) => {
@@ -107,12 +110,16 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
       }
     });
 
-  /** The style JSON with URLs on `base` (labels in `language` first when given; vector sources as MLT with `mlt`), serialised once per style, base URL, language and encoding. */
-  const styleDocument = (id: string, entry: StyleEntry, base: string, language?: string, mlt = false): Promise<TileBody> =>
-    files.getOrLoad(`style:${id}\n${base}\n${language ?? ''}${mlt ? '\nmlt' : ''}`, async () => {
+  /**
+   * The style JSON with URLs on `base` (labels in `language` first when given; vector sources as MLT with
+   * `mlt`; in `projection` when given), serialised once per style, base URL, language, encoding and projection.
+   */
+  const styleDocument = (id: string, entry: StyleEntry, base: string, language?: string, mlt = false, projection?: Projection): Promise<TileBody> =>
+    files.getOrLoad(`style:${id}\n${base}\n${language ?? ''}${mlt ? '\nmlt' : ''}\n${projection ?? ''}`, async () => {
       const parsed = await parsedStyle(id, entry);
       const localized = language === undefined ? parsed : localizeStyle(parsed, language);
-      const style = rewriteNeutralUrls(mlt ? mltStyle(id, localized, ctx.manifest) : localized, base);
+      const projected = projection === undefined ? localized : withProjection(localized, projection);
+      const style = rewriteNeutralUrls(mlt ? mltStyle(id, projected, ctx.manifest) : projected, base);
       return tileBody(Buffer.from(JSON.stringify(style)));
     }) as Promise<TileBody>;
 
@@ -156,7 +163,8 @@ export const registerStyleRoutes: RouteModule = async (app: FastifyInstance, ctx
       const language = queryLanguage(req.query);
       if (language !== undefined) checkCarried(id, entry, language);
       const mlt = parseEncodingParam(req.query.encoding) === 'mlt';
-      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req), language, mlt), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
+      const projection = queryProjection(req.query);
+      return sendSmall(req, reply, await styleDocument(id, entry, ctx.baseUrl(req), language, mlt, projection), JSON_TYPE, ctx.cache.metadata, ctx.cache.metadataVary);
     }
     if (file === RASTER_TILEJSON_FILE) {
       // `?language=`: the raster tiles of the style's variant baked in that language.

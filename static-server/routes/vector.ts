@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { tilesetEncodings, type TilesetEntry } from '../../lib/manifest.ts';
+import { servedTileForms, tilesetEncodings, tilesetMaxzoom, type TilesetEntry } from '../../lib/manifest.ts';
 import { tileJson } from '../../lib/tilejson.ts';
 import { archivesOf } from '../archives.ts';
 import { HttpError, type ServerContext } from '../context.ts';
@@ -18,12 +18,13 @@ interface ServedArchive {
   compressionKnown: boolean;
 }
 
-/** A manifest tileset: its archive, and its MLT archive when it has one. */
+/** A manifest tileset: its archive, its MLT archive when it has one, its @2x archive (raster) when it has one. */
 interface ServedTileset {
   id: string;
   entry: TilesetEntry;
   main: ServedArchive;
   mlt?: ServedArchive;
+  hidpi?: ServedArchive;
 }
 
 /** Extension of MLT tiles. */
@@ -39,8 +40,11 @@ interface TileParams {
 
 /**
  * `GET /data/{tileset}/{z}/{x}/{y}.{ext}` (vector tilesets as .pbf, and as .mlt when built with MLT;
- * terrain tilesets in their format) and `GET /data/{tileset}.json[?encoding=mlt]` (TileJSON) for the
- * manifest's tilesets. A `.pbf` request whose Accept header prefers MLT gets the MLT tile.
+ * terrain and raster tilesets in their format; raster tilesets with @2x tiles also as `{y}@2x.{ext}`)
+ * and `GET /data/{tileset}.json[?encoding=mlt]` (TileJSON) for the manifest's tilesets. A `.pbf`
+ * request whose Accept header prefers MLT gets the MLT tile. A tile the archive does not hold, inside
+ * the zoom range, is `204` (raster: outside the images); another format, scale or zoom is `404` naming
+ * what the tileset serves.
  */
 export async function registerVectorRoutes(app: FastifyInstance, ctx: ServerContext): Promise<void> {
   const archives = archivesOf(ctx);
@@ -53,7 +57,10 @@ export async function registerVectorRoutes(app: FastifyInstance, ctx: ServerCont
   for (const [id, entry] of Object.entries(ctx.manifest.tilesets)) {
     // A tileset with MLT answers `.pbf` by the Accept header too: caches must keep both answers apart.
     const vary = entry.mlt ? 'Accept' : undefined;
-    tilesets.set(id, { id, entry, main: served(entry.archive, entry.format, vary), mlt: entry.mlt && served(entry.mlt.archive, MLT_EXT, vary) });
+    tilesets.set(id, {
+      id, entry, main: served(entry.archive, entry.format, vary), mlt: entry.mlt && served(entry.mlt.archive, MLT_EXT, vary),
+      hidpi: entry.kind === 'raster' && entry.hidpi ? served(entry.hidpi.archive, entry.format) : undefined,
+    });
   }
 
   /** The MLT archive of a tileset, or 404 naming the encodings it has. */
@@ -82,14 +89,14 @@ export async function registerVectorRoutes(app: FastifyInstance, ctx: ServerCont
     }
     const { z, x, y } = parseTileCoord(zText, xText, parts.y);
     const asMlt = parts.scale !== 1 ? undefined : parts.ext === MLT_EXT ? mltOr404(ts) : parts.ext === 'pbf' && prefersMlt(req.headers.accept) ? ts.mlt : undefined;
-    if (!asMlt && (parts.ext !== ts.entry.format || parts.scale !== 1)) {
+    if (!asMlt && (parts.ext !== ts.entry.format || (parts.scale === 2 && !ts.hidpi))) {
       throw new HttpError(
         HttpStatus.NotFound,
-        `tileset "${ts.id}" serves {z}/{x}/{y}.${ts.entry.format} tiles (asked for ${parts.scale === 2 ? '@2x' : ''}.${parts.ext})`,
+        `tileset "${ts.id}" serves ${servedTileForms(ts.entry)} tiles (asked for ${parts.scale === 2 ? '@2x' : ''}.${parts.ext})`,
       );
     }
-    checkZoom(z, ts.entry.minzoom, ts.entry.maxzoom, `tileset "${ts.id}"`);
-    const a = asMlt ?? ts.main;
+    checkZoom(z, ts.entry.minzoom, tilesetMaxzoom(ts.entry, parts.scale), `tileset "${ts.id}"${parts.scale === 2 ? ' at @2x' : ''}`);
+    const a = asMlt ?? (parts.scale === 2 ? ts.hidpi! : ts.main);
     const tile = await archives.tile(a.archive, z, x, y);
     if (tile === null) {
       reply.header('cache-control', a.send.cacheControl);

@@ -39,7 +39,7 @@ export function project(cam: Camera, lon: number, lat: number): [number, number]
 }
 
 /**
- * The camera of a request. Boxes and `auto` (the box around every path point and marker) are centred
+ * The camera of a request. Boxes and `auto` (the box around every path point and marker, GeoJSON's among them) are centred
  * and fitted inside the image less `padding` on each side, at most at `fitMaxZoom`.
  */
 export function cameraFor(req: StaticMapRequest, fitMaxZoom: number): Camera {
@@ -55,8 +55,13 @@ export function cameraFor(req: StaticMapRequest, fitMaxZoom: number): Camera {
     const ne = lonLatToWorld(v.bbox[2], v.bbox[3]);
     box = [sw.x, ne.y, ne.x, sw.y];
   } else {
-    const pts = [...req.paths.flatMap((p) => p.points), ...req.markers].map((p) => lonLatToWorld(p.lon, p.lat));
-    box = [Math.min(...pts.map((p) => p.x)), Math.min(...pts.map((p) => p.y)), Math.max(...pts.map((p) => p.x)), Math.max(...pts.map((p) => p.y))];
+    // A loop, not Math.min(...): a GeoJSON body may hold more positions than a call takes arguments.
+    let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+    for (const p of [...req.paths.flatMap((p) => p.points), ...req.markers]) {
+      const w = lonLatToWorld(p.lon, p.lat);
+      minX = Math.min(minX, w.x), minY = Math.min(minY, w.y), maxX = Math.max(maxX, w.x), maxY = Math.max(maxY, w.y);
+    }
+    box = [minX, minY, maxX, maxY];
   }
   const [x0, y0, x1, y1] = box;
   const free = 1 - 2 * req.padding;

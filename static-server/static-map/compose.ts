@@ -2,8 +2,8 @@
  * Static map images composed from baked raster tiles by sharp/libvips, no browser: the tiles under
  * the view are copied into one region (rows of decoded pixels, as they are), and one sharp pipeline
  * resamples it when the view's zoom falls between the baked zooms (or above the deepest: upscaled),
- * crops the view, rotates it for a bearing, draws the overlay (static-map/overlay.ts's SVG, drawn by
- * librsvg inside sharp) and encodes PNG, JPEG or WebP. A view on the tile grid at a baked zoom is the
+ * crops the view, rotates it for a bearing, draws the overlays (static-map/overlay.ts's layers: SVGs
+ * drawn by librsvg inside sharp, and sprite icons) and encodes PNG, JPEG or WebP. A view on the tile grid at a baked zoom is the
  * tiles' pixels exactly. Where the build has no tile the image is transparent (white in a JPEG).
  * docs/static-map-speed.md has the design and its figures.
  */
@@ -11,7 +11,7 @@ import sharp, { type Sharp } from 'sharp';
 import type { RasterFormat } from '../../lib/raster-encode.ts';
 import { worldPixels, type Camera } from './camera.ts';
 import type { DecodedTile } from './decoded-tiles.ts';
-import type { OverlaySvg } from './overlay.ts';
+import type { OverlayLayer } from './overlay.ts';
 import { pixelPool } from './pixel-pool.ts';
 
 /** Baked raster tiles of one archive. */
@@ -152,23 +152,23 @@ export const PNG_LEVEL = 3;
 const JPEG_BACKGROUND = '#ffffff';
 
 /**
- * The rest of an image's pipeline: the overlay drawn over it (by librsvg, at its box's place), then
- * encoded. sharp flattens a JPEG's transparency before the overlay, which is the same as after it
- * ("over" white composes with "over" the image).
+ * The rest of an image's pipeline: the overlay layers drawn over it in order (SVGs by librsvg, icons
+ * as they are, each at its box's place), then encoded. sharp flattens a JPEG's transparency before the
+ * overlays, which is the same as after them ("over" white composes with "over" the image).
  */
-function finish(s: Sharp, channels: 3 | 4, overlay: OverlaySvg | undefined, format: RasterFormat): Promise<Buffer> {
+function finish(s: Sharp, channels: 3 | 4, overlays: readonly OverlayLayer[], format: RasterFormat): Promise<Buffer> {
   if (format === 'jpg' && channels === 4) s = s.flatten({ background: JPEG_BACKGROUND });
-  if (overlay) {
-    s = s.composite([{ input: overlay.svg, left: overlay.left, top: overlay.top }]);
+  if (overlays.length > 0) {
+    s = s.composite(overlays.map((o) => ({ input: o.input, left: o.left, top: o.top, ...(o.raw ? { raw: o.raw } : {}) })));
     // Compositing adds an alpha band; an opaque image keeps none.
     if (channels === 3 || format === 'jpg') s = s.removeAlpha();
   }
   return (format === 'png' ? s.png({ compressionLevel: PNG_LEVEL }) : format === 'webp' ? s.webp({ quality: WEBP_QUALITY }) : s.jpeg({ quality: JPEG_QUALITY })).toBuffer();
 }
 
-/** Encode raw pixels with the overlay drawn on top. */
-export function encodeImage(image: RawImage, overlay: OverlaySvg | undefined, format: RasterFormat): Promise<Buffer> {
-  return finish(sharp(image.data, { raw: { width: image.width, height: image.height, channels: image.channels } }), image.channels, overlay, format);
+/** Encode raw pixels with the overlay layers drawn on top. */
+export function encodeImage(image: RawImage, overlays: readonly OverlayLayer[], format: RasterFormat): Promise<Buffer> {
+  return finish(sharp(image.data, { raw: { width: image.width, height: image.height, channels: image.channels } }), image.channels, overlays, format);
 }
 
 /** An encoded image and the zoom of the tiles it was made from. */
@@ -177,13 +177,13 @@ export interface ComposedImage {
   sourceZoom: number;
 }
 
-/** The image of a camera over the source's tiles, with the overlay (image pixels) drawn on top, encoded. */
-export async function composeImage(cam: Camera, src: RasterSource, overlay: OverlaySvg | undefined, format: RasterFormat): Promise<ComposedImage> {
+/** The image of a camera over the source's tiles, with the overlay layers (image pixels) drawn on top, encoded. */
+export async function composeImage(cam: Camera, src: RasterSource, overlays: readonly OverlayLayer[], format: RasterFormat): Promise<ComposedImage> {
   if (cam.bearing % 360 === 0) {
     const plan = planRegion(cam, src, cam.width, cam.height);
     const region = await stitchRegion(src, plan);
     try {
-      return { bytes: await finish(regionView(region, plan), region.channels, overlay, format), sourceZoom: plan.tz };
+      return { bytes: await finish(regionView(region, plan), region.channels, overlays, format), sourceZoom: plan.tz };
     } finally {
       pixelPool.release(region.data);
     }
@@ -203,5 +203,5 @@ export async function composeImage(cam: Camera, src: RasterSource, overlay: Over
   const left = Math.floor((info.width - cam.width) / 2);
   const top = Math.floor((info.height - cam.height) / 2);
   const image = sharp(data, { raw: { width: info.width, height: info.height, channels: 4 } }).extract({ left, top, width: cam.width, height: cam.height });
-  return { bytes: await finish(image, 4, overlay, format), sourceZoom: plan.tz };
+  return { bytes: await finish(image, 4, overlays, format), sourceZoom: plan.tz };
 }

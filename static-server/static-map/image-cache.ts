@@ -5,7 +5,7 @@
  * serves an old image. An LRU bounded in bytes (an eighth of the tile cache's share of `--cache-mb`),
  * metric cache name `static-images`; concurrent requests for one image share one composition.
  */
-import { createHash } from 'node:crypto';
+import { sha256 } from '../../lib/hash.ts';
 import { cacheBudgetBytes, type ServerContext } from '../context.ts';
 import { serverMetrics } from '../metrics.ts';
 import type { TileBody } from '../tile-response.ts';
@@ -25,7 +25,7 @@ const ENTRY_OVERHEAD_BYTES = 200;
 
 /** The cache key of an image: the same parsed request gives the same key however its URL was spelled. */
 export function staticImageKey(style: string, archive: string, request: StaticMapRequest): string {
-  return createHash('sha256').update(JSON.stringify([style, archive, request])).digest('base64url');
+  return sha256(JSON.stringify([style, archive, request]), 'base64url');
 }
 
 /** Finished static images of one server context. */

@@ -9,24 +9,33 @@
  *   or `{lon},{lat}|{lon},{lat}|…`; `stroke`, `width`, `fill` set the defaults of every path; `marker`
  *   (repeatable): `{lon},{lat}[|color:{colour}][|label:{text}]`; `padding` for `auto` and boxes;
  *   `language`: the labels of the style's variant baked in that language.
+ * - GeoJSON overlays (geojson.ts): a POSTed body or `geojson=`, on either form; the form without a view
+ *   segment, `{width}x{height}[@2x].{png|jpg|webp}`, fits the overlays (`auto`) or takes
+ *   `center={lon},{lat},{zoom}[@{bearing}]`.
  */
-import { decodePolyline, TooManyPointsError, type LatLon } from '../../lib/elevation/geo.ts';
+import { decodePolyline, TooManyPointsError } from '../../lib/elevation/geo.ts';
 import { UserError } from '../../lib/errors.ts';
 import type { RasterFormat } from '../../lib/raster-encode.ts';
 import { MAX_LATITUDE, type BBox } from '../../lib/tile-math.ts';
 import { HttpError } from '../context.ts';
 import { HttpStatus } from '../../lib/http-status.ts';
+import { checkJsonDepth } from '../json-body.ts';
 import { queryLanguage } from '../styles/language.ts';
 import { parseColour, type Colour } from './colour.ts';
+import { parseGeoJson } from './geojson.ts';
+import type { MarkerOverlay, PathOverlay } from './model.ts';
 
 /** Limits of static images (TILEBAKE_STATIC_* environment variables override some). */
 export interface StaticMapLimits {
   /** Largest width and height in logical pixels (before @2x). */
   maxSize: number;
-  /** Most path vertices over all paths. */
+  /** Most positions in all: path vertices of the URL, and every position of a GeoJSON body. */
   maxPoints: number;
+  /** `path` and `marker` parameters of the URL. */
   maxPaths: number;
   maxMarkers: number;
+  /** Features of a GeoJSON body (TILEBAKE_STATIC_MAX_FEATURES). */
+  maxFeatures: number;
   /**
    * Images composed at once per process (TILEBAKE_STATIC_CONCURRENCY) and waiting (TILEBAKE_STATIC_QUEUE); more get 503.
    * 2, not 4: with one process per core, 4 in flight each cost ~7 % more CPU per image under wrk (more
@@ -36,7 +45,10 @@ export interface StaticMapLimits {
   queue: number;
 }
 
-export const DEFAULT_STATIC_MAP_LIMITS: StaticMapLimits = Object.freeze({ maxSize: 2048, maxPoints: 5000, maxPaths: 50, maxMarkers: 100, concurrency: 2, queue: 64 });
+/** Default of `serve --max-static-body`: the largest GeoJSON body of a static map, in bytes. */
+export const DEFAULT_MAX_STATIC_BODY = 1024 * 1024;
+
+export const DEFAULT_STATIC_MAP_LIMITS: StaticMapLimits = Object.freeze({ maxSize: 2048, maxPoints: 20_000, maxPaths: 50, maxMarkers: 100, maxFeatures: 1000, concurrency: 2, queue: 64 });
 
 /** Limits from the environment, else the defaults. */
 export function staticMapLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): StaticMapLimits {
@@ -52,6 +64,7 @@ export function staticMapLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): St
     ...d,
     maxSize: int('TILEBAKE_STATIC_MAX_SIZE', d.maxSize),
     maxPoints: int('TILEBAKE_STATIC_MAX_POINTS', d.maxPoints),
+    maxFeatures: int('TILEBAKE_STATIC_MAX_FEATURES', d.maxFeatures),
     concurrency: int('TILEBAKE_STATIC_CONCURRENCY', d.concurrency),
     queue: int('TILEBAKE_STATIC_QUEUE', d.queue),
   };
@@ -61,21 +74,6 @@ export type StaticView =
   | { kind: 'center'; lon: number; lat: number; zoom: number; bearing: number }
   | { kind: 'bbox'; bbox: BBox }
   | { kind: 'auto' };
-
-export interface PathOverlay {
-  points: LatLon[];
-  stroke: Colour;
-  /** Line width in logical pixels. */
-  width: number;
-  fill?: Colour;
-}
-
-export interface MarkerOverlay {
-  lon: number;
-  lat: number;
-  colour: Colour;
-  label?: string;
-}
 
 export interface StaticMapRequest {
   view: StaticView;
@@ -234,9 +232,35 @@ function parseMarker(text: string, index: number): MarkerOverlay {
   return m;
 }
 
-/** The whole request: path segments and query. */
-export function parseStaticMapRequest(viewText: string, sizeText: string, query: Record<string, unknown>, limits: StaticMapLimits): StaticMapRequest {
-  const view = parseView(viewText);
+/** The view of the form without a view segment: `center=` of the query, else `auto`. */
+function viewOfQuery(query: Record<string, unknown>): StaticView {
+  const center = single(query.center, 'center');
+  if (center === undefined) return { kind: 'auto' };
+  const view = parseView(center);
+  if (view.kind !== 'center') bad(`center "${center}": expected {lon},{lat},{zoom}[@{bearing}]`);
+  return view;
+}
+
+/** The GeoJSON of a request: the POSTed body, or the `geojson` parameter (parsed here); undefined when neither. */
+function geojsonOf(query: Record<string, unknown>, body: unknown): unknown {
+  const text = single(query.geojson, 'geojson');
+  if (text === undefined) return body;
+  if (body !== undefined) bad('geojson: give the GeoJSON once, in the body or in the geojson parameter');
+  try {
+    checkJsonDepth(text);
+    return JSON.parse(text);
+  } catch (e) {
+    bad(`geojson: not valid JSON (${(e as Error).message})`);
+  }
+}
+
+/**
+ * The whole request: path segments (`viewText` undefined for the form without a view segment), query and
+ * a POSTed GeoJSON body (undefined for GET).
+ */
+export function parseStaticMapRequest(viewText: string | undefined, sizeText: string, query: Record<string, unknown>, limits: StaticMapLimits, body?: unknown): StaticMapRequest {
+  if (viewText !== undefined && query.center !== undefined) bad('center: the view is given in the path already');
+  const view = viewText === undefined ? viewOfQuery(query) : parseView(viewText);
   const size = parseSize(sizeText, limits);
   const stroke = single(query.stroke, 'stroke');
   const fill = single(query.fill, 'fill');
@@ -257,10 +281,16 @@ export function parseStaticMapRequest(viewText: string, sizeText: string, query:
   const markerTexts = list(query.marker);
   if (markerTexts.length > limits.maxMarkers) bad(`at most ${limits.maxMarkers} markers (got ${markerTexts.length})`);
   const markers = markerTexts.map(parseMarker);
+  const geojson = geojsonOf(query, body);
+  if (geojson !== undefined) {
+    const g = parseGeoJson(geojson, { maxFeatures: limits.maxFeatures, maxPositions: budget });
+    paths.push(...g.paths);
+    markers.push(...g.markers);
+  }
   const pad = single(query.padding, 'padding');
   const padding = pad === undefined ? DEFAULT_PADDING : num(pad, 'padding');
   if (padding < 0 || padding > MAX_PADDING) bad(`padding ${padding} is outside 0 … ${MAX_PADDING}`);
-  if (view.kind === 'auto' && paths.length === 0 && markers.length === 0) bad('auto: give at least one path or marker to fit the view to');
+  if (view.kind === 'auto' && paths.length === 0 && markers.length === 0) bad('auto: give at least one path, marker or GeoJSON feature to fit the view to (or center=)');
   const language = queryLanguage(query);
   return { view, ...size, paths, markers, padding, ...(language === undefined ? {} : { language }) };
 }

@@ -1,9 +1,7 @@
-import type { StyleArchive, StyleEntry } from '../../lib/manifest.ts';
+import { servedMaxzoom, type StyleArchive, type StyleEntry } from '../../lib/manifest.ts';
+import { TILE_SIZE } from '../../lib/metatiles.ts';
 import { TILEJSON_VERSION } from '../../lib/tilejson.ts';
-import { servedMaxzoom } from '../overzoom/policy.ts';
 
-/** Pixel size of a 1x raster tile. */
-export const TILE_SIZE_1X = 256;
 /** Order in which formats are preferred for the main `tiles` URL (and listed in WMTS). */
 export const FORMAT_PREFERENCE: readonly StyleArchive['format'][] = ['png', 'jpg', 'webp'];
 
@@ -37,8 +35,8 @@ export function rasterTileJson(id: string, entry: StyleEntry, baseUrl: string): 
     tilejson: TILEJSON_VERSION,
     name: entry.name ?? id,
     description:
-      `Raster tiles of style "${id}": /styles/${id}/{z}/{x}/{y}.{format} are ${TILE_SIZE_1X} px tiles, ` +
-      `/styles/${id}/{z}/{x}/{y}@2x.{format} are ${TILE_SIZE_1X * 2} px high-DPI tiles (tiles_2x). ` +
+      `Raster tiles of style "${id}": /styles/${id}/{z}/{x}/{y}.{format} are ${TILE_SIZE} px tiles, ` +
+      `/styles/${id}/{z}/{x}/{y}@2x.{format} are ${TILE_SIZE * 2} px high-DPI tiles (tiles_2x). ` +
       `Built (scale.format): ${built.join(', ') || 'none'}.` +
       (servedMaxzoom(entry) > entry.maxzoom
         ? ` Baked to zoom ${entry.maxzoom}; zooms ${entry.maxzoom + 1}-${servedMaxzoom(entry)} are ${entry.overzoom === 'render' ? 'rendered on demand' : 'upscaled from it'}.`
@@ -53,7 +51,7 @@ export function rasterTileJson(id: string, entry: StyleEntry, baseUrl: string): 
     ...(servedMaxzoom(entry) > entry.maxzoom ? { overzoom: entry.overzoom ?? 'upscale' } : {}),
     bounds: entry.bounds,
     center: entry.center,
-    tileSize: main?.scale === 2 ? TILE_SIZE_1X * 2 : TILE_SIZE_1X,
+    tileSize: main?.scale === 2 ? TILE_SIZE * 2 : TILE_SIZE,
     ...(main ? { format: main.format } : {}),
     built,
   };

@@ -1,13 +1,16 @@
 /**
- * WMTS 1.0.0 capabilities (RESTful encoding) of rendered styles: one layer per style and scale
- * (`{style}`: 256 px tiles in the `GoogleMapsCompatible` tile matrix set, `{style}@2x`: 512 px tiles in
- * `GoogleMapsCompatible_512`, the same grid at twice the pixel density), the built formats, bounds and
- * zoom range from the manifest, and ResourceURL templates at the raster tile routes.
+ * WMTS 1.0.0 capabilities (RESTful encoding) of rendered styles and raster tilesets: one layer per
+ * style or tileset and scale (`{id}`: 256 px tiles in the `GoogleMapsCompatible` tile matrix set,
+ * `{id}@2x`: 512 px tiles in `GoogleMapsCompatible_512`, the same grid at twice the pixel density), the
+ * built formats, bounds and zoom range from the manifest, and ResourceURL templates at the tile routes
+ * (`/styles/{style}/…`, `/data/{tileset}/…`).
  */
-import { boundsAtZoom, type StyleEntry } from '../../lib/manifest.ts';
+import { boundsAtZoom, tilesetMaxzoom, tilesetScales, type StyleEntry, type TilesetEntry, type ZoomCoverage } from '../../lib/manifest.ts';
 import { tileRangeForBBox } from '../../lib/tile-math.ts';
+import { xmlEscape } from '../../lib/xml.ts';
 import { TILE_CONTENT_TYPES } from '../tile-response.ts';
-import { FORMAT_PREFERENCE, TILE_SIZE_1X } from './raster-tilejson.ts';
+import { TILE_SIZE } from '../../lib/metatiles.ts';
+import { FORMAT_PREFERENCE } from './raster-tilejson.ts';
 
 /** Scale denominator of zoom 0 of GoogleMapsCompatible (256 px tiles, 0.28 mm pixels). */
 const Z0_SCALE_DENOMINATOR = 559082264.0287178;
@@ -24,14 +27,64 @@ export interface WmtsStyle {
   maxzoom: number;
 }
 
-/** XML text and attribute escaping. */
-export function xmlEscape(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&apos;');
+/** One layer of the capabilities at one scale: what a style or a raster tileset offers there. */
+export interface WmtsLayer {
+  /** Layer identifier (`{id}` or `{id}@2x`). */
+  identifier: string;
+  title: string;
+  attribution?: string;
+  coverage: ZoomCoverage;
+  scale: 1 | 2;
+  minzoom: number;
+  maxzoom: number;
+  /** Formats, preferred first. */
+  formats: string[];
+  /** Tile URL template without the extension (`…/{TileMatrix}/{TileCol}/{TileRow}[@2x]`). */
+  root: string;
+}
+
+/** Formats in the order they are listed. */
+function preferred(formats: string[]): string[] {
+  const rank = (f: string) => (FORMAT_PREFERENCE as readonly string[]).indexOf(f);
+  return [...formats].sort((a, b) => rank(a) - rank(b));
+}
+
+/** The layers of a style: one per scale it was built at. */
+export function styleLayers(style: WmtsStyle, baseUrl: string): WmtsLayer[] {
+  const { id, entry, maxzoom } = style;
+  return ([1, 2] as const).flatMap((scale) => {
+    const formats = preferred(Object.values(entry.archives).filter((a) => a.scale === scale).map((a) => a.format));
+    if (formats.length === 0) return [];
+    return [{
+      identifier: scale === 2 ? `${id}@2x` : id,
+      title: `${entry.name ?? id}${scale === 2 ? ' (512 px, high-DPI)' : ''}`,
+      attribution: entry.attribution,
+      coverage: entry,
+      scale, minzoom: entry.minzoom, maxzoom, formats,
+      root: `${baseUrl}/styles/${encodeURIComponent(id)}/{TileMatrix}/{TileCol}/{TileRow}${scale === 2 ? '@2x' : ''}`,
+    }];
+  });
+}
+
+/**
+ * The layers of a raster tileset: `{name}` and, with @2x tiles, `{name}@2x` (`name`: the tileset id,
+ * unless a style has that id; then `data/{id}`).
+ */
+export function tilesetLayers(id: string, entry: TilesetEntry, baseUrl: string, name = id): WmtsLayer[] {
+  if (entry.kind !== 'raster') return [];
+  return tilesetScales(entry).map((scale) => ({
+    identifier: scale === 2 ? `${name}@2x` : name,
+    title: `${entry.name ?? id}${scale === 2 ? ' (512 px, high-DPI)' : ''}`,
+    attribution: entry.attribution,
+    coverage: entry,
+    scale, minzoom: entry.minzoom, maxzoom: tilesetMaxzoom(entry, scale), formats: [entry.format],
+    root: `${baseUrl}/data/${encodeURIComponent(id)}/{TileMatrix}/{TileCol}/{TileRow}${scale === 2 ? '@2x' : ''}`,
+  }));
 }
 
 /** One tile matrix set from zoom 0 to `maxzoom`: 256 px tiles at scale 1, 512 px tiles at scale 2. */
 function tileMatrixSet(scale: 1 | 2, maxzoom: number): string {
-  const size = TILE_SIZE_1X * scale;
+  const size = TILE_SIZE * scale;
   const matrices: string[] = [];
   for (let z = 0; z <= maxzoom; z++) {
     const n = 2 ** z;
@@ -54,19 +107,12 @@ ${matrices.join('\n')}
   </TileMatrixSet>`;
 }
 
-/** The layer of one style at one scale, or undefined when nothing was built at that scale. */
-function layer(style: WmtsStyle, scale: 1 | 2, baseUrl: string): string | undefined {
-  const { id, entry, maxzoom } = style;
-  const formats = Object.values(entry.archives)
-    .filter((a) => a.scale === scale)
-    .map((a) => a.format)
-    .sort((a, b) => FORMAT_PREFERENCE.indexOf(a) - FORMAT_PREFERENCE.indexOf(b));
-  if (formats.length === 0) return undefined;
-  const layerId = scale === 2 ? `${id}@2x` : id;
-  const [w, s, e, n] = entry.bounds;
+/** The XML of one layer. */
+function layerXml(l: WmtsLayer): string {
+  const [w, s, e, n] = l.coverage.bounds;
   const limits: string[] = [];
-  for (let z = entry.minzoom; z <= maxzoom; z++) {
-    const r = tileRangeForBBox(boundsAtZoom(entry, z), z);
+  for (let z = l.minzoom; z <= l.maxzoom; z++) {
+    const r = tileRangeForBBox(boundsAtZoom(l.coverage, z), z);
     limits.push(`        <TileMatrixLimits>
           <TileMatrix>${z}</TileMatrix>
           <MinTileRow>${r.minY}</MinTileRow>
@@ -75,26 +121,24 @@ function layer(style: WmtsStyle, scale: 1 | 2, baseUrl: string): string | undefi
           <MaxTileCol>${r.maxX}</MaxTileCol>
         </TileMatrixLimits>`);
   }
-  const root = `${baseUrl}/styles/${encodeURIComponent(id)}/{TileMatrix}/{TileCol}/{TileRow}${scale === 2 ? '@2x' : ''}`;
-  const title = `${entry.name ?? id}${scale === 2 ? ' (512 px, high-DPI)' : ''}`;
   return `  <Layer>
-    <ows:Title>${xmlEscape(title)}</ows:Title>${entry.attribution ? `\n    <ows:Abstract>${xmlEscape(entry.attribution)}</ows:Abstract>` : ''}
+    <ows:Title>${xmlEscape(l.title)}</ows:Title>${l.attribution ? `\n    <ows:Abstract>${xmlEscape(l.attribution)}</ows:Abstract>` : ''}
     <ows:WGS84BoundingBox crs="urn:ogc:def:crs:OGC:2:84">
       <ows:LowerCorner>${w} ${s}</ows:LowerCorner>
       <ows:UpperCorner>${e} ${n}</ows:UpperCorner>
     </ows:WGS84BoundingBox>
-    <ows:Identifier>${xmlEscape(layerId)}</ows:Identifier>
+    <ows:Identifier>${xmlEscape(l.identifier)}</ows:Identifier>
     <Style isDefault="true">
       <ows:Identifier>default</ows:Identifier>
     </Style>
-${formats.map((f) => `    <Format>${TILE_CONTENT_TYPES[f]}</Format>`).join('\n')}
+${l.formats.map((f) => `    <Format>${TILE_CONTENT_TYPES[f]}</Format>`).join('\n')}
     <TileMatrixSetLink>
-      <TileMatrixSet>${MATRIX_SETS[scale]}</TileMatrixSet>
+      <TileMatrixSet>${MATRIX_SETS[l.scale]}</TileMatrixSet>
       <TileMatrixSetLimits>
 ${limits.join('\n')}
       </TileMatrixSetLimits>
     </TileMatrixSetLink>
-${formats.map((f) => `    <ResourceURL format="${TILE_CONTENT_TYPES[f]}" resourceType="tile" template="${xmlEscape(`${root}.${f}`)}"/>`).join('\n')}
+${l.formats.map((f) => `    <ResourceURL format="${TILE_CONTENT_TYPES[f]}" resourceType="tile" template="${xmlEscape(`${l.root}.${f}`)}"/>`).join('\n')}
   </Layer>`;
 }
 
@@ -116,22 +160,13 @@ function restOperation(name: string, href: string): string {
 }
 
 /**
- * The capabilities document of `styles` (one style for `/styles/{style}/wmts.xml`, all for
- * `/styles/wmts.xml`), URLs under `baseUrl`; `selfUrl` is this document's own URL.
+ * The capabilities document of `layers` (one style's or tileset's for `/styles/{style}/wmts.xml` and
+ * `/data/{tileset}/wmts.xml`, all for `/styles/wmts.xml`); `selfUrl` is this document's own URL and
+ * `getTileUrl` the GetTile operation's.
  */
-export function wmtsCapabilities(styles: readonly WmtsStyle[], baseUrl: string, selfUrl: string): string {
-  const layers: string[] = [];
-  const scales = new Set<1 | 2>();
-  for (const style of styles) {
-    for (const scale of [1, 2] as const) {
-      const l = layer(style, scale, baseUrl);
-      if (l) {
-        layers.push(l);
-        scales.add(scale);
-      }
-    }
-  }
-  const maxzoom = Math.max(0, ...styles.map((s) => s.maxzoom));
+export function wmtsCapabilities(layers: readonly WmtsLayer[], selfUrl: string, getTileUrl: string): string {
+  const scales = new Set(layers.map((l) => l.scale));
+  const maxzoom = Math.max(0, ...layers.map((l) => l.maxzoom));
   const sets = [...scales].sort().map((scale) => tileMatrixSet(scale, maxzoom));
   const self = xmlEscape(selfUrl);
   return `<?xml version="1.0" encoding="UTF-8"?>
@@ -143,10 +178,10 @@ export function wmtsCapabilities(styles: readonly WmtsStyle[], baseUrl: string, 
   </ows:ServiceIdentification>
   <ows:OperationsMetadata>
 ${restOperation('GetCapabilities', self)}
-${restOperation('GetTile', xmlEscape(`${baseUrl}/styles/`))}
+${restOperation('GetTile', xmlEscape(getTileUrl))}
   </ows:OperationsMetadata>
   <Contents>
-${layers.join('\n')}
+${layers.map(layerXml).join('\n')}
 ${sets.join('\n')}
   </Contents>
   <ServiceMetadataURL xlink:href="${self}"/>

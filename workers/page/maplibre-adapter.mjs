@@ -271,7 +271,7 @@ export class MapInternals {
    * The pixels of rectangle `r` (device pixels; the crop is symmetric, so the same from the top or
    * the bottom) of the frame just drawn, read with gl.readPixels (measured ~12 % faster per metatile
    * than copying the canvas into a 2D canvas): RGBA rows, bottom row first, premultiplied by alpha,
-   * as WebGL's drawing buffer holds them (the node side flips and un-premultiplies: encode.ts).
+   * as WebGL's drawing buffer holds them (the node side flips and un-premultiplies: lib/raster-encode.ts).
    */
   readPixels(r) {
     const context = this.map.painter.context;

@@ -1,5 +1,5 @@
 // tilebake render page: requests through the shared worker net-worker.js (see there why), for the page
-// and, imported with importScriptInWorkers, for MapLibre's tile worker. URLs of the render server are
+// and, imported with importScriptInWorkers, for MapLibre's tile worker. URLs of the render host are
 // given to MapLibre as `tilebake://host/path` (render.js transformRequest), which it hands to `netLoad`.
 export const PROTOCOL = 'tilebake';
 

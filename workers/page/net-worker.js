@@ -1,4 +1,4 @@
-// tilebake render page: the shared worker that makes the page's requests to the build's render server.
+// tilebake render page: the shared worker that makes the page's requests to the render host (workers/render-host/).
 // Requests arrive on the BroadcastChannel 'tilebake-net' (from the page and from MapLibre's tile worker,
 // see net-client.mjs) and are answered on it; the page's pixel uploads come over its own port (below).
 // Playwright attaches to the page and its dedicated workers with the DevTools Network domain on

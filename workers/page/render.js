@@ -1,5 +1,5 @@
-// tilebake render page. Loaded from the build's render server (the app of `tilebake serve` in its
-// render role, on 127.0.0.1); exposes `window.tilebake` for the render worker: init(style, pixelRatio)
+// tilebake render page. Loaded from the render host (workers/render-host/server.ts, on 127.0.0.1, started
+// by the build's render stage and by the server's on-demand renders); exposes `window.tilebake` for the render worker: init(style, pixelRatio)
 // once per style, then renderViews(views) for each batch of metatiles and flush() for the receipts of
 // their uploads.
 import * as maplibregl from '/maplibre/maplibre-gl.mjs';
@@ -34,7 +34,7 @@ function describe(e) {
 }
 
 /**
- * URLs of the render server become `tilebake://` URLs, which MapLibre (page and tile worker) loads
+ * URLs of the render host become `tilebake://` URLs, which MapLibre (page and tile worker) loads
  * through the shared worker (net-client.mjs). Every other URL is refused: the server answers 404
  * naming it, and the build fails naming it.
  */
@@ -216,7 +216,7 @@ async function renderViews(views) {
 const uploads = [];
 
 /**
- * POST pixels to the render server, their buffer transferred to the shared worker (no copy, no Blob:
+ * POST pixels to the render host, their buffer transferred to the shared worker (no copy, no Blob:
  * see netPost); resolves the server's receipt.
  */
 async function upload(url, pixels) {

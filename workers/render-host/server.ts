@@ -3,7 +3,8 @@
  * build's render stage and the server's on-demand renders start it alike (the browsers are driven by
  * workers/metatile-renderer.ts); it serves the page, maplibre-gl and the pixel uploads, and a build's
  * tiles, TileJSON, prepared styles, sprites and glyphs with the same bytes as `tilebake serve` gives
- * clients (the same lib/ code makes them: lib/tilejson.ts, lib/style-urls.ts, lib/glyphs/).
+ * clients (the same lib/ code makes them: lib/tilejson.ts, lib/style-urls.ts, lib/glyphs/), styles always
+ * in Web Mercator (lib/style-projection.ts: a style's own `"projection"` is for clients, not for the bake).
  * Every request of the page that fails is recorded, so that the build fails naming it.
  */
 import { readFile } from 'node:fs/promises';
@@ -21,6 +22,7 @@ import { openArchive, type ArchiveReader } from '../../lib/pmtiles/index.ts';
 import { storeErrorMessage, storeErrorStatus } from '../../lib/store-answer.ts';
 import { asStoreError, isStoreError, StoreBadAnswerError, StoreCorruptError, toStoreError } from '../../lib/store-read.ts';
 import type { Store } from '../../lib/storage.ts';
+import { withProjection } from '../../lib/style-projection.ts';
 import { rewriteNeutralUrls, type StyleUrls } from '../../lib/style-urls.ts';
 import { checkZoom, parseTileCoord, splitTileFile } from '../../lib/tile-coords.ts';
 import { tileJson } from '../../lib/tilejson.ts';
@@ -251,7 +253,9 @@ export async function startRenderHost(opts: RenderHostOptions): Promise<RenderHo
           throw new StoreCorruptError(`style "${id}": ${entry.style} is not valid JSON (${(e as Error).message})`, e);
         }
       });
-      return reply.type(CONTENT_TYPES.json).send(JSON.stringify(rewriteNeutralUrls(style, url)));
+      // Raster tiles are baked on the Web Mercator grid whatever projection the style asks for.
+      const mercator = style.projection === undefined ? style : withProjection(style, 'mercator');
+      return reply.type(CONTENT_TYPES.json).send(JSON.stringify(rewriteNeutralUrls(mercator, url)));
     }
     const m = SPRITE_FILE.exec(file);
     if (!m || !entry.sprite) throw new HttpError(HttpStatus.NotFound, `style "${id}" has no file "${file}" (style.json, sprite[@2x].{json,png})`);
