@@ -43,7 +43,6 @@ describe('words and folding', () => {
     expect(match(ftsQuery(['Vaduz', 'NOT', 'Schaan']))).toEqual([]);
     expect(match(ftsQuery(['vad'], { prefix: true }))).toEqual([2, 6]);
     expect(match(ftsQuery(['a"b']))).toEqual([4]);
-    expect(match(ftsQuery(['Vaduz'], { column: 'x' }))).toEqual([2, 6]);
     expect(match(ftsQuery(['vadus', 'schaan'], { alternatives: [['vaduz'], undefined], prefix: true }))).toEqual([6]);
     expect(ftsQuery(['vadus'], { alternatives: [['vaduz']], prefix: true })).toBe('("vadus"* OR "vaduz")');
     expect(ftsQuery(['a"b', 'c'], { prefix: true })).toBe('"a""b" AND "c"*');

@@ -53,7 +53,7 @@ function finishCut(db: Database.Database, out: string): void {
       db.exec(`CREATE TEMP TABLE rows AS SELECT * FROM main.${name}; DROP TABLE main.${name}; ${ddl}; INSERT INTO main.${name} SELECT * FROM temp.rows ORDER BY id; DROP TABLE temp.rows`);
     }
   })();
-  db.exec("INSERT INTO entry_fts (entry_fts) VALUES ('rebuild')");
+  db.exec("INSERT INTO entry_fts (entry_fts) VALUES ('rebuild'); INSERT INTO name_fts (name_fts) VALUES ('rebuild')");
   const w = new IndexWriter(db);
   db.transaction(() => w.syncTypos())();
   w.optimize();

@@ -3,11 +3,10 @@
  * /reverse, and the same queries on a pack's index.
  *
  * A search gathers candidates in stages, each bounded: entries whose whole name is the text typed (the
- * exact-name table); entries whose names hold every word (FTS5 on `match_names`, the last word as a
- * prefix); then, when that finds too little, entries whose names or address hold them (both columns);
- * with `near`, the same within a window around the point; and when nothing matches every word as a
- * whole word, or too little was found, the words of ≥ 5 letters with one typo (the typo table's
- * neighbours, checked by edit distance). FTS5 answers in id order, which is importance order, so each
+ * exact-name table); entries whose names hold every word (name_fts, the last word as a prefix); when no
+ * name holds them all, entries whose names or address hold them (entry_fts: `Landstrasse Vaduz`), and
+ * the words of ≥ 5 letters with one typo (the typo table's neighbours, checked by edit distance); with
+ * `near`, the words again within a window around the point. FTS5 answers in id order, which is importance order, so each
  * stage's first rows are its most important ones. The candidates are then ordered by lib/search/rank.ts.
  * The user's words reach SQLite only as bound parameters, each word an FTS5 string (lib/search/text.ts).
  */
@@ -15,8 +14,8 @@ import type Database from 'better-sqlite3';
 import { haversine, type LatLon } from '../geo-distance.ts';
 import type { BBox } from '../tile-math.ts';
 import { boxAround, distanceToSegment } from './distance.ts';
-import { matchOf, scoreOf, TYPO_FACTOR, type TypedWords } from './rank.ts';
-import { entryOfRow, openIndex, type EntryRow, type Kind, type StoredEntry } from './schema.ts';
+import { ALL_WORDS_BASE, matchOf, scoreOf, TYPO_FACTOR, type TypedWords } from './rank.ts';
+import { ENTRY_COLUMNS, entryOfRow, openIndex, type EntryRow, type Kind, type StoredEntry } from './schema.ts';
 import { deletions, fold, ftsQuery, TYPO_MIN_LENGTH, withinOneEdit, words } from './text.ts';
 
 /** A search. */
@@ -49,6 +48,9 @@ const CANDIDATES_PER_RESULT = 3;
 const NEAR_WINDOW_M = 5000;
 /** What a name spelt exactly as typed (case and accents) adds to its score. */
 const EXACT_SPELLING = 0.02;
+/** Bytes of an index mapped into memory at most, and the page cache's size (KiB). */
+const MMAP_BYTES = 1024 * 1024 * 1024;
+const CACHE_KIB = 64 * 1024;
 /** Typo corrections tried per word at most. */
 const MAX_CORRECTIONS = 64;
 
@@ -84,7 +86,7 @@ export class SearchIndex {
 
   private constructor(private readonly db: Database.Database) {
     this.stmt = {
-      row: db.prepare('SELECT * FROM entry WHERE id = ?'),
+      rows: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entry WHERE id IN (SELECT value FROM json_each(?))`),
       namesOf: db.prepare('SELECT name, names FROM entry WHERE key = ?'),
       corrections: db.prepare('SELECT DISTINCT term FROM typo WHERE del IN (SELECT value FROM json_each(?)) ORDER BY term'),
       ways: db.prepare('SELECT w.entry, w.lines FROM street_box b JOIN street_way w ON w.way = b.id WHERE b.west <= ? AND b.east >= ? AND b.south <= ? AND b.north >= ?'),
@@ -94,7 +96,13 @@ export class SearchIndex {
 
   /** Open the index file at `path` (`where` names it in errors). */
   static open(path: string, where?: string): SearchIndex {
-    return new SearchIndex(openIndex(path, { readonly: true, where }));
+    const db = openIndex(path, { readonly: true, where });
+    // Index files are never written once published (a new version is a new file): the shared lock is
+    // kept (no lock and change check per statement) and pages are read through a memory map.
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma(`mmap_size = ${MMAP_BYTES}`);
+    db.pragma(`cache_size = -${CACHE_KIB}`);
+    return new SearchIndex(db);
   }
 
   /** Entries in the index. */
@@ -111,10 +119,10 @@ export class SearchIndex {
     return s;
   }
 
-  /** Candidates whose names (or, with `column` undefined, names or address) match the FTS5 query `match`. */
-  private matching(match: string, q: SearchQuery, box: BBox | undefined, limit: number): CandidateRow[] {
-    const key = `fts:${q.kinds?.length ?? 0}:${box ? 1 : 0}`;
-    const s = this.prepared(key, () => `SELECT e.id, e.importance, e.folded, e.name, e.lon, e.lat FROM entry_fts JOIN entry e ON e.id = entry_fts.rowid WHERE entry_fts MATCH ?${filters(q, !!box)} ORDER BY entry_fts.rowid LIMIT ?`);
+  /** Candidates whose names (`fts` name_fts) or names and address (entry_fts) match the FTS5 query `match`. */
+  private matching(fts: 'name_fts' | 'entry_fts', match: string, q: SearchQuery, box: BBox | undefined, limit: number): CandidateRow[] {
+    const key = `${fts}:${q.kinds?.length ?? 0}:${box ? 1 : 0}`;
+    const s = this.prepared(key, () => `SELECT e.id, e.importance, e.folded, e.name, e.lon, e.lat FROM ${fts} f JOIN entry e ON e.id = f.rowid WHERE ${fts} MATCH ?${filters(q, !!box)} ORDER BY f.rowid LIMIT ?`);
     return s.all(match, ...(q.kinds ?? []), ...(box ? [box[0], box[2], box[1], box[3]] : []), limit) as CandidateRow[];
   }
 
@@ -145,19 +153,23 @@ export class SearchIndex {
       for (const r of rows) if (!found.has(r.id)) found.set(r.id, { id: r.id, importance: r.importance, folded: r.folded.split('\n'), name: r.name, lon: r.lon, lat: r.lat, typo });
     };
     add(this.exact(folded.join(' '), q, want), false);
-    add(this.matching(ftsQuery(raw, { prefix, column: 'match_names' }), q, q.bbox, want), false);
-    if (found.size < q.limit) add(this.matching(ftsQuery(raw, { prefix }), q, q.bbox, want), false);
+    add(this.matching('name_fts', ftsQuery(raw, { prefix }), q, q.bbox, want), false);
+    const typed: TypedWords = { words: folded, prefix };
+    // Some name holds every word typed (the last one maybe begun): what was typed is spelt as a name is.
+    const named = [...found.values()].some((c) => matchOf(typed, c).score >= ALL_WORDS_BASE);
+    // Else the words may be a name and an address (`Landstrasse Vaduz`): names and address parts.
+    const fts = named ? 'name_fts' : 'entry_fts';
+    if (!named) add(this.matching(fts, ftsQuery(raw, { prefix }), q, q.bbox, want), false);
     if (q.near) {
       const w = boxAround(q.near, NEAR_WINDOW_M);
       const box: BBox = q.bbox ? [Math.max(w[0], q.bbox[0]), Math.max(w[1], q.bbox[1]), Math.min(w[2], q.bbox[2]), Math.min(w[3], q.bbox[3])] : w;
-      if (box[0] <= box[2] && box[1] <= box[3]) add(this.matching(ftsQuery(raw, { prefix }), q, box, want), false);
+      if (box[0] <= box[2] && box[1] <= box[3]) add(this.matching(fts, ftsQuery(raw, { prefix }), q, box, want), false);
     }
-    const typed: TypedWords = { words: folded, prefix };
-    const whole = [...found.values()].some((c) => matchOf(typed, c).whole);
+    // Nothing spelt so: one typo in the words of five letters or more.
     let alternatives: (string[] | undefined)[] | undefined;
-    if ((found.size < q.limit || !whole) && folded.some((w) => [...w].length >= TYPO_MIN_LENGTH)) {
+    if (!named && folded.some((w) => [...w].length >= TYPO_MIN_LENGTH)) {
       alternatives = folded.map((w) => ([...w].length >= TYPO_MIN_LENGTH ? this.corrections(w) : undefined));
-      if (alternatives.some((a) => a && a.length > 0)) add(this.matching(ftsQuery(folded, { prefix, alternatives }), q, q.bbox, want), true);
+      if (alternatives.some((a) => a && a.length > 0)) add(this.matching('entry_fts', ftsQuery(folded, { prefix, alternatives }), q, q.bbox, want), true);
     }
     const withTypos: TypedWords = { words: folded, prefix, alternatives };
     const spelt = q.q.normalize('NFC').trim();
@@ -172,9 +184,13 @@ export class SearchIndex {
     // POIs of the same name, class and city once (both stops of a bus line, the nodes of one shop), as Photon dedupes.
     const hits: Hit[] = [];
     const seen = new Set<string>();
-    for (const s of scored) {
-      if (hits.length === q.limit) break;
-      const entry = this.entry(s.c.id);
+    // The rows read in batches of twice the limit (one statement each).
+    const batch = q.limit * 2;
+    let rows = new Map<number, StoredEntry>();
+    for (let i = 0; i < scored.length && hits.length < q.limit; i++) {
+      const s = scored[i];
+      if (i % batch === 0) rows = this.entriesById(scored.slice(i, i + batch).map((x) => x.c.id));
+      const entry = rows.get(s.c.id)!;
       const same = entry.kind === 'poi' ? `${entry.name ?? ''}\n${entry.osmValue ?? ''}\n${entry.city ?? ''}` : undefined;
       if (same !== undefined && seen.has(same)) continue;
       if (same !== undefined) seen.add(same);
@@ -200,12 +216,17 @@ export class SearchIndex {
       const sql = this.prepared(`points:${others.length}`, () => `SELECT e.id, e.lon, e.lat FROM entry_point p JOIN entry e ON e.id = p.id WHERE p.west >= ? AND p.east <= ? AND p.south >= ? AND p.north <= ?${filters({ kinds: others }, false)}`);
       for (const p of sql.all(w, e, s, n, ...others) as { id: number; lon: number; lat: number }[]) keep(p.id, haversine(r, p));
     }
-    return [...best].sort((a, b) => a[1] - b[1] || a[0] - b[0]).slice(0, r.limit).map(([id, d]) => ({ entry: this.entry(id), score: 1, distance: d }));
+    const nearest = [...best].sort((a, b) => a[1] - b[1] || a[0] - b[0]).slice(0, r.limit);
+    const rows = this.entriesById(nearest.map(([id]) => id));
+    return nearest.map(([id, d]) => ({ entry: rows.get(id)!, score: 1, distance: d }));
   }
 
-  /** Entry `id`. */
-  entry(id: number): StoredEntry {
-    return entryOfRow(this.stmt.row.get(id) as EntryRow);
+  /** Entries by id (one statement). */
+  entriesById(ids: readonly number[]): Map<number, StoredEntry> {
+    const out = new Map<number, StoredEntry>();
+    if (ids.length === 0) return out;
+    for (const r of this.stmt.rows.all(JSON.stringify(ids)) as EntryRow[]) out.set(r.id, entryOfRow(r));
+    return out;
   }
 
   /** The names of the entry with `key` (a city's, a country's), for answers in another language. */

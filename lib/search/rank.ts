@@ -18,7 +18,8 @@ export interface TypedWords {
 }
 
 const EXACT = 1;
-const ALL_WORDS_BASE = 0.6;
+/** The name match of a name that holds every word typed starts here (below: some words only). */
+export const ALL_WORDS_BASE = 0.6;
 const ALL_WORDS_COVERAGE = 0.3;
 const STARTS_WITH = 0.05;
 const SOME_WORDS_BASE = 0.3;

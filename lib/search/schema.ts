@@ -8,6 +8,8 @@
  *                     the rows by importance (FTS5 answers in id order: the first rows are the most important)
  *     entry_fts       FTS5 over entry.match_names (every name, every language) and match_context (street,
  *                     house number, postcode, district, city), unicode61 with diacritics folded, prefixes 2–4
+ *     name_fts        the same over match_names alone (most searches are of names: their word lists are
+ *                     short, where the city of every address of a town makes `entry_fts`'s long)
  *     name_key        each folded full name of an entry → the entry (exact names, looked up without FTS5)
  *     entry_point     R*Tree of the entries' points (bbox filter, `near`, reverse geocoding of addresses)
  *     street_way      each way of a street entry: its lines (JSON [lon, lat] positions, for the distance
@@ -109,6 +111,7 @@ CREATE TABLE entry (
   match_context TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE entry_fts USING fts5(match_names, match_context, content='entry', content_rowid='id', tokenize='unicode61 remove_diacritics 2', prefix='2 3 4');
+CREATE VIRTUAL TABLE name_fts USING fts5(match_names, content='entry', content_rowid='id', tokenize='unicode61 remove_diacritics 2', prefix='2 3 4');
 CREATE TABLE name_key (key TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (key, id)) WITHOUT ROWID;
 CREATE INDEX name_key_id ON name_key (id);
 ${RTREES.entry_point};
@@ -168,6 +171,9 @@ export function metaValue(db: Database.Database, key: string): string | undefine
 export function setMeta(db: Database.Database, key: string, value: string): void {
   db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
 }
+
+/** The columns of an entry read back (the FTS5 texts and folded names stay in the file). */
+export const ENTRY_COLUMNS = 'id, key, kind, type, osm_type, osm_id, osm_key, osm_value, name, names, other_names, housenumber, street, postcode, district, city, country, countrycode, city_key, country_key, lon, lat, west, south, east, north, importance';
 
 /** An `entry` row as SQLite returns it. */
 export interface EntryRow {

@@ -50,10 +50,9 @@ export function ftsString(word: string): string {
 
 /**
  * An FTS5 query in which every word must match, the last one as a prefix when `prefix`;
- * `alternatives[i]`, when given, are other whole words that may stand for word i (typo corrections). With
- * `column`, the words must match in that column.
+ * `alternatives[i]`, when given, are other whole words that may stand for word i (typo corrections).
  */
-export function ftsQuery(tokens: readonly string[], opts: { prefix?: boolean; alternatives?: readonly (readonly string[] | undefined)[]; column?: string } = {}): string {
+export function ftsQuery(tokens: readonly string[], opts: { prefix?: boolean; alternatives?: readonly (readonly string[] | undefined)[] } = {}): string {
   const parts = tokens.map((t, i) => {
     const star = opts.prefix && i === tokens.length - 1 ? '*' : '';
     const alts = opts.alternatives?.[i];
@@ -62,8 +61,7 @@ export function ftsQuery(tokens: readonly string[], opts: { prefix?: boolean; al
     return `(${[`${ftsString(t)}${star}`, ...alts.map(ftsString)].join(' OR ')})`;
   });
   // Explicit ANDs: FTS5's implicit AND does not join a parenthesised group to its neighbours.
-  const all = parts.join(' AND ');
-  return opts.column ? `${opts.column} : (${all})` : all;
+  return parts.join(' AND ');
 }
 
 /** The words obtained by deleting one character of `word` (its one-typo neighbourhood's keys), without duplicates. */

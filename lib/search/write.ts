@@ -50,6 +50,8 @@ export class IndexWriter {
         @city_key, @country_key, @lon, @lat, @west, @south, @east, @north, @importance, @folded, @match_names, @match_context)`),
       fts: db.prepare('INSERT INTO entry_fts (rowid, match_names, match_context) VALUES (?, ?, ?)'),
       ftsDelete: db.prepare("INSERT INTO entry_fts (entry_fts, rowid, match_names, match_context) VALUES ('delete', ?, ?, ?)"),
+      nameFts: db.prepare('INSERT INTO name_fts (rowid, match_names) VALUES (?, ?)'),
+      nameFtsDelete: db.prepare("INSERT INTO name_fts (name_fts, rowid, match_names) VALUES ('delete', ?, ?)"),
       byKey: db.prepare('SELECT id, match_names, match_context FROM entry WHERE key = ?'),
       deleteEntry: db.prepare('DELETE FROM entry WHERE id = ?'),
       nameKey: db.prepare('INSERT OR IGNORE INTO name_key (key, id) VALUES (?, ?)'),
@@ -93,6 +95,7 @@ export class IndexWriter {
       folded: keys.join('\n'), match_names: matchText, match_context: context.normalize('NFC'),
     });
     this.stmt.fts.run(id, matchText, context.normalize('NFC'));
+    this.stmt.nameFts.run(id, matchText);
     for (const k of keys) this.stmt.nameKey.run(k, id);
     this.stmt.point.run(id, e.lon, e.lon, e.lat, e.lat);
     return id;
@@ -103,6 +106,7 @@ export class IndexWriter {
     const row = this.stmt.byKey.get(key) as { id: number; match_names: string; match_context: string } | undefined;
     if (!row) return false;
     this.stmt.ftsDelete.run(row.id, row.match_names, row.match_context);
+    this.stmt.nameFtsDelete.run(row.id, row.match_names);
     this.stmt.deleteNameKeys.run(row.id);
     this.stmt.deletePoint.run(row.id);
     this.stmt.deleteEntry.run(row.id);
@@ -172,6 +176,7 @@ export class IndexWriter {
   /** Merge FTS5's segments (and apply deletions) and refresh the planner's statistics. */
   optimize(): void {
     this.db.exec("INSERT INTO entry_fts (entry_fts) VALUES ('optimize')");
+    this.db.exec("INSERT INTO name_fts (name_fts) VALUES ('optimize')");
     this.db.exec('ANALYZE');
   }
 }

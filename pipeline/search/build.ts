@@ -17,7 +17,7 @@ import { findTool, killLeftovers, OSMIUM } from '../osm/tools.ts';
 import { classify } from './classify.ts';
 import { makeEntries, type Entries, type SourceObject } from './entries.ts';
 import { GeometryWork } from './geometry.ts';
-import { exportObjects, readObjects, SEARCH_TAG_FILTER } from './objects.ts';
+import { exportObjects, MAY_BE_INDEXED, readObjects, type LineFilter } from './objects.ts';
 
 /** Options of a search index build. */
 export interface SearchBuildOptions {
@@ -42,9 +42,9 @@ export interface SearchBuildResult {
 }
 
 /** The objects of an exported file, classified, one per OSM element (an area rather than the line of the same way). */
-export async function classifiedObjects(path: string, languages: readonly string[]): Promise<SourceObject[]> {
+export async function classifiedObjects(path: string, languages: readonly string[], keep: LineFilter = MAY_BE_INDEXED): Promise<SourceObject[]> {
   const byKey = new Map<string, SourceObject>();
-  for await (const o of readObjects(path)) {
+  for await (const o of readObjects(path, keep)) {
     const c = classify(o.tags, o.shape, languages);
     if (!c) continue;
     const had = byKey.get(o.key);
@@ -103,7 +103,7 @@ export async function inWorkFolder<T>(opts: Pick<SearchBuildOptions, 'workDir'>,
 export function buildSearchIndex(source: string, output: string, opts: SearchBuildOptions): Promise<SearchBuildResult> {
   const t0 = performance.now();
   return inWorkFolder(opts, async (osmium, pidFile, steps) => {
-    const exported = await timeStep(steps, 'osmium', () => exportObjects(osmium, source, opts.workDir, 'named', SEARCH_TAG_FILTER, pidFile));
+    const exported = await timeStep(steps, 'osmium', () => exportObjects(osmium, source, opts.workDir, 'objects', pidFile));
     const objects = await timeStep(steps, 'read', () => classifiedObjects(exported, opts.languages));
     const work = await GeometryWork.create(opts.workDir);
     let content: Entries;

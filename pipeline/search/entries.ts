@@ -120,19 +120,27 @@ export async function makeEntries(work: GeometryWork, input: { objects: readonly
     refs.set(s.o.key, all.length);
     all.push(s);
   }
+  // A way of a street is located by its middle node (the street's own point is GEOS's, of all its ways):
+  // only the other ways and areas go through GEOS one by one.
+  const alone = (s: SourceObject) => s.o.shape === 'line' && s.c.kind === 'street';
   await work.load('feat', function* () {
-    for (let ref = 0; ref < all.length; ref++) if (all[ref].o.shape !== 'point') yield { ref, geometry: all[ref].o.geometry };
+    for (let ref = 0; ref < all.length; ref++) if (all[ref].o.shape !== 'point' && !alone(all[ref])) yield { ref, geometry: all[ref].o.geometryJson };
   }());
   const placed = await work.featurePoints();
   const at = (ref: number): Located | undefined => {
     const o = all[ref].o;
-    if (o.shape !== 'point') return placed.get(ref);
-    const [lon, lat] = o.geometry.coordinates as [number, number];
-    return { lon, lat };
+    if (o.shape === 'point') {
+      const [lon, lat] = o.geometry.coordinates as [number, number];
+      return { lon, lat };
+    }
+    if (!alone(all[ref])) return placed.get(ref);
+    const nodes = linesOf(o.geometry).flat();
+    const [lon, lat] = nodes[Math.floor(nodes.length / 2)] ?? [];
+    return lon === undefined ? undefined : { lon, lat };
   };
   const settlementRefs = input.settlements.map((s) => refs.get(s.o.key)!).filter((ref) => at(ref) !== undefined);
   await work.load('area', function* () {
-    for (const ref of settlementRefs) if (all[ref].o.shape === 'area') yield { ref, geometry: all[ref].o.geometry };
+    for (const ref of settlementRefs) if (all[ref].o.shape === 'area') yield { ref, geometry: all[ref].o.geometryJson };
   }());
   await work.load('point', function* () {
     for (let ref = 0; ref < all.length; ref++) {
@@ -143,7 +151,7 @@ export async function makeEntries(work: GeometryWork, input: { objects: readonly
   const containing = new Map<number, number[]>();
   for (const [p, a] of await work.containing('point')) containing.set(p, [...(containing.get(p) ?? []), a]);
   const records: SettlementRecord[] = settlementRefs.map((ref) => ({
-    ref, key: all[ref].o.key, c: all[ref].c as Classified & { role: SettlementRole }, area: all[ref].o.shape === 'area', at: at(ref)!, geometryJson: JSON.stringify(all[ref].o.geometry),
+    ref, key: all[ref].o.key, c: all[ref].c as Classified & { role: SettlementRole }, area: all[ref].o.shape === 'area', at: at(ref)!, geometryJson: all[ref].o.geometryJson,
   }));
   const settlements = new Settlements(records, (ref) => containing.get(ref) ?? []);
 
@@ -177,7 +185,7 @@ export async function makeEntries(work: GeometryWork, input: { objects: readonly
   }
   const streets = await streetEntries(work, ways, settlements, all, refs);
   const keep = (e: SearchEntry) => inBox(input.bbox, e);
-  const fingerprint = settlementsFingerprint(input.settlements.map((s) => ({ key: s.o.key, c: s.c, geometryJson: JSON.stringify(s.o.geometry) })));
+  const fingerprint = settlementsFingerprint(input.settlements.map((s) => ({ key: s.o.key, c: s.c, geometryJson: s.o.geometryJson })));
   return { entries: entries.filter(keep), streets: streets.filter((s) => keep(s.entry)), settlements: fingerprint };
 }
 

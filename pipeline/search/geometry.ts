@@ -55,13 +55,14 @@ export class GeometryWork {
     return join(this.dir, 'geometry.sqlite');
   }
 
-  /** Load `rows` (a `ref` number each, `gid` for ways) into `table`. */
-  async load(table: Table, rows: Iterable<{ ref: number; gid?: number; geometry: GeoJsonGeometry }>): Promise<void> {
+  /** Load `rows` (a `ref` number each, `gid` for ways; a geometry as GeoJSON, or its text) into `table`. */
+  async load(table: Table, rows: Iterable<{ ref: number; gid?: number; geometry: GeoJsonGeometry | string }>): Promise<void> {
     const seq = join(this.dir, `${table}.geojsonseq`);
     const out = createWriteStream(seq);
     let n = 0;
     for (const r of rows) {
-      const line = `{"type":"Feature","properties":{"ref":${r.ref}${r.gid === undefined ? '' : `,"gid":${r.gid}`}},"geometry":${JSON.stringify(r.geometry)}}\n`;
+      const geometry = typeof r.geometry === 'string' ? r.geometry : JSON.stringify(r.geometry);
+      const line = `{"type":"Feature","properties":{"ref":${r.ref}${r.gid === undefined ? '' : `,"gid":${r.gid}`}},"geometry":${geometry}}\n`;
       if (!out.write(line)) await once(out, 'drain');
       n++;
     }
@@ -75,7 +76,7 @@ export class GeometryWork {
     this.ds = undefined;
     const src = await this.gdal.openAsync(seq);
     try {
-      const create = this.tables.size === 0 ? ['-f', 'SQLite', '-dsco', 'SPATIALITE=YES'] : ['-update'];
+      const create = this.tables.size === 0 ? ['-f', 'SQLite', '-dsco', 'SPATIALITE=YES', '-dsco', 'INIT_WITH_EPSG=NO'] : ['-update'];
       const dst = await this.gdal.vectorTranslateAsync(this.file, src, [...create, '-nln', table, '-lco', 'GEOMETRY_NAME=geom', '-nlt', 'GEOMETRY', '-gt', ROWS_PER_TRANSACTION]);
       dst.close();
     } finally {

@@ -5,8 +5,8 @@
  * are read again from the new extract (osmium getid of them and what they reference), placed, located and
  * written back, and the streets whose ways changed are made again from their stored and new ways.
  *
- * Locating needs every settlement: they are read from the new extract (places and admin boundaries
- * only) and compared with the fingerprint the index records. When a settlement changed (a village
+ * Locating needs every settlement: they are read from the new extract (its places and admin boundaries)
+ * and compared with the fingerprint the index records. When a settlement changed (a village
  * renamed, a boundary moved), every entry may be located elsewhere: undefined then (build it all).
  */
 import { copyFile, stat } from 'node:fs/promises';
@@ -19,7 +19,7 @@ import { changedObjects, extractObjects } from '../osm/changed-tiles.ts';
 import { classifiedObjects, inWorkFolder, writeEntries, type SearchBuildOptions, type SearchBuildResult } from './build.ts';
 import { makeEntries, streetKey, type Entries, type SourceObject } from './entries.ts';
 import { GeometryWork } from './geometry.ts';
-import { exportObjects, SEARCH_TAG_FILTER, SETTLEMENT_TAG_FILTER } from './objects.ts';
+import { exportObjects, MAY_BE_SETTLEMENT } from './objects.ts';
 import { settlementsFingerprint } from './settlements.ts';
 
 /** How the new extract came about: `changes` applied to `before`. */
@@ -41,9 +41,10 @@ export function updateSearchIndex(previous: string, after: string, patch: Search
       logLine(`${opts.label}: the change's objects nest too deep: indexing everything`);
       return undefined;
     }
-    const settlementsFile = await timeStep(steps, 'settlements', () => exportObjects(osmium, after, opts.workDir, 'settlements', SETTLEMENT_TAG_FILTER, pidFile));
-    const settlements = (await classifiedObjects(settlementsFile, opts.languages)).filter((s) => s.c.role !== undefined);
-    const fingerprint = settlementsFingerprint(settlements.map((s) => ({ key: s.o.key, c: s.c, geometryJson: JSON.stringify(s.o.geometry) })));
+    const settlements = await timeStep(steps, 'settlements', async () =>
+      (await classifiedObjects(await exportObjects(osmium, after, opts.workDir, 'objects', pidFile), opts.languages, MAY_BE_SETTLEMENT)).filter((s) => s.c.role !== undefined),
+    );
+    const fingerprint = settlementsFingerprint(settlements.map((s) => ({ key: s.o.key, c: s.c, geometryJson: s.o.geometryJson })));
     const db0 = openIndex(previous, { readonly: true });
     const recorded = metaValue(db0, 'settlements');
     db0.close();
@@ -54,7 +55,7 @@ export function updateSearchIndex(previous: string, after: string, patch: Search
     // The touched objects as the new extract has them (with what they reference), those the index holds.
     const small = await extractObjects(job, 'after', after, touched.inAfter);
     let objects: SourceObject[] = [];
-    if (small) objects = await classifiedObjects(await exportObjects(osmium, small, opts.workDir, 'changed', SEARCH_TAG_FILTER, pidFile), opts.languages);
+    if (small) objects = await classifiedObjects(await exportObjects(osmium, small, opts.workDir, 'changed', pidFile), opts.languages);
     const keys = new Set([...touched.inBefore, ...touched.inAfter]);
     let content: Entries | undefined;
     let removed = 0;
