@@ -22,3 +22,5 @@ echo "== bench/pack: tilebake pack rate (local and Swift) over Belize with every
 node --import tsx bench/pack/run.ts
 echo "== bench/own-data/imagery: imagery tiles/s and peak RSS over a mosaic of the shared Landsat scene, vs gdal2tiles.py --xyz"
 node --import tsx bench/own-data/imagery.ts
+echo "== bench/own-data/vector: features/s from a GeoPackage and from PostGIS into PMTiles, vs ogr2ogr -f MVT alone, geojson-vt and ST_AsMVT"
+node --import tsx bench/own-data/vector.ts

@@ -192,6 +192,14 @@ function inBounds(bounds: BBox, lon: number, lat: number): boolean {
   return lon >= bounds[0] && lon <= bounds[2] && lat >= bounds[1] && lat <= bounds[3];
 }
 
+/** The deepest zoom in `minzoom..maxzoom` at which `bounds` fit in one tile: where a map of that data opens. */
+export function zoomShowing(bounds: BBox, minzoom: number, maxzoom: number): number {
+  const sw = lonLatToWorld(bounds[0], bounds[1]);
+  const ne = lonLatToWorld(bounds[2], bounds[3]);
+  const span = Math.max(ne.x - sw.x, sw.y - ne.y);
+  return clamp(span > 0 ? Math.floor(-Math.log2(span)) : maxzoom, minzoom, maxzoom);
+}
+
 /**
  * A TileJSON `center` that lies inside `bounds` with a zoom in `minzoom..maxzoom` (TileJSON 3.0.0
  * requires both): `center` itself when it does, else the middle of the bounds, keeping `center`'s

@@ -3,7 +3,6 @@
  * inside a version, how it runs and how it counts its tiles. `build`, `plan` and `shard` order and run
  * stages through this interface only (pipeline/stages/ holds one module per stage).
  */
-import { isUserError, UserError } from '../lib/errors.ts';
 import type { Manifest } from '../lib/manifest.ts';
 import type { BuildConfig } from './config/index.ts';
 import type { ImageryStageOptions } from './imagery/stage.ts';
@@ -56,14 +55,13 @@ export function tilesetArchives(m: Manifest, kind: Manifest['tilesets'][string][
  * order: which of the vector and imagery stages builds it.
  */
 export async function tilesetSourceKinds(config: BuildConfig): Promise<('vector' | 'raster' | 'imagery')[]> {
-  const { tilesetSourceKind } = await import('./sources/index.ts');
+  const { namingTileset, tilesetSourceKind } = await import('./sources/index.ts');
   const out: ('vector' | 'raster' | 'imagery')[] = [];
   for (const t of Object.values(config.tilesets)) {
     try {
       out.push(await tilesetSourceKind(t.source));
     } catch (e) {
-      // The one line names the tileset too.
-      throw isUserError(e) ? new UserError(`tileset "${t.id}": ${e.message}`, { cause: e, exitCode: e.exitCode }) : e;
+      throw namingTileset(e, t.id);
     }
   }
   return out;

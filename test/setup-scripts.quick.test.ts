@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '..');
 /** Packages only the tests start: never in `make setup`'s set. */
-const TEST_ONLY = ['slurm-wlm', 'munge', 'swift', 'swift-proxy', 'memcached', 'redis-server', 'nginx-light', 'wrk'];
+const TEST_ONLY = ['slurm-wlm', 'munge', 'swift', 'swift-proxy', 'memcached', 'redis-server', 'postgresql-15-postgis-3', 'nginx-light', 'wrk'];
 /** Packages tilebake cannot build or serve without. */
 const RUNTIME = ['chromium-headless-shell', 'gdal-bin', 'libgdal-dev', 'tilemaker', 'osmium-tool', 'osmcoastline'];
 

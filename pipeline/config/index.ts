@@ -3,7 +3,9 @@ import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { UserError } from '../../lib/errors.ts';
 import type { BBox } from '../../lib/tile-math.ts';
+import { isDatabaseUrl } from '../../lib/database-url.ts';
 import { elevationSchema } from './elevation.ts';
+import { gisConfigIssues, gisTilesetFields, type GisLayerConfig } from './gis.ts';
 import { bboxSchema, languageSchema, renderSchema, styleSchema } from './render.ts';
 
 /** The tile encodings a vector tileset is served in: MVT always, MLT beside it when listed (pipeline/vector/mlt.ts). */
@@ -27,11 +29,12 @@ const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters
 export const RESAMPLING = ['nearest', 'bilinear', 'cubic', 'cubicspline', 'lanczos', 'average', 'mode'] as const;
 export type Resampling = (typeof RESAMPLING)[number];
 
-/** Fields that apply to imagery sources only (GeoTIFF, COG, VRT, a glob of images: pipeline/imagery/). */
+/** Fields that apply to imagery sources only (GeoTIFF, COG, VRT, a glob of images: pipeline/imagery/); GIS sources take `minzoom` and `maxzoom` too. */
 export const IMAGERY_FIELDS = ['format', 'minzoom', 'maxzoom', 'scales', 'resampling', 'nodata'] as const;
 
 /**
- * A tileset: MBTiles, PMTiles, a z/x/y folder, an OpenStreetMap extract turned into tiles, or imagery
+ * A tileset: MBTiles, PMTiles, a z/x/y folder, an OpenStreetMap extract turned into tiles, the user's GIS
+ * data (a vector file GDAL reads, or a PostGIS database) cut into vector tiles (config/gis.ts), or imagery
  * (any raster GDAL opens, a VRT, or a glob of them) warped into raster tiles.
  */
 export const tilesetSchema = z.union([
@@ -57,9 +60,9 @@ export const tilesetSchema = z.union([
     encodings: encodingsSchema.optional(),
     /** Imagery: the tiles' format (default `png`; `jpg` has no transparency: pixels outside the images are white). */
     format: z.enum(['png', 'jpg', 'webp'], { error: 'expected "png", "jpg" or "webp"' }).optional(),
-    /** Imagery: the lowest zoom baked (default 0). */
+    /** Imagery and GIS sources: the lowest zoom baked (default 0). */
     minzoom: z.number().int().min(0).max(24).optional(),
-    /** Imagery: the deepest zoom baked (default: the zoom whose pixels are just finer than the finest image's). */
+    /** Imagery: the deepest zoom baked (default: the zoom whose pixels are just finer than the finest image's); GIS sources: default 14, at most 22. */
     maxzoom: z.number().int().min(0).max(24).optional(),
     /** Imagery: 1 (256 px tiles) and 2 (512 px `@2x` tiles, baked only at the zooms the images are fine enough for). Default [1, 2]. */
     scales: z.array(z.union([z.literal(1), z.literal(2)], { error: 'expected 1 or 2' })).min(1).refine((a) => a.includes(1), 'expected 1 among the scales (the @2x tiles are served beside the 1x ones)').optional(),
@@ -72,8 +75,9 @@ export const tilesetSchema = z.union([
      * `{"source": "x.osm.pbf"}` builds it from that extract (a tileset of MBTiles or PMTiles made from it).
      */
     search: searchSchema.optional(),
+    ...gisTilesetFields,
   }),
-], { error: 'expected a source path (MBTiles, PMTiles, .osm.pbf, z/x/y folder, GeoTIFF, VRT or a glob of images) or {"source": path, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?, "format"?, "minzoom"?, "maxzoom"?, "scales"?, "resampling"?, "nodata"?, "search"?}' });
+], { error: 'expected a source (an MBTiles, PMTiles, .osm.pbf or GIS file, a z/x/y folder, a postgresql:// URL, a GeoTIFF, VRT or a glob of images) or {"source": …, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?, "format"?, "minzoom"?, "maxzoom"?, "scales"?, "resampling"?, "nodata"?, "layers"?, "search"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -94,7 +98,10 @@ type RawConfig = z.infer<typeof configSchema>;
 
 export interface TilesetConfig {
   id: string;
+  /** An absolute path, or a PostgreSQL URL as configured (lib/database-url.ts: never shown with its password). */
   source: string;
+  /** A GIS source: the layers of the tiles by name (absent: every layer of a file). */
+  layers?: Record<string, GisLayerConfig>;
   name?: string;
   attribution?: string;
   description?: string;
@@ -108,7 +115,7 @@ export interface TilesetConfig {
   languages?: string[];
   /** Tile encodings built and served (always with `mvt`). */
   encodings: Encoding[];
-  /** Imagery only (pipeline/imagery/): tile format, zooms, scales, resampling, nodata override. */
+  /** Imagery only (pipeline/imagery/): tile format, zooms (a GIS source's too: config/gis.ts defaults), scales, resampling, nodata override. */
   format?: 'png' | 'jpg' | 'webp';
   minzoom?: number;
   maxzoom?: number;
@@ -202,21 +209,26 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
   const c = r.data;
   const base = dirname(resolve(file));
   const abs = (p: string) => resolve(base, p);
+  // A database URL is not a path.
+  const source = (s: string) => (isDatabaseUrl(s) ? s : abs(s));
   const tilesets: Record<string, TilesetConfig> = {};
+  const gisIssues: string[] = [];
   for (const [id, t] of Object.entries(c.tilesets)) {
     if (typeof t !== 'string' && t.minzoom !== undefined && t.maxzoom !== undefined && t.minzoom > t.maxzoom) {
       throw new UserError(`${file}: invalid config\n  ${jsonPath(['tilesets', id, 'minzoom'])}: expected minzoom <= maxzoom (${t.minzoom} > ${t.maxzoom})`, { exitCode: 2 });
     }
     const { search: s, ...o }: Exclude<typeof t, string> = typeof t === 'string' ? { source: t } : t;
-    const source = abs(o.source);
-    const osm = /\.osm\.pbf$/i.test(source);
+    for (const i of gisConfigIssues(o)) gisIssues.push(`  ${jsonPath(['tilesets', id, ...i.path])}: ${i.message}`);
+    const src = source(o.source);
+    const osm = /\.osm\.pbf$/i.test(src);
     if (s === true && !osm) {
       throw new UserError(`${file}: invalid config\n  ${jsonPath(['tilesets', id, 'search'])}: the source is not an OpenStreetMap extract: give the extract to index, {"source": "extract.osm.pbf"}`, { exitCode: 2 });
     }
     // On by default for an OSM extract; from the extract named for another tileset.
-    const search = typeof s === 'object' ? { source: abs(s.source) } : s === false || !osm ? undefined : { source };
-    tilesets[id] = { id, ...o, source, encodings: o.encodings ?? ['mvt'], ...(search ? { search } : {}) };
+    const search = typeof s === 'object' ? { source: abs(s.source) } : s === false || !osm ? undefined : { source: src };
+    tilesets[id] = { id, ...o, source: src, encodings: o.encodings ?? ['mvt'], ...(search ? { search } : {}) };
   }
+  if (gisIssues.length) throw new UserError(`${file}: invalid config\n${gisIssues.join('\n')}`, { exitCode: 2 });
   const styles: BuildConfig['styles'] = {};
   for (const [id, s] of Object.entries(c.styles)) {
     if (s.minzoom > s.maxzoom) {

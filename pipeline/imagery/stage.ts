@@ -33,7 +33,7 @@ export const IMAGERY_METADATA_KEY = 'tilebake:imagery';
 /** Work files of the stage (VRTs, journals), under the build's work folder. */
 const WORK_SUBDIR = 'imagery';
 /** The vector-only fields, refused on imagery and raster tile sources. */
-const VECTOR_FIELDS = ['bbox', 'world_maxzoom', 'replication', 'languages'] as const;
+const VECTOR_FIELDS = ['bbox', 'world_maxzoom', 'replication', 'languages', 'layers'] as const;
 
 /** Options of the stage. */
 export interface ImageryStageOptions {

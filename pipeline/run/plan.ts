@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { readManifestOrEmpty } from '../../lib/manifest.ts';
 import { newBuildId } from '../../lib/build-version.ts';
+import { isDatabaseUrl, redactDatabaseUrl } from '../../lib/database-url.ts';
 import { sha256File } from '../../lib/hash.ts';
 
 import { uploadTree } from '../../lib/store-tree.ts';
@@ -79,6 +80,13 @@ function commonFolder(files: string[]): string {
   return base;
 }
 
+/** An input as run.json records it: a file and its hash; a database URL without its password, and the hash of the tiles it gave (in `baseDir`). */
+async function runInput(path: string, config: BuildConfig, baseDir: string): Promise<RunInput> {
+  if (!isDatabaseUrl(path)) return { path, sha256: await hashInputs([path]) };
+  const archives = Object.values(config.tilesets).filter((t) => t.source === path).map((t) => join(baseDir, 'data', `${t.id}.pmtiles`));
+  return { path: redactDatabaseUrl(path), sha256: await hashInputs(archives) };
+}
+
 /**
  * Write what a shard needs to render into `dir`: the config with its styles and fonts moved beside it
  * (`styles/<id>/style.json` with its sprite as `sprite*` and its SVG icon folder as `icons/`, `fonts/`),
@@ -87,6 +95,11 @@ function commonFolder(files: string[]): string {
  */
 async function writeInputs(config: BuildConfig, dir: string, sharded: ReadonlySet<string>, scratch: string): Promise<void> {
   const raw = JSON.parse(await readFile(config.file, 'utf8')) as { out?: string; fonts?: string; styles: Record<string, { style: string; sprite?: unknown }>; tilesets?: Record<string, string | { source: string }> };
+  // A shard renders from the archives: a database's password stays out of the run.
+  for (const [id, t] of Object.entries(raw.tilesets ?? {})) {
+    if (typeof t === 'string' && isDatabaseUrl(t)) raw.tilesets![id] = redactDatabaseUrl(t);
+    else if (typeof t === 'object' && isDatabaseUrl(t.source)) t.source = redactDatabaseUrl(t.source);
+  }
   for (const id of sharded) {
     const t = raw.tilesets![id];
     const source = await copyImagery(id, config.tilesets[id].source, join(dir, 'imagery', id), dir, scratch);
@@ -117,6 +130,8 @@ async function writeInputs(config: BuildConfig, dir: string, sharded: ReadonlySe
     raw.fonts = 'fonts';
   }
   raw.out = '.';
+  // A config without styles, fonts or sharded imagery made no folder above.
+  await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'config.json'), `${JSON.stringify(raw, null, 2)}\n`);
 }
 
@@ -158,7 +173,7 @@ export async function plan(config: BuildConfig, opts: PlanOptions): Promise<RunF
     await writeInputs(config, inputsDir, sharded, scratch);
     const imagery = await plannedImagery(baseDir, sharded);
     const inputs: RunInput[] = [];
-    for (const p of configInputs(config)) inputs.push({ path: p, sha256: await hashInputs([p]) });
+    for (const p of configInputs(config)) inputs.push(await runInput(p, config, baseDir));
     const run = newRunFile({
       run: newBuildId(),
       n: opts.shards,

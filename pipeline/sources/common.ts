@@ -7,10 +7,11 @@ import type { TileFormat } from '../../lib/manifest.ts';
 
 /**
  * The kinds of input a tileset reads: tile archives and folders (packed as they are), `osm` (an
- * OpenStreetMap extract, generated into tiles), `raster` (images GDAL opens, or a glob of them: warped
- * into tiles by the imagery stage, pipeline/imagery/).
+ * OpenStreetMap extract, generated into tiles), `gis` (a vector file GDAL reads) and `postgis` (a
+ * PostgreSQL database), both cut into tiles by GDAL (sources/gis.ts), `raster` (images GDAL opens, or a
+ * glob of them: warped into tiles by the imagery stage, pipeline/imagery/).
  */
-export type InputKind = 'mbtiles' | 'pmtiles' | 'folder' | 'osm' | 'raster';
+export type InputKind = 'mbtiles' | 'pmtiles' | 'folder' | 'osm' | 'gis' | 'postgis' | 'raster';
 
 /** Highest zoom level accepted from any input (the pmtiles library rejects deeper tile ids). */
 export const MAX_ZOOM = 26;
@@ -218,15 +219,15 @@ export function asInputError(e: unknown, path: string, what: string): Error {
   return new UserError(`${path}: ${what} (${msg})`, { cause: e });
 }
 
-/** Bytes read to recognise a file by its content (magic numbers). */
-export const SNIFF_BYTES = 16;
+/** Bytes read to recognise a file by its content (magic numbers, and an SQLite header's application id). */
+export const SNIFF_BYTES = 72;
 
-/** The first `SNIFF_BYTES` bytes of a file (fewer for a shorter file). */
-export async function readHead(path: string): Promise<Buffer> {
+/** The first `bytes` bytes of a file (fewer for a shorter file). */
+export async function readHead(path: string, bytes = SNIFF_BYTES): Promise<Buffer> {
   const fh = await open(path, 'r');
   try {
-    const buf = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await fh.read(buf, 0, SNIFF_BYTES, 0);
+    const buf = Buffer.alloc(bytes);
+    const { bytesRead } = await fh.read(buf, 0, bytes, 0);
     return buf.subarray(0, bytesRead);
   } finally {
     await fh.close();

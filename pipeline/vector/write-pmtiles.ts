@@ -10,6 +10,7 @@ import { PMTilesWriter } from '../../lib/pmtiles/index.ts';
 import { centerInBounds } from '../../lib/tile-math.ts';
 import { createProgress, logLine } from '../../lib/progress.ts';
 import { tileTypeOf, type SourceMetadata, type SourcePhase, type TileSource } from '../sources/common.ts';
+import type { GisSourceOptions } from '../sources/gis.ts';
 
 const MS_PER_S = 1000;
 
@@ -34,6 +35,8 @@ export interface PackOptions {
   /** For an .osm.pbf input: the `name:xx` languages written (default: DEFAULT_LANGUAGES); `languagesField` names where they were configured. */
   languages?: readonly string[];
   languagesField?: string;
+  /** For a GIS file or a PostGIS database: its layers and zooms, and the tileset its messages name (sources/gis.ts). */
+  gis?: Pick<GisSourceOptions, 'layers' | 'minzoom' | 'maxzoom' | 'tileset'>;
 }
 
 /** What `packVectorTiles` wrote. */
