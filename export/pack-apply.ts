@@ -7,12 +7,13 @@
 import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { writeFileAtomic } from '../lib/atomic.ts';
+import { produceAtomic, writeFileAtomic } from '../lib/atomic.ts';
 import { UserError } from '../lib/errors.ts';
 import { sha256File } from '../lib/hash.ts';
 import { applyDelta } from '../lib/packs/apply.ts';
 import { openArchiveFile } from '../lib/pmtiles/index.ts';
-import { PACK_JSON, packJson, type PackArchiveEntry, type PackJson } from './pack.ts';
+import { applySearchDelta } from '../lib/search/cut.ts';
+import { PACK_JSON, packJson, type PackArchiveEntry, type PackJson, type PackSearchEntry } from './pack.ts';
 
 /** A pack folder's pack.json, checked; `dir` names it in errors. */
 async function readPackJson(dir: string): Promise<PackJson> {
@@ -56,7 +57,9 @@ export async function packApply(oldPath: string, deltaPath: string, to: string):
   const [oldIsDir, deltaIsDir] = [await isFolder(oldPath), await isFolder(deltaPath)];
   if (oldIsDir !== deltaIsDir) throw new UserError(`pack-apply: OLD (${oldPath}) and DELTA (${deltaPath}) must both be pack folders or both archive files`, { exitCode: 2 });
   if (!oldIsDir) {
-    await applyDelta(resolve(oldPath), resolve(deltaPath), resolve(to));
+    // Two files: tile archives, or two search indexes (a pack's `<tileset>.search.sqlite`).
+    if (/\.search\.sqlite$/i.test(deltaPath)) await produceAtomic(resolve(to), async (tmp) => applySearchDelta(resolve(oldPath), resolve(deltaPath), tmp));
+    else await applyDelta(resolve(oldPath), resolve(deltaPath), resolve(to));
     return { archives: 1 };
   }
   const [oldJson, deltaJson] = [await readPackJson(oldPath), await readPackJson(deltaPath)];
@@ -75,8 +78,15 @@ export async function packApply(oldPath: string, deltaPath: string, to: string):
       await applyDelta(join(resolve(oldPath), d.file), join(resolve(deltaPath), d.file), path);
       entries.push({ file: d.file, source: d.source, tiles: await tilesOf(path, deltaJson.container), bytes: (await stat(path)).size, sha256: await sha256File(path), minzoom: d.minzoom, maxzoom: d.maxzoom, bounds: d.bounds });
     }
-    const json = packJson(deltaJson.build ?? undefined, undefined, deltaJson.container, deltaJson.area, entries);
-    for (const e of entries) await rename(join(staging, e.file), join(out, e.file));
+    const search: PackSearchEntry[] = [];
+    for (const d of deltaJson.search ?? []) {
+      if (!oldJson.search?.some((a) => a.file === d.file)) throw new UserError(`${oldPath}: has no ${d.file}, which the delta ${deltaPath} updates`);
+      const path = join(staging, d.file);
+      const n = applySearchDelta(join(resolve(oldPath), d.file), join(resolve(deltaPath), d.file), path);
+      search.push({ file: d.file, tileset: d.tileset, entries: n, bytes: (await stat(path)).size, sha256: await sha256File(path) });
+    }
+    const json = packJson(deltaJson.build ?? undefined, undefined, deltaJson.container, deltaJson.area, entries, deltaJson.search ? search : undefined);
+    for (const e of [...entries, ...search]) await rename(join(staging, e.file), join(out, e.file));
     await writeFileAtomic(join(out, PACK_JSON), `${JSON.stringify(json, null, 2)}\n`);
     return { archives: entries.length, json };
   } finally {

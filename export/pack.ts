@@ -18,8 +18,11 @@ import { createProgress, progressQuiet, type Progress } from '../lib/progress.ts
 import { openStore, type StoreOptions } from '../lib/storage.ts';
 import type { Area } from '../lib/tile-cover.ts';
 import { packWriterOptions, planPack, type PackPlan, type PackRequest } from '../static-server/packs/plan.ts';
-import { packFileName, selectPackSources, type PackSelection } from '../static-server/packs/sources.ts';
-import { openBuildVersion } from './build-source.ts';
+import { packFileName, selectPackSources, type PackSelection, type PackSource } from '../static-server/packs/sources.ts';
+import { localIndexFile } from '../static-server/search/local-file.ts';
+import { cutIndex, writeDelta } from '../lib/search/cut.ts';
+import type { BBox } from '../lib/tile-math.ts';
+import { openBuildVersion, type BuildToExport } from './build-source.ts';
 import { formatBytes } from './index.ts';
 
 /** The list of a pack folder. */
@@ -44,6 +47,10 @@ export interface PackOptions extends PackSelection {
   build?: string;
   dryRun?: boolean;
   store?: StoreOptions;
+  /** Also the search index of each tileset packed, cut to the area's box (its delta with `since`). */
+  search?: boolean;
+  /** Folder of local copies of indexes read from object storage (static-server/search/local-file.ts). */
+  searchCache?: string;
 }
 
 /** One archive of a pack, as pack.json lists it. */
@@ -62,6 +69,18 @@ export interface PackArchiveEntry {
   removed?: string[];
 }
 
+/** A tileset's search index in a pack (lib/search/cut.ts), as pack.json lists it. */
+export interface PackSearchEntry {
+  file: string;
+  tileset: string;
+  entries: number;
+  bytes: number;
+  sha256: string;
+  /** Deltas: entries added or changed, and removed. */
+  changed?: number;
+  removed?: number;
+}
+
 /** pack.json. */
 export interface PackJson {
   format: typeof PACK_FORMAT;
@@ -70,6 +89,8 @@ export interface PackJson {
   container: 'pmtiles' | 'mbtiles';
   area: { bbox: [number, number, number, number]; geojson?: string };
   archives: PackArchiveEntry[];
+  /** With `--search`. */
+  search?: PackSearchEntry[];
 }
 
 /** What `--dry-run` reports of one archive. */
@@ -168,8 +189,38 @@ async function writeArchive(plan: PackPlan, dir: string, container: 'pmtiles' | 
 }
 
 /** pack.json of written archives. */
-export function packJson(build: string | undefined, since: string | undefined, container: PackJson['container'], area: PackJson['area'], archives: PackArchiveEntry[]): PackJson {
-  return { format: PACK_FORMAT, build: build ?? null, ...(since !== undefined ? { since } : {}), container, area, archives };
+export function packJson(build: string | undefined, since: string | undefined, container: PackJson['container'], area: PackJson['area'], archives: PackArchiveEntry[], search?: PackSearchEntry[]): PackJson {
+  return { format: PACK_FORMAT, build: build ?? null, ...(since !== undefined ? { since } : {}), container, area, archives, ...(search ? { search } : {}) };
+}
+
+/** The file of tileset `id`'s search index in a pack. */
+export function searchPackFile(id: string): string {
+  return `${id}.search.sqlite`;
+}
+
+/** Write the search index (or its delta since `older`) of each tileset of `sources` cut to `box` into `dir`. */
+async function writeSearchIndexes(version: BuildToExport, older: BuildToExport | undefined, sources: readonly PackSource[], box: BBox, dir: string, cache?: string): Promise<PackSearchEntry[]> {
+  const tilesets = sources.filter((s) => s.kind === 'tileset');
+  if (tilesets.length === 0) throw new UserError('--search: no tileset is packed (the index belongs to a tileset: name it with --tilesets, or leave --styles alone)', { exitCode: 2 });
+  const out: PackSearchEntry[] = [];
+  for (const s of tilesets) {
+    const entry = version.manifest.tilesets[s.id].search;
+    if (!entry) throw new UserError(`--search: tileset ${s.id} of build ${version.id ?? '(legacy)'} has no search index (docs/search.md)`, { exitCode: 2 });
+    const file = searchPackFile(s.id);
+    const path = join(dir, file);
+    const index = await localIndexFile(version.store, entry, cache);
+    const prev = older?.manifest.tilesets[s.id]?.search;
+    if (older && !prev) throw new UserError(`--since ${older.id}: tileset ${s.id} had no search index in that build: pack it whole`, { exitCode: 2 });
+    let counts: Pick<PackSearchEntry, 'entries' | 'changed' | 'removed'>;
+    if (older && prev) {
+      const d = writeDelta(await localIndexFile(older.store, prev, cache), index, box, older.id!, path);
+      counts = { entries: d.changed, changed: d.changed, removed: d.removed };
+    } else {
+      counts = { entries: cutIndex(index, path, box) };
+    }
+    out.push({ file, tileset: s.id, ...counts, bytes: (await stat(path)).size, sha256: await sha256File(path) });
+  }
+  return out;
 }
 
 /** Run `tilebake pack`. */
@@ -221,8 +272,9 @@ export async function pack(o: PackOptions): Promise<PackResult> {
       }
     }
     if (o.dryRun) return { estimates, tiles, seconds: (performance.now() - started) / 1000 };
-    const json = packJson(version.id, older?.id, o.format, { bbox: area.bbox, ...(geojson ? { geojson } : {}) }, entries);
-    for (const e of entries) await rename(join(staging, e.file), join(to, e.file));
+    const search = o.search ? await writeSearchIndexes(version, older, sources, area.bbox, staging, o.searchCache) : undefined;
+    const json = packJson(version.id, older?.id, o.format, { bbox: area.bbox, ...(geojson ? { geojson } : {}) }, entries, search);
+    for (const e of [...entries, ...(search ?? [])]) await rename(join(staging, e.file), join(to, e.file));
     await writeFileAtomic(join(to, PACK_JSON), `${JSON.stringify(json, null, 2)}\n`);
     return { json, estimates, tiles, seconds: (performance.now() - started) / 1000 };
   } finally {
@@ -241,5 +293,6 @@ export function packSummary(r: PackResult, to: string): string {
   const j = r.json!;
   const bytes = j.archives.reduce((n, a) => n + a.bytes, 0);
   const what = j.since !== undefined ? `delta of build ${j.build} since ${j.since}` : `pack of build ${j.build ?? '(legacy)'}`;
-  return `${what}: ${j.archives.length} archive(s), ${r.tiles} tiles, ${formatBytes(bytes)} in ${to} in ${r.seconds.toFixed(1)} s (${Math.round(r.tiles / Math.max(r.seconds, 1e-3))} tiles/s)\n`;
+  const search = j.search?.length ? `, search index of ${j.search.map((x) => `${x.tileset} (${x.entries} entries)`).join(', ')}` : '';
+  return `${what}: ${j.archives.length} archive(s), ${r.tiles} tiles${search}, ${formatBytes(bytes + (j.search ?? []).reduce((n, x) => n + x.bytes, 0))} in ${to} in ${r.seconds.toFixed(1)} s (${Math.round(r.tiles / Math.max(r.seconds, 1e-3))} tiles/s)\n`;
 }

@@ -79,6 +79,20 @@ export interface TilesetEntry {
   bytes: number;
   /** Vector only: the same tiles as MapLibre Tiles (`"encodings": ["mvt", "mlt"]`), served as `.mlt`. */
   mlt?: MltArchive;
+  /** Vector only: the search index of its OpenStreetMap data (GET /search, /reverse; lib/search/schema.ts). */
+  search?: SearchIndexEntry;
+}
+
+/** A tileset's search index file. */
+export interface SearchIndexEntry {
+  /** SQLite file, relative to the output folder. */
+  index: string;
+  entries: number;
+  bytes: number;
+  /** Of the file's bytes (a server downloading it from object storage checks them). */
+  sha256: string;
+  /** The `name:xx` languages indexed. */
+  languages: string[];
 }
 
 /** What a tileset holds: vector tiles, terrain-RGB tiles, or raster images. */

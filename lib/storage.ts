@@ -163,6 +163,10 @@ export class LocalStore implements Store {
     );
   }
 
+  localPath(relPath: string): string {
+    return join(this.location, relPath);
+  }
+
   async openRange(relPath: string): Promise<RangeSource> {
     const p = join(this.location, relPath);
     const source = await guardedRead(
@@ -254,6 +258,10 @@ export class SubStore implements Store {
 
   readFileIfChanged(relPath: string, etag?: string): Promise<ConditionalRead> {
     return this.parent.readFileIfChanged(this.prefix + relPath, etag);
+  }
+
+  localPath(relPath: string): string | undefined {
+    return this.parent.localPath?.(this.prefix + relPath);
   }
 }
 

@@ -35,6 +35,11 @@ export interface Store {
    * with If-None-Match; local: the file's inode, size and mtime). Undefined when it does not exist.
    */
   readFileIfChanged(relPath: string, etag?: string): Promise<ConditionalRead>;
+  /**
+   * The file's path on this machine when the store is a local folder (a reader that must open a file
+   * itself, such as SQLite, uses it; others download the file first). Absent or undefined otherwise.
+   */
+  localPath?(relPath: string): string | undefined;
 }
 
 /** The answer of `Store.readFileIfChanged`. */

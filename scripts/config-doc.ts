@@ -33,6 +33,8 @@ const MEANING: Record<string, string> = {
   'tilesets.<id>.description': 'description in the TileJSON',
   'tilesets.<id>.bbox': '`[west, south, east, north]` an `.osm.pbf` source is clipped to before tiles are built (default: the whole extract)',
   'tilesets.<id>.encodings': 'tile encodings served: `["mvt"]`, or `["mvt", "mlt"]` for MapLibre Tiles beside MVT (`/data/<id>/{z}/{x}/{y}.mlt`; [design note](mlt.md))',
+  'tilesets.<id>.search': 'the search index behind `GET /search` and `/reverse`: default `true` for an `.osm.pbf` source, `false` to skip it; `{"source": "x.osm.pbf"}` indexes that extract for a tileset of MBTiles or PMTiles made from it ([search](search.md))',
+  'tilesets.<id>.search.source': 'the OpenStreetMap extract to index, relative to the config file',
   'tilesets.<id>.world_maxzoom': 'an `.osm.pbf` source\'s tiles cover the whole world (Natural Earth, built once and cached) up to this zoom (default 6), the extract above it; `false`: the extract at every zoom (docs/low-zooms.md)',
   'tilesets.<id>.replication': 'replication server (`https://…` or `file://…`) `tilebake update` reads diffs from (default: the extract header\'s `osmosis_replication_base_url`)',
   'tilesets.<id>.languages': 'the `name:xx` an `.osm.pbf` source\'s tiles carry, e.g. `["en", "de", "zh-Hant"]` (default: OpenMapTiles\' 80 languages; `name:latin` and `name:nonlatin` are always written; [languages](languages.md))',

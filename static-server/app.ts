@@ -10,6 +10,7 @@ import { registerMetricsRoute } from './routes/metrics.ts';
 import { registerPackRoutes } from './routes/packs.ts';
 import { isPublicPreviewPath, registerPreviewRoutes } from './routes/preview.ts';
 import { routeKind, serverMetrics } from './metrics.ts';
+import { registerSearchRoutes } from './routes/search.ts';
 import { registerStaticMapRoutes } from './routes/static-map.ts';
 import { registerStyleRoutes } from './routes/styles.ts';
 import { registerVectorRoutes } from './routes/vector.ts';
@@ -93,7 +94,7 @@ class DebugRequestLogs extends LogController {
 
 /** Route modules per listener role: the tile host serves everything, the routing host only /height. */
 const ROUTES: Readonly<Record<AppRole, readonly RouteModule[]>> = {
-  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute, registerWmtsRoutes, registerStaticMapRoutes, registerPackRoutes],
+  tiles: [registerVectorRoutes, registerStyleRoutes, registerHeightRoutes, registerPreviewRoutes, registerMaplibreRoutes, registerMetricsRoute, registerWmtsRoutes, registerStaticMapRoutes, registerPackRoutes, registerSearchRoutes],
   routing: [registerHeightRoutes],
 };
 

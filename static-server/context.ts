@@ -60,6 +60,8 @@ export interface ServeOptions {
   versionedUrls?: boolean;
   /** How often to check for a newly published build version, ms (default 2000; 0: never). */
   versionPollMs?: number;
+  /** Folder of the local copies of search indexes read from object storage (default: <tmp>/tilebake-search-cache; static-server/search/local-file.ts). */
+  searchCache?: string;
   /** Largest pack `GET /packs/…` builds, in tiles (default 200,000); larger ones are refused before anything is sent. */
   maxPackTiles?: number;
   /** Largest GeoJSON body of a static map (`POST /styles/{style}/static/…`), in bytes (default 1 MB); larger ones get 413. */

@@ -10,7 +10,7 @@ import type { Manifest } from '../lib/manifest.ts';
 import type { ReadOutcome } from '../lib/store-read.ts';
 
 /** What a request asked for, the `kind` label of the request metrics. */
-export type RouteKind = 'vector' | 'terrain' | 'raster' | 'tilejson' | 'style' | 'sprite' | 'glyph' | 'height' | 'static-map' | 'wmts' | 'pack' | 'preview' | 'metrics' | 'health' | 'other';
+export type RouteKind = 'vector' | 'terrain' | 'raster' | 'tilejson' | 'style' | 'sprite' | 'glyph' | 'height' | 'static-map' | 'wmts' | 'pack' | 'search' | 'preview' | 'metrics' | 'health' | 'other';
 
 /** Route kinds by fastify route URL (the data tile route depends on the tileset: see routeKind). */
 const KIND_BY_ROUTE: Readonly<Record<string, RouteKind>> = Object.freeze({
@@ -25,6 +25,8 @@ const KIND_BY_ROUTE: Readonly<Record<string, RouteKind>> = Object.freeze({
   '/data/:tileset/wmts.xml': 'wmts',
   '/packs/:file': 'pack',
   '/packs/styles/:file': 'pack',
+  '/search': 'search',
+  '/reverse': 'search',
   '/': 'preview',
   '/preview/:file': 'preview',
   '/maplibre/:file': 'preview',

@@ -69,10 +69,13 @@ describe('tilebake build --only vector', () => {
     // The build is a new version of the folder (lib/build-version.ts); the legacy files stay as they were.
     const v = (await currentVersionDir(out))!.dir;
     expect(v).toMatch(/builds\/\d{8}T\d{6}Z-[0-9a-f]{6}$/);
-    // The sample's vector tilesets (Monaco, Nassau); its imagery is the imagery stage's.
-    expect((await readdir(join(v, 'data'))).sort()).toEqual(['nassau.pmtiles', 'openmaptiles.pmtiles']);
+    // The sample's vector tilesets (Monaco, Nassau), the search index of the Monaco extract its tileset was made from
+    // ("search": {"source": …}); its imagery is the imagery stage's.
+    expect((await readdir(join(v, 'data'))).sort()).toEqual(['nassau.pmtiles', 'openmaptiles.pmtiles', 'openmaptiles.search.sqlite']);
     const m = parseManifest(await readFile(join(v, 'manifest.json'), 'utf8'), 'manifest');
     const t = m.tilesets.openmaptiles;
+    expect(t.search).toMatchObject({ index: 'data/openmaptiles.search.sqlite', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(t.search!.entries).toBeGreaterThan(1000);
     expect(t).toMatchObject({ archive: 'data/openmaptiles.pmtiles', kind: 'vector', format: 'pbf', name: 'OpenMapTiles Monaco', minzoom: 0, maxzoom: 14, tiles: 23 });
     expect(t.bounds).toEqual([7.409205, 43.72335, 7.448637, 43.75169]);
     expect((t.vector_layers as { id: string }[]).some((l) => l.id === 'transportation')).toBe(true);

@@ -49,6 +49,7 @@ const INSIDE: Readonly<Record<string, readonly string[]>> = {
     'imagery', // the imagery stage: images warped into raster tiles (through elevation/'s tile jobs, vector/'s packing)
     'elevation', // the elevation stage (its tile archives are written through render/'s journal)
     'vector', // the vector stage: inputs into PMTiles (and MLT), patched on updates
+    'search', // a tileset's search index beside its tiles, from the OSM extract (through osm/'s tools and change sets)
     'render', // the render stage: every style × zoom × scale × format through the Chromium pool
     'glyphs', // the font stacks' glyph ranges
     'sources/index.ts', // what an input is, opened as a TileSource: an OSM extract through osm/source.ts
@@ -60,12 +61,13 @@ const INSIDE: Readonly<Record<string, readonly string[]>> = {
     'routes', // one module per route family
     'keys', // keys, scopes, rate limits and usage
     'packs', // the offline packs' plans
+    'search', // the search indexes a version serves (a local copy of one on object storage), the query parameters
     'overzoom', // raster zooms above the baked ones: upscaled (through static-map/) or rendered
     'static-map', // static images: camera, decoded tiles, composition, overlays
     'styles', // the documents of styles: raster TileJSON, WMTS capabilities, label language
     'preview', // the preview page (browser files)
   ],
-  lib: ['packs', 'pmtiles', 'elevation', 'glyphs'],
+  lib: ['packs', 'search', 'pmtiles', 'elevation', 'glyphs'],
   workers: ['render-host', 'page'],
   cli: ['commands'],
 };

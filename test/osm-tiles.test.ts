@@ -89,7 +89,8 @@ describe.sequential('Monaco from OpenStreetMap', () => {
   test('the build leaves the archive and the manifest entry, and no work folder', async () => {
     expect((await readdir(out)).sort()).toEqual(['builds', 'config.json', 'current.json']);
     const v = (await currentVersionDir(out))!.dir;
-    expect(await readdir(join(v, 'data'))).toEqual(['openmaptiles.pmtiles']);
+    // And the search index an OSM tileset gets by default.
+    expect((await readdir(join(v, 'data'))).sort()).toEqual(['openmaptiles.pmtiles', 'openmaptiles.search.sqlite']);
     const m = await readManifestOrEmpty(v);
     const e = m.tilesets.openmaptiles;
     expect(e).toMatchObject({ kind: 'vector', format: 'pbf', minzoom: 0, maxzoom: 14 });

@@ -1,7 +1,7 @@
 // Packs (issue 41) over the shared Liechtenstein build (fixtures/packs.ts: v1 at sequence 2434, v2 after
 // the real dailies 2435–2436), made by the CLI: `tilebake pack` of a box against the served tiles, read back
 // with the `pmtiles` npm reader and GDAL's MBTiles driver; deltas across the nightly update and pack-apply;
-// the CLI's bad input. GET /packs/… is in packs-http.test.ts. One build, one server, no browser.
+// the search index cut to the box and its delta (--search); the CLI's bad input. GET /packs/… is in packs-http.test.ts. One build, one server, no browser.
 import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newBuildId, publishVersion, pruneVersions, versionPath } from '../lib/build-version.ts';
 import { aggTilesHashOfDb } from '../lib/packs/mbtiles.ts';
 import { openArchiveFile, PMTilesWriter, tileIdToZxy, writerOptionsOf } from '../lib/pmtiles/index.ts';
+import { SearchIndex } from '../lib/search/query.ts';
 import { tileRangeForBBox, type BBox } from '../lib/tile-math.ts';
 import { ADMIN, packCli as cli, packOk as ok, packsBuild, pmtilesTiles, servePacksCopy, VADUZ_BOX, type PacksBuild, type PacksServer } from './fixtures/packs.ts';
 import { NodeFileSource } from './fixtures/pmtiles-file-source.ts';
@@ -189,6 +190,43 @@ describe.sequential('packs made by the CLI from the Liechtenstein build (2434, t
         }
       }
     }
+  });
+
+  it('--search: the index cut to the box answers as the build\'s index does there; old cut + delta = new cut byte for byte', async () => {
+    const [v1, v2, delta, applied] = ['full1', 'full2', 'delta', 'applied'].map((n) => join(dir, `search-${n}`));
+    const pack = (to: string, ...more: string[]) => ok(['pack', '--out', cliOut, '--to', to, '--bbox', BOX, '--tilesets', 'omt', '--search', ...more]);
+    await pack(v1, '--build', b.v1);
+    await pack(v2, '--build', b.v2);
+    await pack(delta, '--build', b.v2, '--since', b.v1);
+    await ok(['pack-apply', v1, delta, '--to', applied]);
+    const [j2, dj, ja] = await Promise.all([v2, delta, applied].map(async (d) => JSON.parse(await readFile(join(d, 'pack.json'), 'utf8'))));
+    expect(j2.search).toEqual([{ file: 'omt.search.sqlite', tileset: 'omt', entries: expect.any(Number), bytes: expect.any(Number), sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect(dj.search[0]).toMatchObject({ file: 'omt.search.sqlite', tileset: 'omt', changed: expect.any(Number), removed: expect.any(Number) });
+    expect(dj.search[0].bytes).toBeLessThan(j2.search[0].bytes);
+    expect(ja.search[0].sha256).toBe(j2.search[0].sha256);
+    expect((await readFile(join(applied, 'omt.search.sqlite'))).equals(await readFile(join(v2, 'omt.search.sqlite')))).toBe(true);
+
+    // The same answers: every place, and streets, of the box, from the pack and from the build's index with the box as filter.
+    const packed = SearchIndex.open(join(v2, 'omt.search.sqlite'));
+    const built = SearchIndex.open(join(cliOut, versionPath(b.v2), 'data/omt.search.sqlite'));
+    try {
+      expect(packed.entries).toBe(j2.search[0].entries);
+      expect(packed.entries).toBeLessThan(built.entries);
+      const db = new Database(join(v2, 'omt.search.sqlite'), { readonly: true });
+      const names = db.prepare("SELECT name FROM entry WHERE kind IN ('place', 'street') AND name IS NOT NULL ORDER BY id LIMIT 150").pluck().all() as string[];
+      db.close();
+      expect(names.length).toBeGreaterThan(100);
+      const keys = (i: SearchIndex, q: string, bbox?: BBox) => i.search({ q, limit: 5, bbox }).map((h) => h.entry.key);
+      for (const q of [...names, ...names.slice(0, 30).map((n) => n.slice(0, 5)), 'Vadus', 'Landstr']) expect(keys(packed, q), q).toEqual(keys(built, q, VADUZ_BOX));
+      const at = { lon: 9.5215, lat: 47.1395, radiusM: 300, limit: 3, kinds: ['address', 'street'] as const };
+      expect(packed.reverse(at).map((h) => h.entry.key)).toEqual(built.reverse(at).map((h) => h.entry.key));
+    } finally {
+      packed.close();
+      built.close();
+    }
+    const r = await cli(['pack', '--out', cliOut, '--to', join(dir, 'search-bad'), '--bbox', BOX, '--styles', 'osm-bright', '--search']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--search: no tileset is packed/);
   });
 
   it('a tile the newer version lacks is removed; a delta since a version no longer kept names the kept ones', async () => {

@@ -1,6 +1,7 @@
 // The preview page at `/` in Debian's Chromium (playwright-core): token from the fragment, tiles with
 // the Authorization header, raster/vector switch, the globe switch, a raster tileset's images, the
-// terrain toggle, an elevation profile matching /height, the form on 401.
+// terrain toggle, an elevation profile matching /height, the search box (the map flies to the answer
+// chosen), the form on 401.
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -165,6 +166,28 @@ describe('preview page', () => {
       expect(range.length).toBeGreaterThan(100);
       expect(await page.locator('#chart svg path.line').count()).toBeGreaterThan(0);
       if (SHOTS) await page.screenshot({ path: join(SHOTS, 'preview-desktop.png') });
+
+      // The search box: GET /search with the token as the user types; the map flies to the answer chosen (its extent).
+      await page.locator('#search-box').waitFor({ state: 'visible' });
+      await page.locator('#search').fill('Monte-Carl');
+      const choice = page.locator('#search-results li button', { hasText: /^Monte-Carlo$/ }).first();
+      await choice.waitFor({ timeout: LOAD_TIMEOUT_MS });
+      const searches = requests.filter((r) => r.url.includes('/search?'));
+      expect(searches.length).toBeGreaterThan(0);
+      expect(searches.every((r) => r.auth === `Bearer ${TOKEN}`)).toBe(true);
+      const found = (await (await fetch(searches[searches.length - 1].url, { headers: { authorization: `Bearer ${TOKEN}` } })).json()) as { features: { properties: { name?: string; extent?: number[] } }[] };
+      const [w, n, e, s] = found.features.find((f) => f.properties.name === 'Monte-Carlo')!.properties.extent!;
+      await choice.click();
+      await page.waitForFunction(
+        ([lon, lat]) => {
+          const m = (window as unknown as { tilebakePreview: { map: { getCenter(): { lng: number; lat: number }; isMoving(): boolean } } }).tilebakePreview.map;
+          const c = m.getCenter();
+          return !m.isMoving() && Math.abs(c.lng - lon) < 0.002 && Math.abs(c.lat - lat) < 0.002;
+        },
+        [(w + e) / 2, (n + s) / 2],
+        { timeout: LOAD_TIMEOUT_MS },
+      );
+      await mapIdle(page);
 
       // Switch osm-bright to client-side vector rendering: vector tiles with the token, a different picture.
       const before = requests.length;

@@ -10,22 +10,11 @@
 import { appendFileSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { CPUACCT, cpuacctSeconds } from './fixtures/measure.ts';
+import { CPUACCT, cpuacctSeconds, ownCpuSeconds as rusageSeconds } from './fixtures/measure.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const HZ = 100; // USER_HZ on Linux
 const PREFIX = 'tilebake-test-';
 
-/** utime + stime + cutime + cstime of this process, in seconds (0 where /proc is missing). */
-function rusageSeconds(): number {
-  try {
-    const stat = readFileSync('/proc/self/stat', 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields.slice(11, 15).reduce((a, v) => a + Number(v), 0) / HZ;
-  } catch {
-    return 0;
-  }
-}
 
 /** This process's cpuacct cgroup folder, if cgroup v1's cpuacct is mounted. */
 function currentCgroup(): string | undefined {

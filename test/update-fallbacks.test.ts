@@ -2,7 +2,8 @@
 // archive cannot be patched exactly, every tile is generated, and the result is still what a fresh
 // build of the updated extract gives, tile for tile. A cut of Monaco's extract of 2021-08-01 (600 m by
 // 400 m inland, no coastline: cheap to generate; vector tiles only, no styles) and a crafted OsmChange
-// file that renames a café in it, applied with osmium.
+// file that renames a café in it, applied with osmium. On the same build, a night that renames a street:
+// the search index is updated from the changed objects only, and equals an index built from the new extract.
 import { spawn } from 'node:child_process';
 import { cp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,6 +15,10 @@ import { loadConfig } from '../pipeline/config/index.ts';
 import { copyWithHeaderBBox } from '../pipeline/osm/pbf-bounds.ts';
 import { readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { update } from '../pipeline/update/index.ts';
+import { SearchIndex } from '../lib/search/query.ts';
+import { DEFAULT_LANGUAGES } from '../lib/languages.ts';
+import { buildSearchIndex } from '../pipeline/search/build.ts';
+import { indexContent } from './fixtures/search.ts';
 import { archiveTiles, tempDir } from './render-helpers.ts';
 import { captureStderr, fileUrl, MONACO, referenceExtract, replicationFolder, writeUpdateConfig } from './update-helpers.ts';
 
@@ -30,6 +35,20 @@ const RENAME = `<?xml version="1.0" encoding="UTF-8"?>
       <tag k="amenity" v="cafe"/>
       <tag k="addr:country" v="MC"/>
     </node>
+  </modify>
+</osmChange>
+`;
+
+/** Avenue du Berceau (a residential street of the cut, one way) renamed. */
+const STREET_RENAME = `<?xml version="1.0" encoding="UTF-8"?>
+<osmChange version="0.6" generator="tilebake test">
+  <modify>
+    <way id="157719649" version="6" timestamp="2021-08-01T21:00:00Z">
+${[252458631, 8258594212, 252479740, 3414792354, 3414792355, 252458679, 252458680, 1204288348, 252458682].map((n) => `      <nd ref="${n}"/>`).join('\n')}
+      <tag k="highway" v="residential"/>
+      <tag k="name" v="Avenue Tilebake"/>
+      <tag k="oneway" v="yes"/>
+    </way>
   </modify>
 </osmChange>
 `;
@@ -131,6 +150,43 @@ describe.sequential('a night that cannot patch the previous archive generates ev
     await build(await config('foreign-reference.json', refOut, ref));
     const reference = await tilesOf(refOut);
     expect(reference).not.toEqual(v1); // the previous archive alone would be wrong
+    expect(updated).toEqual(reference);
+  }, LONG);
+
+  it('a night that renames a street: the index updated from the changed objects only, the new name found and the old one not, equal to an index built from the new extract', async () => {
+    const out = join(dir, 'street');
+    await cp(v1Out, out, { recursive: true });
+    const osc2 = join(dir, 'street.osc');
+    await writeFile(osc2, STREET_RENAME);
+    const applied = join(dir, 'street-applied.osm.pbf');
+    const after = join(dir, 'street-after.osm.pbf');
+    await applyChanges(base, [osc2], applied);
+    await copyWithHeaderBBox(applied, after, (await readOsmHeader(base)).bbox!);
+    const before = SearchIndex.open(join((await currentVersionDir(out))!.dir, 'data/omt.search.sqlite'));
+    expect(before.search({ q: 'Avenue du Berceau', limit: 1, kinds: ['street'] })[0]?.entry.name).toBe('Avenue du Berceau');
+    before.close();
+    log.clear();
+    await build(await config('street-v2.json', out, after), { vectorPatches: { omt: { previous: base, changes: [osc2] } } });
+    expect(text()).toMatch(/search omt: search index updated: \d+ objects touched/);
+    expect(text()).not.toContain('search omt: search index of');
+    const path = join((await currentVersionDir(out))!.dir, 'data/omt.search.sqlite');
+    const index = SearchIndex.open(path);
+    try {
+      const found = index.search({ q: 'Avenue Tilebake', limit: 3, kinds: ['street'] });
+      expect(found[0]?.entry).toMatchObject({ name: 'Avenue Tilebake', osmType: 'W', osmId: 157719649 });
+      expect(index.search({ q: 'Avenue du Berceau', limit: 10, kinds: ['street'] }).map((h) => h.entry.name)).not.toContain('Avenue du Berceau');
+      // As you type, and the reverse geocoding of a point on it.
+      expect(index.search({ q: 'Avenue Tileb', limit: 3 }).some((h) => h.entry.name === 'Avenue Tilebake')).toBe(true);
+      // (Its point is a node of the way: a junction, maybe, with other streets there too.)
+      const there = index.reverse({ lon: found[0].entry.lon, lat: found[0].entry.lat, radiusM: 20, limit: 5, kinds: ['street'] });
+      expect(there.find((h) => h.entry.name === 'Avenue Tilebake')?.distance).toBeLessThan(0.5);
+    } finally {
+      index.close();
+    }
+    const fresh = join(dir, 'street-fresh.search.sqlite');
+    await buildSearchIndex(after, fresh, { languages: DEFAULT_LANGUAGES, workDir: join(dir, 'street-fresh-work'), label: 'fresh' });
+    const [updated, reference] = [indexContent(path), indexContent(fresh)];
+    expect(updated.entries.size).toBeGreaterThan(50);
     expect(updated).toEqual(reference);
   }, LONG);
 });

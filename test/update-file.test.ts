@@ -10,6 +10,7 @@ import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { build } from '../pipeline/build.ts';
 import { loadConfig } from '../pipeline/config/index.ts';
 import { update } from '../pipeline/update/index.ts';
+import { indexContent } from './fixtures/search.ts';
 import { archiveTiles, tempDir } from './render-helpers.ts';
 import { captureStderr, changedTiles, expectedRerenders, fileUrl, MONACO, referenceExtract, replicationFolder, writeUpdateConfig } from './update-helpers.ts';
 
@@ -104,6 +105,9 @@ describe.sequential('tilebake update over file:// (Monaco, August 2021, night by
     const vr = (await currentVersionDir(join(dir, 'reference-out')))!;
     const tiles = await archiveTiles(join(after.dir, 'data/omt.pmtiles'));
     expect(tiles).toEqual(await archiveTiles(join(vr.dir, 'data/omt.pmtiles')));
+    // The search index, updated night after night from the changed objects, equals the reference build's.
+    expect(text()).toMatch(/search omt: (search index updated: \d+ objects touched|the change .* indexing everything)/);
+    expect(indexContent(join(after.dir, 'data/omt.search.sqlite'))).toEqual(indexContent(join(vr.dir, 'data/omt.search.sqlite')));
     // The MLT archive equals the reference's, though only the tiles whose MVT bytes changed were encoded.
     expect(await archiveTiles(join(after.dir, 'data/omt.mlt.pmtiles'))).toEqual(await archiveTiles(join(vr.dir, 'data/omt.mlt.pmtiles')));
     const mlt = /omt\.mlt\.pmtiles: (\d+) MLT tiles \((\d+) encoded, (\d+) copied from the previous build\)/.exec(text());

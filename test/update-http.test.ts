@@ -13,6 +13,7 @@ import { readManifestOrEmpty } from '../lib/manifest.ts';
 import { build } from '../pipeline/build.ts';
 import { readOsmHeader } from '../pipeline/osm/pbf-header.ts';
 import { freePort, startServe, type Nginx, type ServeProcess } from './fixtures/server/helpers.ts';
+import { indexContent } from './fixtures/search.ts';
 import { archiveTiles, tempDir } from './render-helpers.ts';
 import { changedTiles, expectedRerenders, fileUrl, fixtureFile, LIECHTENSTEIN, referenceExtract, replicationFolder, runCli, serveReplication, writeUpdateConfig } from './update-helpers.ts';
 
@@ -172,6 +173,9 @@ describe.sequential('tilebake update over HTTP (Liechtenstein 2019-11-18 + daili
     const tiles = await archiveTiles(join(v2.dir, 'data/omt.pmtiles'));
     expect(tiles.size).toBeGreaterThan(100);
     expect(tiles).toEqual(await archiveTiles(join(vr.dir, 'data/omt.pmtiles')));
+    // The search index too, made from the night's changed objects (or all again when a settlement changed).
+    expect(r.stderr).toMatch(/search omt: (search index updated: \d+ objects touched|the change .* indexing everything)/);
+    expect(indexContent(join(v2.dir, 'data/omt.search.sqlite'))).toEqual(indexContent(join(vr.dir, 'data/omt.search.sqlite')));
 
     // Re-rendered: exactly the metatiles whose view loads a changed vector tile.
     const changed = await changedTiles(join(v1.dir, 'data/omt.pmtiles'), join(v2.dir, 'data/omt.pmtiles'));

@@ -28,6 +28,8 @@ export function addPackCommand(y: Argv): Argv {
         .option('format', { choices: ['pmtiles', 'mbtiles'] as const, default: 'pmtiles' as const, describe: 'Archive format' })
         .option('since', { type: 'string', describe: 'Write a delta from this older build id (it must still be kept)' })
         .option('build', { type: 'string', describe: 'Pack this build id instead of the current one' })
+        .option('search', { type: 'boolean', default: false, describe: 'Also each packed tileset\'s search index, cut to the area\'s box (<tileset>.search.sqlite, SQLite with FTS5; its delta with --since)' })
+        .option('search-cache', { type: 'string', describe: 'Folder of local copies of search indexes read from object storage (default: <tmp>/tilebake-search-cache)' })
         .option('dry-run', { type: 'boolean', default: false, describe: 'Print tiles and bytes per archive; write nothing' })
         .option('s3-endpoint', S3_ENDPOINT_OPTION),
     async (a) => {
@@ -49,6 +51,8 @@ export function addPackCommand(y: Argv): Argv {
         since: a.since,
         build: a.build,
         dryRun: a['dry-run'],
+        search: a.search,
+        searchCache: a['search-cache'],
         store: { s3Endpoint: a['s3-endpoint'] },
       });
       if (a['dry-run']) process.stdout.write(estimateTable(r));

@@ -33,6 +33,7 @@ export function addServeCommand(y: Argv): Argv {
         .option('render-queue', { type: 'number', default: RENDER_DEFAULTS.queue, describe: 'On-demand renders that may wait for a browser, per worker (beyond: 503 with Retry-After)' })
         .option('render-timeout-ms', { type: 'number', default: RENDER_DEFAULTS.timeoutMs, describe: 'Longest a request waits for its on-demand render (then 504)' })
         .option('render-workers', { type: 'number', default: RENDER_DEFAULTS.workers, describe: 'Browsers rendering on demand, per worker (started on the first render)' })
+        .option('search-cache', { type: 'string', describe: 'Folder of local copies of search indexes when serving from object storage (SQLite reads local files; default: <tmp>/tilebake-search-cache)' })
         .option('store-timeout-ms', { type: 'number', default: DEFAULT_READ_POLICY.timeoutMs, describe: 'Deadline of one read from the build folder or object storage, retries included (ms)' })
         .option('store-retries', { type: 'number', default: DEFAULT_READ_POLICY.retries, describe: 'Retries of a read after a transient failure (connection error, HTTP 5xx)' })
         .option('versioned-urls', { type: 'boolean', default: true, describe: 'Put the build version in the URLs of TileJSON and style.json (/v/{build}/…, cached for a year; --no-versioned-urls for plain URLs)' })
@@ -66,6 +67,7 @@ export function addServeCommand(y: Argv): Argv {
         renderQueue: a['render-queue'],
         renderTimeoutMs: a['render-timeout-ms'],
         renderWorkers: a['render-workers'],
+        searchCache: a['search-cache'],
         versionPollMs: a['version-poll-ms'],
         maxPackTiles: a['max-pack-tiles'],
         maxStaticBody: a['max-static-body'],

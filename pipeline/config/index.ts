@@ -18,6 +18,11 @@ const encodingsSchema = z
   .refine((e) => e.includes('mvt'), 'expected "mvt" among the encodings (MLT tiles are encoded from the MVT archive, which every tileset has)')
   .refine((e) => new Set(e).size === e.length, 'expected each encoding once');
 
+const searchSchema = z.union([
+  z.boolean(),
+  z.strictObject({ source: z.string().regex(/\.osm\.pbf$/i, 'expected an OpenStreetMap extract (.osm.pbf)') }),
+], { error: 'expected true, false or {"source": "extract.osm.pbf"}' });
+
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
 
 /** GDAL's warp resampling methods an imagery tileset may use (gdalwarp -r). */
@@ -65,9 +70,14 @@ export const tilesetSchema = z.union([
     resampling: z.enum(RESAMPLING, { error: `expected one of ${RESAMPLING.map((r) => `"${r}"`).join(', ')}` }).optional(),
     /** Imagery: the source pixel value that is transparent (overrides the files' own nodata). */
     nodata: z.number().optional(),
+    /**
+     * The search index (GET /search, /reverse; docs/search.md): default on for an .osm.pbf source, `false` to skip;
+     * `{"source": "x.osm.pbf"}` builds it from that extract (a tileset of MBTiles or PMTiles made from it).
+     */
+    search: searchSchema.optional(),
     ...gisTilesetFields,
   }),
-], { error: 'expected a source (an MBTiles, PMTiles, .osm.pbf or GIS file, a z/x/y folder, a postgresql:// URL, a GeoTIFF, VRT or a glob of images) or {"source": …, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?, "format"?, "minzoom"?, "maxzoom"?, "scales"?, "resampling"?, "nodata"?, "layers"?}' });
+], { error: 'expected a source (an MBTiles, PMTiles, .osm.pbf or GIS file, a z/x/y folder, a postgresql:// URL, a GeoTIFF, VRT or a glob of images) or {"source": …, "name"?, "attribution"?, "description"?, "bbox"?, "world_maxzoom"?, "replication"?, "languages"?, "encodings"?, "format"?, "minzoom"?, "maxzoom"?, "scales"?, "resampling"?, "nodata"?, "layers"?, "search"?}' });
 
 /** The build config file. Paths are relative to the file itself. */
 export const configSchema = z.strictObject({
@@ -112,6 +122,8 @@ export interface TilesetConfig {
   scales?: (1 | 2)[];
   resampling?: Resampling;
   nodata?: number;
+  /** The OSM extract its search index is built from (absolute); absent: no index. */
+  search?: { source: string };
 }
 
 /** A validated config with every path made absolute. */
@@ -205,9 +217,16 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
     if (typeof t !== 'string' && t.minzoom !== undefined && t.maxzoom !== undefined && t.minzoom > t.maxzoom) {
       throw new UserError(`${file}: invalid config\n  ${jsonPath(['tilesets', id, 'minzoom'])}: expected minzoom <= maxzoom (${t.minzoom} > ${t.maxzoom})`, { exitCode: 2 });
     }
-    const o = typeof t === 'string' ? { source: t } : t;
+    const { search: s, ...o }: Exclude<typeof t, string> = typeof t === 'string' ? { source: t } : t;
     for (const i of gisConfigIssues(o)) gisIssues.push(`  ${jsonPath(['tilesets', id, ...i.path])}: ${i.message}`);
-    tilesets[id] = typeof t === 'string' ? { id, source: source(t), encodings: ['mvt'] } : { id, ...t, source: source(t.source), encodings: t.encodings ?? ['mvt'] };
+    const src = source(o.source);
+    const osm = /\.osm\.pbf$/i.test(src);
+    if (s === true && !osm) {
+      throw new UserError(`${file}: invalid config\n  ${jsonPath(['tilesets', id, 'search'])}: the source is not an OpenStreetMap extract: give the extract to index, {"source": "extract.osm.pbf"}`, { exitCode: 2 });
+    }
+    // On by default for an OSM extract; from the extract named for another tileset.
+    const search = typeof s === 'object' ? { source: abs(s.source) } : s === false || !osm ? undefined : { source: src };
+    tilesets[id] = { id, ...o, source: src, encodings: o.encodings ?? ['mvt'], ...(search ? { search } : {}) };
   }
   if (gisIssues.length) throw new UserError(`${file}: invalid config\n${gisIssues.join('\n')}`, { exitCode: 2 });
   const styles: BuildConfig['styles'] = {};

@@ -70,7 +70,7 @@ function oplIds(opl: string): Set<string> {
 }
 
 /** The objects of `ids` found in `file` and their parents in it (one level). */
-async function withParents(job: ChangedTilesJob, file: string, ids: Set<string>, idFile: string): Promise<Set<string>> {
+async function withParents(job: ChangedObjectsJob, file: string, ids: Set<string>, idFile: string): Promise<Set<string>> {
   await writeFile(idFile, [...ids].join('\n') + '\n');
   return oplIds(await runTool(job.osmium, ['getparents', '--no-progress', '-s', '-i', idFile, '-f', 'opl', '-o', '-', file], { pidFile: job.pidFile }));
 }
@@ -78,8 +78,11 @@ async function withParents(job: ChangedTilesJob, file: string, ids: Set<string>,
 /** A small extract that holds coastline (the sea of every tile may change). */
 const COAST = Symbol('coastline');
 
-/** Write the small extract of `ids` in `file` (with everything they reference); its path, null for no ids, or COAST. */
-async function smallExtract(job: ChangedTilesJob, which: string, file: string, ids: Set<string>): Promise<string | null | typeof COAST> {
+/**
+ * Write `<workDir>/<which>.osm.pbf`: the objects `ids` of `file` with everything they reference
+ * (osmium getid -r); its path, null for no ids.
+ */
+export async function extractObjects(job: Pick<ChangedObjectsJob, 'osmium' | 'workDir' | 'pidFile'>, which: string, file: string, ids: ReadonlySet<string>): Promise<string | null> {
   if (ids.size === 0) return null;
   const idFile = join(job.workDir, `${which}.ids`);
   const small = join(job.workDir, `${which}.osm.pbf`);
@@ -91,6 +94,13 @@ async function smallExtract(job: ChangedTilesJob, which: string, file: string, i
     // relation beyond its edge), as in the full run; everything else is a failure.
     if (!(e instanceof ToolError && e.code === 1 && !e.stderr.trim())) throw e;
   }
+  return small;
+}
+
+/** Write the small extract of `ids` in `file` (with everything they reference); its path, null for no ids, or COAST. */
+async function smallExtract(job: ChangedTilesJob, which: string, file: string, ids: Set<string>): Promise<string | null | typeof COAST> {
+  const small = await extractObjects(job, which, file, ids);
+  if (small === null) return null;
   const coast = await runTool(job.osmium, ['tags-filter', '--no-progress', '-R', '-f', 'opl', '-o', '-', small, 'w/natural=coastline'], { pidFile: job.pidFile });
   return coast.trim() ? COAST : small;
 }
@@ -144,31 +154,54 @@ async function generate(job: ChangedTilesJob, which: string, small: string | nul
 
 const sameBytes = (a: Uint8Array | undefined, b: Uint8Array | undefined) => a !== undefined && b !== undefined && Buffer.from(a).equals(Buffer.from(b));
 
+/** What `changedObjects` needs of a job. */
+export type ChangedObjectsJob = Pick<ChangedTilesJob, 'osmium' | 'before' | 'after' | 'changes' | 'workDir' | 'pidFile'>;
+
+/** The objects a change touches: the changed ones and their parents (recursively), as typed ids (`n1`, `w2`, `r3`) in each extract. */
+export interface ChangedObjects {
+  /** The changed objects themselves. */
+  changed: Set<string>;
+  /** Those objects and their parents as the extract before the change holds them, and after. */
+  inBefore: Set<string>;
+  inAfter: Set<string>;
+  steps: Step[];
+}
+
+/**
+ * The objects the change files touch (see the module comment), found with `osmium getparents` in the
+ * extract before and after until no new parent turns up; undefined when parents nest deeper than any
+ * real data. `job.workDir` must exist.
+ */
+export async function changedObjects(job: ChangedObjectsJob): Promise<ChangedObjects | undefined> {
+  const changed = oplIds(await runTool(job.osmium, ['cat', '--no-progress', '-f', 'opl', '-o', '-', ...job.changes], { pidFile: job.pidFile }));
+  const steps: Step[] = [];
+  if (changed.size === 0) return { changed, inBefore: new Set(), inAfter: new Set(), steps };
+  // Parents in either state: a way that lost a node is a parent only before, one that gained it only after.
+  // Until no new parent turns up; then `inBefore`/`inAfter` are the objects of the set each extract holds.
+  let ids = changed;
+  const t = performance.now();
+  for (let round = 0; ; round++) {
+    if (round === MAX_PARENT_ROUNDS) return undefined;
+    const [inBefore, inAfter] = await Promise.all([withParents(job, job.before, ids, join(job.workDir, 'before-parents.ids')), withParents(job, job.after, ids, join(job.workDir, 'after-parents.ids'))]);
+    const next = new Set([...ids, ...inBefore, ...inAfter]);
+    if (next.size === ids.size) {
+      steps.push({ name: `parents (${round + 1} rounds)`, seconds: secondsSince(t) });
+      return { changed, inBefore, inAfter, steps };
+    }
+    ids = next;
+  }
+}
+
 /** The `z/x/y` keys of the tiles the change files can change (see the module comment); undefined: every tile. */
 export async function changedTiles(job: ChangedTilesJob): Promise<Set<string> | undefined> {
   await rm(job.workDir, { recursive: true, force: true });
   await mkdir(job.workDir, { recursive: true });
   try {
-    const changed = oplIds(await runTool(job.osmium, ['cat', '--no-progress', '-f', 'opl', '-o', '-', ...job.changes], { pidFile: job.pidFile }));
-    if (changed.size === 0) return new Set();
-    // Parents in either state: a way that lost a node is a parent only before, one that gained it only after.
-    // Until no new parent turns up; then `inBefore`/`inAfter` are the objects of the set each extract holds.
-    let ids = changed;
-    let inBefore = new Set<string>();
-    let inAfter = new Set<string>();
-    const steps: Step[] = [];
+    const objects = await changedObjects(job);
+    if (!objects) return undefined; // parents nested deeper than any real data: generate all
+    if (objects.changed.size === 0) return new Set();
+    const { inBefore, inAfter, steps } = objects;
     const log = () => logLine(`${job.label}: ${stepsText(steps)}`);
-    const t = performance.now();
-    for (let round = 0; ; round++) {
-      if (round === MAX_PARENT_ROUNDS) return undefined; // parents nested deeper than any real data: generate all
-      [inBefore, inAfter] = await Promise.all([withParents(job, job.before, ids, join(job.workDir, 'before-parents.ids')), withParents(job, job.after, ids, join(job.workDir, 'after-parents.ids'))]);
-      const next = new Set([...ids, ...inBefore, ...inAfter]);
-      if (next.size === ids.size) {
-        steps.push({ name: `parents (${round + 1} rounds)`, seconds: secondsSince(t) });
-        break;
-      }
-      ids = next;
-    }
     const [smallBefore, smallAfter] = await timeStep(steps, 'small extracts', () => Promise.all([smallExtract(job, 'before', job.before, inBefore), smallExtract(job, 'after', job.after, inAfter)]));
     if (smallBefore === COAST || smallAfter === COAST) return undefined;
     // The same objects for tilemaker before and after (a long route or border that changed only

@@ -21,10 +21,11 @@ export type ChangedTilesets = (id: string) => Promise<Set<string> | undefined>;
 /**
  * What a tileset entry tells MapLibre (TileJSON) besides its tiles: a change here changes which tiles a view
  * loads. The MLT archive is left out: the render reads the MVT tiles, and the MLT ones encode the same tiles;
- * so are the counts of a raster tileset's @2x archive (the render reads the 1x tiles).
+ * so is the search index, which no tile shows, and so are the counts of a raster tileset's @2x archive
+ * (the render reads the 1x tiles).
  */
 function tileJsonShape(e: Manifest['tilesets'][string]): string {
-  const { tiles: _tiles, bytes: _bytes, mlt: _mlt, hidpi, ...rest } = e;
+  const { tiles: _tiles, bytes: _bytes, mlt: _mlt, search: _search, hidpi, ...rest } = e;
   // A raster tileset's @2x archive: its zooms count (they are the TileJSON's), not its size.
   return JSON.stringify({ ...rest, ...(hidpi ? { hidpi: hidpi.maxzoom } : {}) });
 }

@@ -204,7 +204,9 @@ async function updateLocked(config: BuildConfig, root: string, currentDir: strin
   }
   if (updates.length === 0) return { tilesets: updates, published: false, timings: [] };
 
-  const tilesets = Object.fromEntries(Object.entries(config.tilesets).map(([id, t]) => [id, sources[id] ? { ...t, source: sources[id] } : t]));
+  // The build reads the update's copy of each extract (the search index too, when it is made from the tileset's extract).
+  const copyOf = (id: string, t: BuildConfig['tilesets'][string]) => ({ ...t, source: sources[id], ...(t.search?.source === t.source ? { search: { source: sources[id] } } : {}) });
+  const tilesets = Object.fromEntries(Object.entries(config.tilesets).map(([id, t]) => [id, sources[id] ? copyOf(id, t) : t]));
   const timings = await build({ ...config, tilesets }, {
     out: root,
     keep: opts.keep,

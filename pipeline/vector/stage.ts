@@ -1,5 +1,5 @@
-import { rmdir } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
+import { removeEmptyWorkParents } from '../work-dir.ts';
 import { DEFAULT_LANGUAGES } from '../../lib/languages.ts';
 import { readManifestOrEmpty, setOsmState, updateManifest, type MltArchive, type TilesetEntry } from '../../lib/manifest.ts';
 import { IMAGERY_FIELDS, type BuildConfig } from '../config/index.ts';
@@ -12,21 +12,10 @@ import { osmDataState } from '../osm/pbf-header.ts';
 import { PROFILE_CONFIG, PROFILE_PROCESS } from '../osm/tilemaker.ts';
 import { worldKey } from '../osm/world.ts';
 import { hashInputs, linkFile, readDeps, recordDeps } from '../reuse.ts';
+import { searchIndexFor } from '../search/tileset.ts';
 import { patchOsmArchive, type OsmPatch } from './patch.ts';
 
 export { archiveMetadata, packSource, type PackOptions, type PackResult } from './write-pmtiles.ts';
-
-/** Remove the folders between an OSM work folder and its `.work` ancestor (inclusive) that are empty (other stages may use them). */
-async function removeEmptyWorkParents(workDir: string): Promise<void> {
-  const between: string[] = [];
-  for (let dir = dirname(workDir); dir !== dirname(dir); dir = dirname(dir)) {
-    between.push(dir);
-    if (basename(dir) === '.work') {
-      for (const d of between) await rmdir(d).catch(() => undefined);
-      return;
-    }
-  }
-}
 
 /**
  * `tilebake vector IN OUT.pmtiles`: pack MBTiles, PMTiles or a z/x/y folder into a PMTiles v3 archive,
@@ -165,60 +154,73 @@ async function vectorTileset(run: StageRun, t: BuildConfig['tilesets'][string]):
   const prevEntry = prevManifest?.tilesets[t.id]?.kind === 'vector' ? prevManifest.tilesets[t.id] : undefined;
   const label = `vector ${t.id}`;
   const prev = opts.previous && prevEntry ? { dir: opts.previous, entry: prevEntry } : undefined;
+  const patch = opts.patches?.[t.id];
+  // The search index is made beside the tiles (it reads the extract itself: pipeline/search/).
+  const searching = searchIndexFor(t, outDir, {
+    previous: opts.previous ? { dir: opts.previous, entry: prevEntry?.search, deps: prevDeps } : undefined,
+    patch: patch && t.search?.source === t.source ? { before: patch.previous, changes: patch.changes } : undefined,
+    workDir: opts.workDir ?? join(outDir, '.work'),
+  });
+  searching.catch(() => undefined); // awaited below; a failure of the tiles' first must not leave it unhandled
+  /** Record the tileset's manifest entry (with its search index) and deps. */
+  const record = async (entry: TilesetEntry, osm: Awaited<ReturnType<typeof osmDataState>>) => {
+    const search = await searching;
+    await updateManifest(outDir, (m) => {
+      m.tilesets[t.id] = { ...entry, search: search?.entry };
+      setOsmState(m, t.id, osm);
+    });
+    await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint!, ...search?.deps });
+  };
   /** Link the previous archive: the tiles are the same (the OSM state is the source's). */
   const reuse = async (osm: Awaited<ReturnType<typeof osmDataState>>) => {
     await linkFile(join(opts.previous!, prevEntry!.archive), join(outDir, prevEntry!.archive));
     const mlt = await mltArchiveFor(t, outDir, prev, true);
-    await updateManifest(outDir, (m) => {
-      m.tilesets[t.id] = { ...prevEntry!, mlt };
-      setOsmState(m, t.id, osm);
-    });
-    await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint! });
+    await record({ ...prevEntry!, mlt }, osm);
     return { tiles: prevEntry!.tiles, bytes: prevEntry!.bytes };
   };
-  if (fingerprint && opts.previous && prevEntry && prevDeps[`vector:${t.id}`] === fingerprint) {
-    logLine(`${label}: source unchanged, archive reused from the previous build`);
-    return reuse(prevManifest?.osm?.[t.id]);
-  }
-  const workDir = join(opts.workDir ?? join(outDir, '.work'), 'osm', t.id);
-  const packOpts: PackOptions = { name: t.name, attribution: t.attribution, description: t.description, label, languages: t.languages, languagesField: `${config.file}: $.tilesets.${t.id}.languages` };
-  const patch = opts.patches?.[t.id];
-  let r: PackResult | undefined;
-  const patchable = patch && opts.previous && prevEntry && !t.bbox && prevDeps[`vector:${t.id}`] === (await fingerprintOf(recipe, patch.previous));
-  if (patch && !patchable) {
-    const why = t.bbox ? 'the tileset is cut to a bbox' : `the current archive was not generated from ${patch.previous} with these settings`;
-    logLine(`${label}: ${why}: generating every tile`);
-  }
-  if (patch && opts.previous && prevEntry && patchable) {
-    const outcome = await patchOsmArchive(t.source, join(opts.previous, prevEntry.archive), output, patch, { ...packOpts, label, workDir });
-    if (outcome?.unchanged) {
-      logLine(`${label}: the change leaves every tile as it was, archive reused from the previous build`);
-      return reuse(await osmDataState(t.source, t.replication));
+  try {
+    if (fingerprint && opts.previous && prevEntry && prevDeps[`vector:${t.id}`] === fingerprint) {
+      logLine(`${label}: source unchanged, archive reused from the previous build`);
+      return await reuse(prevManifest?.osm?.[t.id]);
     }
-    r = outcome?.result;
-  }
-  r ??= await packVectorTiles(t.source, output, {
-    ...packOpts, bbox: t.bbox, bboxField: `${config.file}: $.tilesets.${t.id}.bbox`, workDir,
-    worldMaxzoom: t.world_maxzoom, worldMaxzoomField: `${config.file}: $.tilesets.${t.id}.world_maxzoom`,
-    gis: { layers: t.layers, minzoom: t.minzoom, maxzoom: t.maxzoom, tileset: { id: t.id, field: `$.tilesets.${t.id}` } },
-  });
-  if (kind === 'postgis') {
-    // What the tables gave: the archive's bytes (the same tiles make the same archive).
-    fingerprint = `${recipe}:tiles:${await hashInputs([output], output)}`;
-    if (opts.previous && prevEntry && prevDeps[`vector:${t.id}`] === fingerprint) {
-      logLine(`${label}: the database gives the same tiles, archive reused from the previous build`);
-      return reuse(undefined);
+    const workDir = join(opts.workDir ?? join(outDir, '.work'), 'osm', t.id);
+    const packOpts: PackOptions = { name: t.name, attribution: t.attribution, description: t.description, label, languages: t.languages, languagesField: `${config.file}: $.tilesets.${t.id}.languages` };
+    let r: PackResult | undefined;
+    const patchable = patch && opts.previous && prevEntry && !t.bbox && prevDeps[`vector:${t.id}`] === (await fingerprintOf(recipe, patch.previous));
+    if (patch && !patchable) {
+      const why = t.bbox ? 'the tileset is cut to a bbox' : `the current archive was not generated from ${patch.previous} with these settings`;
+      logLine(`${label}: ${why}: generating every tile`);
     }
+    if (patch && opts.previous && prevEntry && patchable) {
+      const outcome = await patchOsmArchive(t.source, join(opts.previous, prevEntry.archive), output, patch, { ...packOpts, label, workDir });
+      if (outcome?.unchanged) {
+        logLine(`${label}: the change leaves every tile as it was, archive reused from the previous build`);
+        return await reuse(await osmDataState(t.source, t.replication));
+      }
+      r = outcome?.result;
+    }
+    r ??= await packVectorTiles(t.source, output, {
+      ...packOpts, bbox: t.bbox, bboxField: `${config.file}: $.tilesets.${t.id}.bbox`, workDir,
+      worldMaxzoom: t.world_maxzoom, worldMaxzoomField: `${config.file}: $.tilesets.${t.id}.world_maxzoom`,
+      gis: { layers: t.layers, minzoom: t.minzoom, maxzoom: t.maxzoom, tileset: { id: t.id, field: `$.tilesets.${t.id}` } },
+    });
+    if (kind === 'postgis') {
+      // What the tables gave: the archive's bytes (the same tiles make the same archive).
+      fingerprint = `${recipe}:tiles:${await hashInputs([output], output)}`;
+      if (opts.previous && prevEntry && prevDeps[`vector:${t.id}`] === fingerprint) {
+        logLine(`${label}: the database gives the same tiles, archive reused from the previous build`);
+        return await reuse(undefined);
+      }
+    }
+    const osm = kind === 'osm' ? await osmDataState(t.source, t.replication) : undefined;
+    const packed = r;
+    const mlt = await mltArchiveFor(t, outDir, prev, false);
+    await record({ ...tilesetEntry(t.id, packed), mlt }, osm);
+    return { tiles: r.tiles, bytes: r.bytes };
+  } finally {
+    // A failed tileset still waits for its index (its work folder is removed when it is done).
+    await searching.catch(() => undefined);
   }
-  const osm = kind === 'osm' ? await osmDataState(t.source, t.replication) : undefined;
-  const packed = r;
-  const mlt = await mltArchiveFor(t, outDir, prev, false);
-  await updateManifest(outDir, (m) => {
-    m.tilesets[t.id] = { ...tilesetEntry(t.id, packed), mlt };
-    setOsmState(m, t.id, osm);
-  });
-  await recordDeps(outDir, { [`vector:${t.id}`]: fingerprint! });
-  return { tiles: r.tiles, bytes: r.bytes };
 }
 
 /**

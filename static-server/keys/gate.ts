@@ -27,6 +27,7 @@ export function scopeOf(kind: RouteKind, url: string): Scope {
   if (kind === 'height') return 'height';
   if (kind === 'metrics') return 'metrics';
   if (kind === 'pack') return 'packs';
+  if (kind === 'search') return 'search';
   return url.startsWith('/static/') ? 'static' : 'tiles';
 }
 

@@ -19,11 +19,11 @@ import { hashToken, type ConfiguredToken } from '../auth.ts';
 import { parseOriginPattern, type OriginPattern } from './origins.ts';
 
 /** What a key may be used for; a route's scope comes from its kind (`scopeOf` in keys/gate.ts). */
-export const SCOPES = ['tiles', 'height', 'static', 'packs', 'metrics'] as const;
+export const SCOPES = ['tiles', 'height', 'static', 'packs', 'search', 'metrics'] as const;
 export type Scope = (typeof SCOPES)[number];
 /** Scopes of a key that lists none: a secret key may do everything, an origin key everything but /metrics. */
 const DEFAULT_SECRET_SCOPES: readonly Scope[] = SCOPES;
-const DEFAULT_ORIGIN_SCOPES: readonly Scope[] = ['tiles', 'height', 'static', 'packs'];
+const DEFAULT_ORIGIN_SCOPES: readonly Scope[] = ['tiles', 'height', 'static', 'packs', 'search'];
 /** Key names go into logs, metrics labels and the usage store. */
 const KEY_NAME = /^[A-Za-z0-9][\w.:-]{0,63}$/;
 const HASH_PREFIX = 'sha256:';

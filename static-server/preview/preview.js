@@ -7,6 +7,7 @@ import { inspectAt } from './inspect.js';
 import { renderLists, show } from './lists.js';
 import { addProfileLayers, fragmentProfile, lineBounds, refreshProfile } from './profile-line.js';
 import { $, askForToken, authFetch, forgetToken, HTTP_UNAUTHORIZED, ORIGIN, saveToken, setStatus, state, unauthorized } from './session.js';
+import { setUpSearch } from './search.js';
 import { addTerrainLayers, setTerrain, setUpTerrainToggle } from './terrain.js';
 import { initialView, styleOfView } from './views.js';
 
@@ -90,6 +91,7 @@ async function start() {
   });
   renderLists();
   refreshProfile();
+  setUpSearch();
 }
 
 $('draw').addEventListener('click', () => {

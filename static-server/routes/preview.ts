@@ -39,7 +39,7 @@ export async function registerPreviewRoutes(app: FastifyInstance, ctx: ServerCon
   });
 }
 
-/** What the preview page lists: tilesets, styles with their built rasters, elevation, the build. */
+/** What the preview page lists: tilesets, styles with their built rasters, elevation, search, the build. */
 export function catalogOf(ctx: Pick<ServerContext, 'manifest'>): Record<string, unknown> {
   const m = ctx.manifest;
   return {
@@ -80,5 +80,7 @@ export function catalogOf(ctx: Pick<ServerContext, 'manifest'>): Record<string, 
       baked: bakedLanguages(m.styles, id),
     })),
     elevation: m.elevation ? { bounds: m.elevation.bounds, precision: m.elevation.precision } : null,
+    // GET /search answers: the page shows its search box.
+    search: Object.values(m.tilesets).some((t) => t.search !== undefined),
   };
 }
