@@ -50,7 +50,7 @@ describe('parseConfig', () => {
 
   it('names unknown nested fields with the allowed ones, and bad ids', () => {
     const msg = userErrorOf(() => parseConfig({ tilesets: { omt: { source: 'a', sorce: 'b' }, 'bad id': 'c' } }, file));
-    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description, bbox, world_maxzoom, replication, languages, encodings, format, minzoom, maxzoom, scales, resampling, nodata, layers)');
+    expect(msg).toContain('$.tilesets.omt.sorce: unknown field (expected one of: source, name, attribution, description, bbox, world_maxzoom, replication, languages, encodings, format, minzoom, maxzoom, scales, resampling, nodata, search, layers)');
     expect(msg).toMatch(/\$\.tilesets\["bad id"\]: invalid key: expected an id/);
   });
 
