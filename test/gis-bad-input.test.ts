@@ -1,5 +1,6 @@
 // GIS files the build cannot use: a file GDAL cannot open (broken GeoJSON, a damaged GeoPackage), an
-// image without georeferencing, a CSV without coordinates, a layer, a field or a query that does not exist.
+// image without georeferencing, a CSV without coordinates, a layer, a field or a query that does not exist,
+// a search field or layer that does not exist.
 // Each stops the build with one line naming the tileset, the source and the cause (the CLI: that line
 // and exit 1, no stack); the served version stays as it was. (PostGIS's: test/gis-postgis.test.ts.)
 import { open, rm, writeFile } from 'node:fs/promises';
@@ -82,6 +83,15 @@ describe('a GIS file the build cannot use', () => {
     // Layers of a source that is no GIS file.
     const mbtiles = resolve(import.meta.dirname, '..', 'data/sample/monaco_omt.mbtiles');
     expect(await failure(raw(mbtiles, { minzoom: undefined, maxzoom: undefined, layers: { x: {} } }))).toBe(`tileset "city": $.tilesets.city.layers: applies to GIS files and PostGIS databases only (${mbtiles} is an MBTiles file: its tiles are served as they are)`);
+  });
+
+  it('a search field or layer that is not there: named by its JSON path, with the layer', async () => {
+    const shown = `tileset "city" (${src.gpkg})`;
+    const layers = { points: { fields: ['name'] } };
+    expect(await failure(raw(src.gpkg, { layers, search: { fields: ['name', 'nom'] } }))).toBe(
+      `${shown}: $.tilesets.city.search.fields[1]: no field "nom" in layer "points" (its fields: osm_id, name, barrier, highway, ref, address, is_in, place, man_made, other_tags)`,
+    );
+    expect(await failure(raw(src.gpkg, { layers, search: { fields: ['name'], layers: ['shops'] } }))).toBe(`${shown}: $.tilesets.city.search.layers[0]: no layer "shops" in the tiles (their layers: points)`);
   });
 
   it('the CLI prints the one line and exits 1, without a stack', async () => {

@@ -3,7 +3,8 @@
 // PMTiles archive whose z14 tiles hold every named point where it is, with its fields. The config's
 // fields, renames, sql layers and zooms are honoured, TileJSON lists the layers, the tiles are those
 // ogr2ogr -f MVT writes (dense ones too) and their bytes do not depend on GDAL's thread count, a Shapefile is fingerprinted by all its files, and the tileset is an ordinary
-// one for MLT and packs. Only z12–14 are cut (the assertions are about those).
+// one for MLT and packs; its search index ("search": true) finds every named point first by its name,
+// is reused when no file changed and made again when one did. Only z12–14 are cut (the assertions are about those).
 import { appendFile, cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { gunzipSync } from 'node:zlib';
@@ -12,6 +13,8 @@ import type { VectorTile } from '@mapbox/vector-tile';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty } from '../lib/manifest.ts';
+import { photonFeature } from '../lib/search/photon.ts';
+import { SearchIndex } from '../lib/search/query.ts';
 import { tileJson } from '../lib/tilejson.ts';
 import { pack } from '../export/pack.ts';
 import { build } from '../pipeline/build.ts';
@@ -197,7 +200,7 @@ describe('a GIS tileset in a build', () => {
     const shp = join(shpDir, basename(src.shp));
     expect((await gisSourceFiles(shp)).map((f) => basename(f)).sort()).toEqual(['points.cpg', 'points.dbf', 'points.prj', 'points.shp', 'points.shx']);
     const out = join(dir, 'out');
-    const { config } = await writeConfig(dir, 'config.json', { out, tilesets: { pts: { source: shp, minzoom: Z, maxzoom: Z, encodings: ['mvt', 'mlt'] } } });
+    const { config } = await writeConfig(dir, 'config.json', { out, tilesets: { pts: { source: shp, minzoom: Z, maxzoom: Z, encodings: ['mvt', 'mlt'], search: true } } });
     const lines: string[] = [];
     const log = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => (lines.push(String(chunk)), true));
     try {
@@ -205,11 +208,13 @@ describe('a GIS tileset in a build', () => {
       lines.length = 0;
       await build(config, { out, only: 'vector' });
       expect(lines.join('')).toContain('vector pts: source unchanged, archive reused from the previous build');
-      // The .prj is part of the source: a change to it (a space) cuts the tiles again.
+      expect(lines.join('')).toContain('search pts: source unchanged, index reused from the previous build');
+      // The .prj is part of the source: a change to it (a space) cuts the tiles and makes the index again.
       await appendFile(join(shpDir, 'points.prj'), ' ');
       lines.length = 0;
       await build(config, { out, only: 'vector' });
       expect(lines.join('')).toMatch(/vector pts: GDAL [\d.]+ cut 1 layer \(points\) into \d+ tiles/);
+      expect(lines.join('')).toMatch(/search pts: search index of \d+ entries from layer points,/);
     } finally {
       log.mockRestore();
     }
@@ -223,6 +228,24 @@ describe('a GIS tileset in a build', () => {
     // A pack for apps over the points' box: every tile of the archive inside it.
     const lons = named.map((p) => p.lon);
     const lats = named.map((p) => p.lat);
+    // Its search index ("search": true: the layer's name field): every named point is found first by its name, where it is.
+    const index = SearchIndex.open(join(version.dir, entry.search!.index));
+    try {
+      expect(entry.search!.entries).toBe(named.length);
+      const misses: string[] = [];
+      for (const p of named) {
+        const top = index.search({ q: p.name, limit: 1 })[0]?.entry;
+        // Points of one name in one layer are answered once (as Photon dedupes): the first is one of them.
+        const there = named.some((o) => o.name === p.name && Math.abs(o.lon - (top?.lon ?? NaN)) < 1e-6 && Math.abs(o.lat - (top?.lat ?? NaN)) < 1e-6);
+        if (top?.name !== p.name || !there || top.layer !== 'points') misses.push(`${p.name}: first is ${top?.name} (${top?.lon}, ${top?.lat})`);
+      }
+      expect(misses).toEqual([]);
+      const p = named.find((n) => n.fields.place !== null)!;
+      expect(photonFeature(index.search({ q: p.name, limit: 1 })[0], index).properties).toMatchObject({ name: p.name, kind: 'poi', layer: 'points', fid: expect.any(Number) });
+      expect(photonFeature(index.search({ q: p.name, limit: 1 })[0], index).properties).not.toHaveProperty('osm_type');
+    } finally {
+      index.close();
+    }
     const packed = await pack({ out, to: join(dir, 'pack'), bbox: [Math.min(...lons), Math.min(...lats), Math.max(...lons), Math.max(...lats)].join(','), format: 'pmtiles', tilesets: ['pts'], styles: [] });
     expect(packed.json?.archives.map((a) => [a.source, a.tiles])).toEqual([['pts', entry.tiles]]);
   });

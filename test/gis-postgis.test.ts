@@ -1,8 +1,9 @@
 // Vector tilesets from PostGIS (a real cluster of Debian's postgresql-15-postgis-3, test/fixtures/postgis.ts):
 // Monaco's OSM points loaded by GDAL into a table; a `table` layer with `fields` and a `sql` layer cut into
 // z12–14 tiles that hold every named point where it is. The password may come from the URL, PGPASSWORD or
-// a password file, and shows nowhere (a distributed run's files neither). A rebuild with the same rows reuses the archive; an UPDATE of one
-// row changes only the tiles over it. A missing table, a query PostGIS rejects, a wrong password, a
+// a password file, and shows nowhere (a distributed run's files neither). A rebuild with the same rows reuses the archive and
+// the search index ("search": {"fields": ["name"]}); an UPDATE of one row changes only the tiles over it, and the index
+// finds every named row first by its name, the renamed one by its new name. A missing table, a query PostGIS rejects, a wrong password, a
 // database that does not answer (connect_timeout) or nothing listening: the build stops with one line
 // naming the tileset, the URL without its password and the cause, and the served version stays.
 import { createServer, type Server, type Socket } from 'node:net';
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { currentVersionDir } from '../lib/build-version.ts';
 import { readManifestOrEmpty, type TilesetEntry } from '../lib/manifest.ts';
+import { SearchIndex } from '../lib/search/query.ts';
 import { LocalStore } from '../lib/storage.ts';
 import { tileJson } from '../lib/tilejson.ts';
 import { build } from '../pipeline/build.ts';
@@ -52,8 +54,8 @@ afterAll(async () => {
 });
 
 /** A config of one PostGIS tileset `shops` over `url`, written as `name` in the test folder. */
-async function shopsConfig(name: string, url: string, layers: Record<string, unknown>, zooms = { minzoom: 12, maxzoom: Z }) {
-  return (await writeConfig(dir, `${name}.json`, { out: join(dir, name), tilesets: { shops: { source: url, ...zooms, layers } } })).config;
+async function shopsConfig(name: string, url: string, layers: Record<string, unknown>, zooms = { minzoom: 12, maxzoom: Z }, more: Record<string, unknown> = {}) {
+  return (await writeConfig(dir, `${name}.json`, { out: join(dir, name), tilesets: { shops: { source: url, ...zooms, layers, ...more } } })).config;
 }
 
 /** The tileset entry and version folder of the current build in `out`. */
@@ -138,12 +140,13 @@ describe('a PostGIS tileset', () => {
     }
   });
 
-  it('a rebuild with the same rows reuses the archive; an UPDATE of one row changes only the tiles over it', async () => {
-    const config = await shopsConfig('update', pg.url(DB), { shops: { table: 'shops', fields: ['name'] } });
+  it('a rebuild with the same rows reuses the archive and the search index; an UPDATE of one row changes only the tiles over it, and the index finds the new name', async () => {
+    const config = await shopsConfig('update', pg.url(DB), { shops: { table: 'shops', fields: ['name'] } }, undefined, { search: { fields: ['name'] } });
     await build(config, { out: config.out, only: 'vector' });
     lines = [];
     await build(config, { out: config.out, only: 'vector' });
     expect(lines.join('')).toContain('vector shops: the database gives the same tiles, archive reused from the previous build');
+    expect(lines.join('')).toContain('search shops: the database gives the same index, reused from the previous build');
     // (Versions are pruned to two: the second build's is compared with the third's.)
     const v1 = await current(config.out);
     // A point well inside Monaco, renamed.
@@ -167,6 +170,23 @@ describe('a PostGIS tileset', () => {
         }
       }
       expect([...changed].sort()).toEqual([...expected].sort());
+      // The index of the table's names, read through GDAL's PG driver: every named row first by its name; the renamed one by its new name only.
+      expect(lines.join('')).not.toContain(PG_PASSWORD);
+      const index = SearchIndex.open(join(v2.dir, v2.entry.search!.index));
+      try {
+        const at = (e: { lon: number; lat: number } | undefined, q: { lon: number; lat: number }) => !!e && Math.abs(e.lon - q.lon) < 1e-6 && Math.abs(e.lat - q.lat) < 1e-6;
+        const misses = named.filter((n) => n !== p).filter((n) => {
+          const top = index.search({ q: n.name, limit: 1 })[0]?.entry;
+          return top?.name !== n.name || !named.some((o) => o.name === n.name && at(top, o));
+        });
+        expect(misses.map((n) => n.name)).toEqual([]);
+        const renamed = index.search({ q: 'Renamed by the test', limit: 1 })[0]?.entry;
+        expect(renamed).toMatchObject({ name: 'Renamed by the test', kind: 'poi', layer: 'shops' });
+        expect(at(renamed, p)).toBe(true);
+        expect(index.search({ q: p.name, limit: 10 }).some((h) => at(h.entry, p))).toBe(false);
+      } finally {
+        index.close();
+      }
     } finally {
       await pg.psql(DB, `UPDATE shops SET name = '${p.name.replace(/'/g, "''")}' WHERE osm_id = '${p.fields.osm_id}'`);
     }

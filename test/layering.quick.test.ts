@@ -49,7 +49,7 @@ const INSIDE: Readonly<Record<string, readonly string[]>> = {
     'imagery', // the imagery stage: images warped into raster tiles (through elevation/'s tile jobs, vector/'s packing)
     'elevation', // the elevation stage (its tile archives are written through render/'s journal)
     'vector', // the vector stage: inputs into PMTiles (and MLT), patched on updates
-    'search', // a tileset's search index beside its tiles, from the OSM extract (through osm/'s tools and change sets)
+    'search', // a tileset's search index beside its tiles, from the OSM extract (through osm/'s tools and change sets) or a GIS source's layers (sources/)
     'render', // the render stage: every style × zoom × scale × format through the Chromium pool
     'glyphs', // the font stacks' glyph ranges
     'sources/index.ts', // what an input is, opened as a TileSource: an OSM extract through osm/source.ts

@@ -58,7 +58,8 @@ async function writeConfig(dir: string): Promise<string> {
   const config = {
     out: join(dir, 'out'),
     attribution: sample.attribution,
-    tilesets: { openmaptiles: { ...sample.tilesets.openmaptiles, source: join(SAMPLE, sample.tilesets.openmaptiles.source) } },
+    // Without the sample's search index (its extract stays in the sample folder; no test here searches).
+    tilesets: { openmaptiles: { ...sample.tilesets.openmaptiles, source: join(SAMPLE, sample.tilesets.openmaptiles.source), search: false } },
     styles: { 'osm-bright': style('osm-bright', [1, 2], ['png']), positron: style('positron', [1], ['jpg']), 'dark-matter': style('dark-matter', [1], ['png', 'webp'], DARK_MINZOOM) },
     fonts: join(SAMPLE, sample.fonts),
     render: sample.render,

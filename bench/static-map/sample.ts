@@ -34,7 +34,7 @@ export function buildSample(bakedMaxzoom: number, overzoom: 'upscale' | 'render'
   const config = {
     out,
     attribution: sample.attribution,
-    tilesets: { openmaptiles: { ...sample.tilesets.openmaptiles, source: abs(sample.tilesets.openmaptiles.source) } },
+    tilesets: { openmaptiles: { ...sample.tilesets.openmaptiles, source: abs(sample.tilesets.openmaptiles.source), search: false } },
     styles: { [STYLE]: { style: abs(`styles/${STYLE}/style.json`), tileset: 'openmaptiles', ...zooms, maxzoom: bakedMaxzoom, maxzoom_served: UPSCALED_ZOOM, scales: [2], formats: ['png'] } },
     fonts: abs('fonts'),
   };

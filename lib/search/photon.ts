@@ -2,7 +2,7 @@
  * Answers in the shape Photon returns (GeoJSON, properties after the GeocodeJSON draft): a
  * FeatureCollection of points with `name`, `osm_type`/`osm_id`, `osm_key`/`osm_value`, `type`, the
  * address parts and `extent` as [west, north, east, south] (Photon's order), plus tilebake's `kind` and,
- * for reverse geocoding, `distance` in metres. `lang` picks `name:xx` (and the city's and country's)
+ * for reverse geocoding, `distance` in metres; a GIS feature has `layer` and `fid` instead of `osm_*`. `lang` picks `name:xx` (and the city's and country's)
  * where the entry has it, else the default name, as Photon does.
  */
 import type { Hit, SearchIndex } from './query.ts';
@@ -40,10 +40,16 @@ export function photonFeature(hit: Hit, index: SearchIndex, lang?: string): Phot
   if (name) p.name = name;
   p.kind = e.kind;
   p.type = e.type;
-  p.osm_type = e.osmType;
-  p.osm_id = e.osmId;
-  if (e.osmKey) p.osm_key = e.osmKey;
-  if (e.osmValue) p.osm_value = e.osmValue;
+  if (e.osmType !== undefined && e.osmId !== undefined) {
+    p.osm_type = e.osmType;
+    p.osm_id = e.osmId;
+    if (e.osmKey) p.osm_key = e.osmKey;
+    if (e.osmValue) p.osm_value = e.osmValue;
+  } else {
+    // A GIS feature: no OSM element (a client linking to openstreetmap.org must not), its layer and FID instead.
+    if (e.layer !== undefined) p.layer = e.layer;
+    if (e.fid !== undefined) p.fid = e.fid;
+  }
   if (e.housenumber) p.housenumber = e.housenumber;
   if (e.street) p.street = e.street;
   if (e.postcode) p.postcode = e.postcode;

@@ -16,6 +16,10 @@
  *                     to the street) and what the street is grouped by (updates regroup it)
  *     street_box      R*Tree of the street ways' boxes (id = the way's id)
  *     typo, typo_term the one-deletion neighbourhood of every indexed word of ≥ 4 letters (one typo)
+ *
+ * An entry of a GIS tileset (pipeline/search/gis.ts) is no OSM element: its `osm_type` is '' and its
+ * `osm_id` the feature's FID in GDAL, its `osm_value` the layer of the tiles it is in (as the class a POI
+ * is of: same-named POIs of one layer are answered once).
  */
 import Database from 'better-sqlite3';
 import { UserError } from '../errors.ts';
@@ -32,13 +36,17 @@ export type OsmType = 'N' | 'W' | 'R';
 
 /** One entry as the build makes it. */
 export interface SearchEntry {
-  /** Stable identity across versions: the OSM object (`n123`, `w4`, `r5`), or `street:<settlement>:<name>`. */
+  /** Stable identity across versions: the OSM object (`n123`, `w4`, `r5`), `street:<settlement>:<name>`, or a GIS feature's `<layer>:<fid>`. */
   key: string;
   kind: Kind;
   /** Photon's `type`: country, state, county, city, district, locality, street, house, other. */
   type: string;
-  osmType: OsmType;
-  osmId: number;
+  /** The OSM element (absent for a GIS feature: `layer` and `fid` say which it is). */
+  osmType?: OsmType;
+  osmId?: number;
+  /** A GIS feature's layer in the tiles (a style's `source-layer`) and its FID in GDAL. */
+  layer?: string;
+  fid?: number;
   /** The OSM tag the entry is of (`place=village`, `amenity=cafe`). */
   osmKey?: string;
   osmValue?: string;
@@ -184,7 +192,8 @@ export type EntryValues = [
   key: string,
   kind: Kind,
   type: string,
-  osm_type: OsmType,
+  /** '' for a GIS feature. */
+  osm_type: OsmType | '',
   osm_id: number,
   osm_key: string | null,
   osm_value: string | null,
@@ -219,8 +228,7 @@ export function entryOfValues(v: EntryValues): StoredEntry {
     key,
     kind,
     type,
-    osmType,
-    osmId,
+    ...(osmType === '' ? { layer: osmValue ?? '', fid: osmId } : { osmType, osmId }),
     osmKey: opt(osmKey),
     osmValue: opt(osmValue),
     name: opt(name),

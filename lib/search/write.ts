@@ -4,7 +4,8 @@
  * new index through it, `tilebake update` changes a copy of the previous one, packs write their cut.
  */
 import type Database from 'better-sqlite3';
-import type { SearchEntry } from './schema.ts';
+import { produceAtomic } from '../atomic.ts';
+import { createIndex, type SearchEntry } from './schema.ts';
 import { deletions, fold, nameKey, TYPO_TERM_MIN_LENGTH } from './text.ts';
 
 /** Entry ids: importance bucket × ID_SPAN + a counter, so that id order is importance order (most important first). */
@@ -87,7 +88,7 @@ export class IndexWriter {
     const [west, south, east, north] = e.bbox ?? [null, null, null, null];
     const matchText = names.map((n) => n.normalize('NFC')).join(NAME_SEPARATOR);
     this.stmt.insert.run({
-      id, key: e.key, kind: e.kind, type: e.type, osm_type: e.osmType, osm_id: e.osmId, osm_key: e.osmKey ?? null, osm_value: e.osmValue ?? null,
+      id, key: e.key, kind: e.kind, type: e.type, osm_type: e.osmType ?? '', osm_id: e.osmId ?? e.fid ?? 0, osm_key: e.osmKey ?? null, osm_value: e.osmValue ?? e.layer ?? null,
       name: e.name ?? null, names: Object.keys(e.names).length ? JSON.stringify(e.names) : null, other_names: e.otherNames.length ? JSON.stringify(e.otherNames) : null,
       housenumber: e.housenumber ?? null, street: e.street ?? null, postcode: e.postcode ?? null, district: e.district ?? null, city: e.city ?? null,
       country: e.country ?? null, countrycode: e.countrycode ?? null, city_key: e.cityKey ?? null, country_key: e.countryKey ?? null,
@@ -199,4 +200,26 @@ export function streetWayOf(r: StreetWayRow): StreetWay & { entry: number } {
     way: r.way, entry: r.entry, name: r.name, names: JSON.parse(r.names) as Record<string, string>, otherNames: JSON.parse(r.other_names) as string[],
     highway: r.highway, settlement: r.settlement, lines: JSON.parse(r.lines) as [number, number][][],
   };
+}
+
+/**
+ * Write a new index file at `output` (it replaces `output` only once complete, lib/atomic.ts): `fill`
+ * puts the entries in one transaction with the typo tables, then FTS5's segments are merged and the file
+ * vacuumed.
+ */
+export async function writeIndexFile(output: string, meta: Record<string, string>, fill: (writer: IndexWriter) => void): Promise<void> {
+  await produceAtomic(output, async (tmp) => {
+    const db = createIndex(tmp, meta);
+    try {
+      const writer = new IndexWriter(db);
+      db.transaction(() => {
+        fill(writer);
+        writer.syncTypos();
+      })();
+      writer.optimize();
+      db.exec('VACUUM');
+    } finally {
+      db.close();
+    }
+  });
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { UserError } from '../../lib/errors.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { isDatabaseUrl } from '../../lib/database-url.ts';
+import { KINDS, type Kind } from '../../lib/search/schema.ts';
 import { elevationSchema } from './elevation.ts';
 import { gisConfigIssues, gisTilesetFields, type GisLayerConfig } from './gis.ts';
 import { bboxSchema, languageSchema, renderSchema, styleSchema } from './render.ts';
@@ -18,10 +19,38 @@ const encodingsSchema = z
   .refine((e) => e.includes('mvt'), 'expected "mvt" among the encodings (MLT tiles are encoded from the MVT archive, which every tileset has)')
   .refine((e) => new Set(e).size === e.length, 'expected each encoding once');
 
-const searchSchema = z.union([
-  z.boolean(),
-  z.strictObject({ source: z.string().regex(/\.osm\.pbf$/i, 'expected an OpenStreetMap extract (.osm.pbf)') }),
-], { error: 'expected true, false or {"source": "extract.osm.pbf"}' });
+/**
+ * A search index from another tileset's extract (`source`), or a GIS tileset's from its own layers
+ * (`fields`, with `kind` and `layers`; docs/search.md).
+ */
+const searchObjectSchema = z.strictObject({
+  /** The OpenStreetMap extract indexed (a tileset of MBTiles or PMTiles made from it). */
+  source: z.string().regex(/\.osm\.pbf$/i, 'expected an OpenStreetMap extract (.osm.pbf)').optional(),
+  /** GIS data: the fields searched, in every indexed layer: the first one a feature has a value in is its name, the others are other names it is found by (`name:xx`/`name_xx`: its name in language xx). */
+  fields: z.array(z.string().min(1)).min(1, 'expected at least one field').superRefine((fields, ctx) => {
+    fields.forEach((f, i) => {
+      if (fields.indexOf(f) !== i) ctx.addIssue({ code: 'custom', path: [i], message: `"${f}" is listed twice` });
+    });
+  }).optional(),
+  /** GIS data: what the entries are (the `kind` filter of GET /search; default `poi`). */
+  kind: z.enum(KINDS, { error: `expected one of ${KINDS.map((k) => `"${k}"`).join(', ')}` }).optional(),
+  /** GIS data: the layers of the tiles indexed (default: every one). */
+  layers: z.array(z.string().min(1)).min(1, 'expected at least one layer').optional(),
+}).superRefine((s, ctx) => {
+  if ((s.source === undefined) === (s.fields === undefined)) ctx.addIssue({ code: 'custom', message: 'expected {"source": "extract.osm.pbf"} or, for GIS data, {"fields": ["name", …]}' });
+  for (const k of ['kind', 'layers'] as const) {
+    if (s.source !== undefined && s[k] !== undefined) ctx.addIssue({ code: 'custom', path: [k], message: 'applies to the index of GIS data ({"fields": […]}), not to an extract\'s' });
+  }
+});
+
+const searchSchema = z.union([z.boolean(), searchObjectSchema], { error: 'expected true, false, {"source": "extract.osm.pbf"} or, for GIS data, {"fields": ["name", …], "kind"?, "layers"?}' });
+
+/** A GIS tileset's search settings: `fields` absent for `"search": true` (each layer's `name` field). */
+export interface GisSearchConfig {
+  fields?: string[];
+  kind: Kind;
+  layers?: string[];
+}
 
 const idSchema = z.string().regex(/^[A-Za-z0-9_-]+$/, 'expected an id of letters, digits, "_" or "-"');
 
@@ -72,7 +101,8 @@ export const tilesetSchema = z.union([
     nodata: z.number().optional(),
     /**
      * The search index (GET /search, /reverse; docs/search.md): default on for an .osm.pbf source, `false` to skip;
-     * `{"source": "x.osm.pbf"}` builds it from that extract (a tileset of MBTiles or PMTiles made from it).
+     * `{"source": "x.osm.pbf"}` builds it from that extract (a tileset of MBTiles or PMTiles made from it); a GIS file or
+     * PostGIS tileset gets one with `{"fields": ["name", …]}` (`true`: each layer's `name` field).
      */
     search: searchSchema.optional(),
     ...gisTilesetFields,
@@ -122,8 +152,8 @@ export interface TilesetConfig {
   scales?: (1 | 2)[];
   resampling?: Resampling;
   nodata?: number;
-  /** The OSM extract its search index is built from (absolute); absent: no index. */
-  search?: { source: string };
+  /** Its search index: from an OSM extract (absolute), or from its own GIS layers; absent: no index. */
+  search?: { source: string; gis?: undefined } | { source?: undefined; gis: GisSearchConfig };
 }
 
 /** A validated config with every path made absolute. */
@@ -221,11 +251,13 @@ export function parseConfig(raw: unknown, file: string): BuildConfig {
     for (const i of gisConfigIssues(o)) gisIssues.push(`  ${jsonPath(['tilesets', id, ...i.path])}: ${i.message}`);
     const src = source(o.source);
     const osm = /\.osm\.pbf$/i.test(src);
-    if (s === true && !osm) {
-      throw new UserError(`${file}: invalid config\n  ${jsonPath(['tilesets', id, 'search'])}: the source is not an OpenStreetMap extract: give the extract to index, {"source": "extract.osm.pbf"}`, { exitCode: 2 });
+    if (typeof s === 'object' && s.fields && osm) {
+      throw new UserError(`${file}: invalid config\n  ${jsonPath(['tilesets', id, 'search', 'fields'])}: applies to GIS data (a vector file GDAL reads, a PostGIS database); an OpenStreetMap extract is indexed with "search": true`, { exitCode: 2 });
     }
-    // On by default for an OSM extract; from the extract named for another tileset.
-    const search = typeof s === 'object' ? { source: abs(s.source) } : s === false || !osm ? undefined : { source: src };
+    // On by default for an OSM extract; from the extract named for another tileset; from its own layers for GIS
+    // data (`true` on a source that is neither is refused once its kind is known: pipeline/search/tileset.ts).
+    const gis = (g: { fields?: string[]; kind?: Kind; layers?: string[] }) => ({ gis: { ...g, kind: g.kind ?? 'poi' } });
+    const search = typeof s === 'object' ? (s.fields ? gis(s) : { source: abs(s.source!) }) : s === false || (!osm && s !== true) ? undefined : osm ? { source: src } : gis({});
     tilesets[id] = { id, ...o, source: src, encodings: o.encodings ?? ['mvt'], ...(search ? { search } : {}) };
   }
   if (gisIssues.length) throw new UserError(`${file}: invalid config\n${gisIssues.join('\n')}`, { exitCode: 2 });

@@ -107,6 +107,23 @@ const CAPITAL_BONUS = 0.03;
 const POPULATION_MAX_BONUS = 0.1;
 const POPULATION_SCALE = 70;
 
+/**
+ * The Photon type and importance of an entry known by its kind alone (a GIS feature: no tags rank it): a
+ * place ranks as a village, a street as a residential one, a POI at the POIs' base, an address as one.
+ */
+export function plainKind(kind: Kind): { type: string; importance: number } {
+  switch (kind) {
+    case 'place':
+      return { type: 'locality', importance: PLACES.village[0] };
+    case 'street':
+      return { type: 'street', importance: streetImportance('residential') };
+    case 'poi':
+      return { type: 'other', importance: POI_BASE };
+    case 'address':
+      return { type: 'house', importance: ADDRESS_IMPORTANCE };
+  }
+}
+
 /** A street's importance by its class (highway=*). */
 export function streetImportance(highway: string): number {
   const h = highway.replace(/_link$/, '');

@@ -71,7 +71,7 @@ function layerNames(ds: Dataset): string[] {
 }
 
 /** `a, b, c` (at most 12, then `…`). */
-function listed(names: string[]): string {
+export function listed(names: string[]): string {
   return names.length === 0 ? 'none' : names.slice(0, 12).join(', ') + (names.length > 12 ? `, … (${names.length})` : '');
 }
 

@@ -78,7 +78,7 @@ function openFailure(source: string, why: string | undefined, database: boolean)
  * Open `connection` (a path, or a database URL with connect_timeout) for reading its layers, on this
  * thread so that GDAL's reason reaches the message; a CSV again with the coordinate columns named.
  */
-function openVector(gdal: Gdal, connection: string, database: boolean, place: GisPlace, source: string): { ds: Dataset; csv: boolean } {
+export function openVector(gdal: Gdal, connection: string, database: boolean, place: GisPlace, source: string): { ds: Dataset; csv: boolean } {
   gdal.lastError = null;
   let ds: Dataset;
   try {
