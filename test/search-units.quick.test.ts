@@ -1,7 +1,8 @@
 // The search index's pure parts, without osmium or a server: the words and their folding (the same as
 // SQLite's unicode61 tokenizer with remove_diacritics 2, checked against FTS5 itself), the FTS5 query of
 // the user's words (every word a string: FTS5 operators are text), the one-typo neighbourhood, the
-// ranking, distances, and the query parameters of GET /search and /reverse (a 400 naming the parameter).
+// ranking, distances, the query parameters of GET /search and /reverse (a 400 naming the parameter), and
+// the answer cache's keys and bound.
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { haversine } from '../lib/geo-distance.ts';
@@ -9,6 +10,7 @@ import { boxAround, distanceToSegment } from '../lib/search/distance.ts';
 import { matchOf, scoreOf } from '../lib/search/rank.ts';
 import { deletions, fold, ftsQuery, nameKey, withinOneEdit, words } from '../lib/search/text.ts';
 import { HttpError } from '../static-server/context.ts';
+import { answerKey, SearchAnswers } from '../static-server/search/answers.ts';
 import { reverseParams, searchParams, langParam } from '../static-server/search/params.ts';
 
 /** A text of many scripts, accents and letters without decomposition. */
@@ -136,5 +138,32 @@ describe('GET /search and /reverse parameters', () => {
     expect(refused(() => reverseParams({ lat: '91', lon: '9' }))).toMatch(/^lat: expected a latitude/);
     expect(refused(() => reverseParams({ lat: '47', lon: 'x' }))).toMatch(/^lon: expected a longitude/);
     for (const radius of ['0', '-1', '11', 'far']) expect(refused(() => reverseParams({ lat: '47', lon: '9', radius }))).toMatch(/^radius: expected a radius in km/);
+  });
+});
+
+describe('the answer cache', () => {
+  it('keys answers by their parsed parameters, answers a repeated query without asking again, keeps within its bytes', async () => {
+    // However the URL spells it, the same search is the same key; another limit, language or route is another.
+    expect(answerKey('search', searchParams({ q: 'Vaduz', limit: '10' }), undefined)).toBe(answerKey('search', searchParams({ q: 'Vaduz' }), undefined));
+    const keys = [answerKey('search', searchParams({ q: 'Vaduz', limit: '5' }), undefined), answerKey('search', searchParams({ q: 'Vaduz' }), 'de'), answerKey('search', searchParams({ q: 'vaduz' }), undefined), answerKey('reverse', reverseParams({ lat: '47.1', lon: '9.5' }), undefined)];
+    expect(new Set([answerKey('search', searchParams({ q: 'Vaduz' }), undefined), ...keys]).size).toBe(5);
+    const answers = new SearchAnswers(2000);
+    let asked = 0;
+    const answer = (body: string) => async () => (asked++, body);
+    expect(await answers.get('a', answer('{"a":1}'))).toBe('{"a":1}');
+    expect(await answers.get('a', answer('{"a":2}'))).toBe('{"a":1}');
+    expect(asked).toBe(1);
+    // Larger than the bound: answered, not kept.
+    const big = 'x'.repeat(1000);
+    expect(await answers.get('big', answer(big))).toBe(big);
+    expect(answers.entries.has('big')).toBe(false);
+    // A failed answer is not kept either.
+    await expect(answers.get('b', async () => Promise.reject(new Error('store down')))).rejects.toThrow('store down');
+    expect(await answers.get('b', answer('{"b":1}'))).toBe('{"b":1}');
+    // Off (a budget of 0): every query is answered afresh.
+    const off = new SearchAnswers(0);
+    await off.get('a', answer('1'));
+    await off.get('a', answer('1'));
+    expect(asked).toBe(5);
   });
 });

@@ -15,7 +15,7 @@ import { haversine, type LatLon } from '../geo-distance.ts';
 import type { BBox } from '../tile-math.ts';
 import { boxAround, distanceToSegment } from './distance.ts';
 import { ALL_WORDS_BASE, matchOf, scoreOf, TYPO_FACTOR, type TypedWords } from './rank.ts';
-import { ENTRY_COLUMNS, entryOfRow, openIndex, type EntryRow, type Kind, type StoredEntry } from './schema.ts';
+import { ENTRY_COLUMNS, entryOfValues, openIndex, type EntryValues, type Kind, type StoredEntry } from './schema.ts';
 import { deletions, fold, ftsQuery, TYPO_MIN_LENGTH, withinOneEdit, words } from './text.ts';
 
 /** A search. */
@@ -51,17 +51,15 @@ const EXACT_SPELLING = 0.02;
 /** Bytes of an index mapped into memory at most, and the page cache's size (KiB). */
 const MMAP_BYTES = 1024 * 1024 * 1024;
 const CACHE_KIB = 64 * 1024;
+/** Reverse geocoding asks within this radius first (metres), then within radii this many times larger. */
+const REVERSE_FIRST_M = 64;
+const REVERSE_GROWTH = 4;
 /** Typo corrections tried per word at most. */
 const MAX_CORRECTIONS = 64;
 
-interface CandidateRow {
-  id: number;
-  importance: number;
-  folded: string;
-  name: string | null;
-  lon: number;
-  lat: number;
-}
+/** A candidate as its query returns it (raw: CANDIDATE_COLUMNS' values in order). */
+type CandidateRow = [id: number, importance: number, folded: string, name: string | null, lon: number, lat: number];
+const CANDIDATE_COLUMNS = 'e.id, e.importance, e.folded, e.name, e.lon, e.lat';
 
 interface Candidate {
   id: number;
@@ -86,7 +84,7 @@ export class SearchIndex {
 
   private constructor(private readonly db: Database.Database) {
     this.stmt = {
-      rows: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entry WHERE id IN (SELECT value FROM json_each(?))`),
+      rows: db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entry WHERE id IN (SELECT value FROM json_each(?))`).raw(),
       namesOf: db.prepare('SELECT name, names FROM entry WHERE key = ?'),
       corrections: db.prepare('SELECT DISTINCT term FROM typo WHERE del IN (SELECT value FROM json_each(?)) ORDER BY term'),
       ways: db.prepare('SELECT w.entry, w.lines FROM street_box b JOIN street_way w ON w.way = b.id WHERE b.west <= ? AND b.east >= ? AND b.south <= ? AND b.north >= ?'),
@@ -110,10 +108,11 @@ export class SearchIndex {
     return this.stmt.count.get() as number;
   }
 
-  private prepared(key: string, sql: () => string): Database.Statement {
+  /** The statement of `key`, prepared once; `raw`: its rows are arrays of values (cheaper than objects). */
+  private prepared(key: string, sql: () => string, raw = false): Database.Statement {
     let s = this.statements.get(key);
     if (!s) {
-      s = this.db.prepare(sql());
+      s = this.db.prepare(sql()).raw(raw);
       this.statements.set(key, s);
     }
     return s;
@@ -122,14 +121,14 @@ export class SearchIndex {
   /** Candidates whose names (`fts` name_fts) or names and address (entry_fts) match the FTS5 query `match`. */
   private matching(fts: 'name_fts' | 'entry_fts', match: string, q: SearchQuery, box: BBox | undefined, limit: number): CandidateRow[] {
     const key = `${fts}:${q.kinds?.length ?? 0}:${box ? 1 : 0}`;
-    const s = this.prepared(key, () => `SELECT e.id, e.importance, e.folded, e.name, e.lon, e.lat FROM ${fts} f JOIN entry e ON e.id = f.rowid WHERE ${fts} MATCH ?${filters(q, !!box)} ORDER BY f.rowid LIMIT ?`);
+    const s = this.prepared(key, () => `SELECT ${CANDIDATE_COLUMNS} FROM ${fts} f JOIN entry e ON e.id = f.rowid WHERE ${fts} MATCH ?${filters(q, !!box)} ORDER BY f.rowid LIMIT ?`, true);
     return s.all(match, ...(q.kinds ?? []), ...(box ? [box[0], box[2], box[1], box[3]] : []), limit) as CandidateRow[];
   }
 
   /** Candidates one of whose whole names is `name` (folded). */
   private exact(name: string, q: SearchQuery, limit: number): CandidateRow[] {
     const key = `exact:${q.kinds?.length ?? 0}:${q.bbox ? 1 : 0}`;
-    const s = this.prepared(key, () => `SELECT e.id, e.importance, e.folded, e.name, e.lon, e.lat FROM name_key k JOIN entry e ON e.id = k.id WHERE k.key = ?${filters(q, !!q.bbox)} ORDER BY e.id LIMIT ?`);
+    const s = this.prepared(key, () => `SELECT ${CANDIDATE_COLUMNS} FROM name_key k JOIN entry e ON e.id = k.id WHERE k.key = ?${filters(q, !!q.bbox)} ORDER BY k.id LIMIT ?`, true);
     const box = q.bbox;
     return s.all(name, ...(q.kinds ?? []), ...(box ? [box[0], box[2], box[1], box[3]] : []), limit) as CandidateRow[];
   }
@@ -150,7 +149,7 @@ export class SearchIndex {
     const want = Math.max(MIN_CANDIDATES, q.limit * CANDIDATES_PER_RESULT);
     const found = new Map<number, Candidate>();
     const add = (rows: CandidateRow[], typo: boolean) => {
-      for (const r of rows) if (!found.has(r.id)) found.set(r.id, { id: r.id, importance: r.importance, folded: r.folded.split('\n'), name: r.name, lon: r.lon, lat: r.lat, typo });
+      for (const [id, importance, folded, name, lon, lat] of rows) if (!found.has(id)) found.set(id, { id, importance, folded: folded.split('\n'), name, lon, lat, typo });
     };
     add(this.exact(folded.join(' '), q, want), false);
     add(this.matching('name_fts', ftsQuery(raw, { prefix }), q, q.bbox, want), false);
@@ -184,12 +183,15 @@ export class SearchIndex {
     // POIs of the same name, class and city once (both stops of a bus line, the nodes of one shop), as Photon dedupes.
     const hits: Hit[] = [];
     const seen = new Set<string>();
-    // The rows read in batches of twice the limit (one statement each).
-    const batch = q.limit * 2;
+    // The rows read as needed (one statement per batch): the limit's worth first, then as many as the duplicates skipped.
     let rows = new Map<number, StoredEntry>();
+    let read = 0;
     for (let i = 0; i < scored.length && hits.length < q.limit; i++) {
       const s = scored[i];
-      if (i % batch === 0) rows = this.entriesById(scored.slice(i, i + batch).map((x) => x.c.id));
+      if (i === read) {
+        read = i + q.limit - hits.length;
+        rows = this.entriesById(scored.slice(i, read).map((x) => x.c.id));
+      }
       const entry = rows.get(s.c.id)!;
       const same = entry.kind === 'poi' ? `${entry.name ?? ''}\n${entry.osmValue ?? ''}\n${entry.city ?? ''}` : undefined;
       if (same !== undefined && seen.has(same)) continue;
@@ -199,12 +201,28 @@ export class SearchIndex {
     return hits;
   }
 
-  /** The nearest entries of `r.kinds` within `r.radiusM` metres of the point, nearest first; streets by the distance to their lines. */
+  /**
+   * The nearest entries of `r.kinds` within `r.radiusM` metres of the point, nearest first; streets by the
+   * distance to their lines. Asked within growing radii (REVERSE_FIRST_M, ×REVERSE_GROWTH, … up to
+   * `r.radiusM`): once `r.limit` entries lie within a radius, nothing farther can displace them, so a tap
+   * on a street reads the few ways and addresses around it, not every one within a kilometre.
+   */
   reverse(r: ReverseQuery): Hit[] {
-    const [w, s, e, n] = boxAround(r, r.radiusM);
+    let nearest: [number, number][] = [];
+    for (let radius = Math.min(REVERSE_FIRST_M, r.radiusM); ; radius = Math.min(radius * REVERSE_GROWTH, r.radiusM)) {
+      nearest = this.nearestWithin(r, radius);
+      if (nearest.length >= r.limit || radius >= r.radiusM) break;
+    }
+    const rows = this.entriesById(nearest.map(([id]) => id));
+    return nearest.map(([id, d]) => ({ entry: rows.get(id)!, score: 1, distance: d }));
+  }
+
+  /** The `r.limit` nearest [id, metres] within `radiusM` of the point, nearest first (then by id). */
+  private nearestWithin(r: ReverseQuery, radiusM: number): [number, number][] {
+    const [w, s, e, n] = boxAround(r, radiusM);
     const best = new Map<number, number>();
     const keep = (id: number, d: number) => {
-      if (d <= r.radiusM && d < (best.get(id) ?? Infinity)) best.set(id, d);
+      if (d <= radiusM && d < (best.get(id) ?? Infinity)) best.set(id, d);
     };
     if (r.kinds.includes('street')) {
       for (const way of this.stmt.ways.all(e, w, n, s) as { entry: number; lines: string }[]) {
@@ -216,16 +234,14 @@ export class SearchIndex {
       const sql = this.prepared(`points:${others.length}`, () => `SELECT e.id, e.lon, e.lat FROM entry_point p JOIN entry e ON e.id = p.id WHERE p.west >= ? AND p.east <= ? AND p.south >= ? AND p.north <= ?${filters({ kinds: others }, false)}`);
       for (const p of sql.all(w, e, s, n, ...others) as { id: number; lon: number; lat: number }[]) keep(p.id, haversine(r, p));
     }
-    const nearest = [...best].sort((a, b) => a[1] - b[1] || a[0] - b[0]).slice(0, r.limit);
-    const rows = this.entriesById(nearest.map(([id]) => id));
-    return nearest.map(([id, d]) => ({ entry: rows.get(id)!, score: 1, distance: d }));
+    return [...best].sort((a, b) => a[1] - b[1] || a[0] - b[0]).slice(0, r.limit);
   }
 
   /** Entries by id (one statement). */
   entriesById(ids: readonly number[]): Map<number, StoredEntry> {
     const out = new Map<number, StoredEntry>();
     if (ids.length === 0) return out;
-    for (const r of this.stmt.rows.all(JSON.stringify(ids)) as EntryRow[]) out.set(r.id, entryOfRow(r));
+    for (const v of this.stmt.rows.all(JSON.stringify(ids)) as EntryValues[]) out.set(v[0], entryOfValues(v));
     return out;
   }
 

@@ -183,65 +183,69 @@ export function setMeta(db: Database.Database, key: string, value: string): void
 /** The columns of an entry read back (the FTS5 texts and folded names stay in the file). */
 export const ENTRY_COLUMNS = 'id, key, kind, type, osm_type, osm_id, osm_key, osm_value, name, names, other_names, housenumber, street, postcode, district, city, country, countrycode, city_key, country_key, lon, lat, west, south, east, north, importance';
 
-/** An `entry` row as SQLite returns it. */
-export interface EntryRow {
-  id: number;
-  key: string;
-  kind: Kind;
-  type: string;
+/**
+ * An `entry` row as a raw statement returns it (better-sqlite3's `.raw()`: ENTRY_COLUMNS' values in
+ * order, an array instead of an object with a property per column, which costs a few µs more per row).
+ */
+export type EntryValues = [
+  id: number,
+  key: string,
+  kind: Kind,
+  type: string,
   /** '' for a GIS feature. */
-  osm_type: OsmType | '';
-  osm_id: number;
-  osm_key: string | null;
-  osm_value: string | null;
-  name: string | null;
-  names: string | null;
-  other_names: string | null;
-  housenumber: string | null;
-  street: string | null;
-  postcode: string | null;
-  district: string | null;
-  city: string | null;
-  country: string | null;
-  countrycode: string | null;
-  city_key: string | null;
-  country_key: string | null;
-  lon: number;
-  lat: number;
-  west: number | null;
-  south: number | null;
-  east: number | null;
-  north: number | null;
-  importance: number;
-}
+  osm_type: OsmType | '',
+  osm_id: number,
+  osm_key: string | null,
+  osm_value: string | null,
+  name: string | null,
+  names: string | null,
+  other_names: string | null,
+  housenumber: string | null,
+  street: string | null,
+  postcode: string | null,
+  district: string | null,
+  city: string | null,
+  country: string | null,
+  countrycode: string | null,
+  city_key: string | null,
+  country_key: string | null,
+  lon: number,
+  lat: number,
+  west: number | null,
+  south: number | null,
+  east: number | null,
+  north: number | null,
+  importance: number,
+];
 
 const opt = <T>(v: T | null): T | undefined => (v === null ? undefined : v);
 
-/** A stored entry from its row. */
-export function entryOfRow(r: EntryRow): StoredEntry {
+/** A stored entry from its row's values (EntryValues). */
+export function entryOfValues(v: EntryValues): StoredEntry {
+  const [id, key, kind, type, osmType, osmId, osmKey, osmValue, name, names, otherNames, housenumber, street, postcode, district, city, country, countrycode, cityKey, countryKey, lon, lat, west, south, east, north, importance] = v;
   return {
-    id: r.id,
-    key: r.key,
-    kind: r.kind,
-    type: r.type,
-    ...(r.osm_type === '' ? { layer: r.osm_value ?? '', fid: r.osm_id } : { osmType: r.osm_type, osmId: r.osm_id }),
-    osmKey: opt(r.osm_key),
-    osmValue: opt(r.osm_value),
-    name: opt(r.name),
-    names: r.names ? (JSON.parse(r.names) as Record<string, string>) : {},
-    otherNames: r.other_names ? (JSON.parse(r.other_names) as string[]) : [],
-    housenumber: opt(r.housenumber),
-    street: opt(r.street),
-    postcode: opt(r.postcode),
-    district: opt(r.district),
-    city: opt(r.city),
-    country: opt(r.country),
-    countrycode: opt(r.countrycode),
-    cityKey: opt(r.city_key),
-    countryKey: opt(r.country_key),
-    lon: r.lon,
-    lat: r.lat,
-    bbox: r.west === null || r.south === null || r.east === null || r.north === null ? undefined : [r.west, r.south, r.east, r.north],
-    importance: r.importance,
+    id,
+    key,
+    kind,
+    type,
+    ...(osmType === '' ? { layer: osmValue ?? '', fid: osmId } : { osmType, osmId }),
+    osmKey: opt(osmKey),
+    osmValue: opt(osmValue),
+    name: opt(name),
+    names: names ? (JSON.parse(names) as Record<string, string>) : {},
+    otherNames: otherNames ? (JSON.parse(otherNames) as string[]) : [],
+    housenumber: opt(housenumber),
+    street: opt(street),
+    postcode: opt(postcode),
+    district: opt(district),
+    city: opt(city),
+    country: opt(country),
+    countrycode: opt(countrycode),
+    cityKey: opt(cityKey),
+    countryKey: opt(countryKey),
+    lon,
+    lat,
+    bbox: west === null || south === null || east === null || north === null ? undefined : [west, south, east, north],
+    importance,
   };
 }
