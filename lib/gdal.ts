@@ -19,3 +19,32 @@ export function loadGdal(): Promise<Gdal> {
   });
   return gdalModule;
 }
+
+type Dataset = import('gdal-async').Dataset;
+type Layer = import('gdal-async').Layer;
+
+/**
+ * The result layers of the SQL run on each dataset, referenced as long as the dataset is. gdal-async
+ * releases an unreferenced result set from V8's garbage collector, under its dataset's lock; when that
+ * collection runs inside another call on the same dataset (reading a feature allocates), the lock is
+ * the caller's own and the process blocks forever ("Sleeping on semaphore in garbage collector while
+ * destroying an SQL results layers"). Closing the dataset releases its result sets without the collector.
+ */
+const resultSets = new WeakMap<Dataset, Layer[]>();
+
+function kept(ds: Dataset, layer: Layer): Layer {
+  const held = resultSets.get(ds);
+  if (held) held.push(layer);
+  else resultSets.set(ds, [layer]);
+  return layer;
+}
+
+/** `ds.executeSQL(sql)`, its result layer kept until `ds` is closed (resultSets above): the only way to run SQL through GDAL. */
+export function executeSql(ds: Dataset, sql: string): Layer {
+  return kept(ds, ds.executeSQL(sql));
+}
+
+/** `ds.executeSQLAsync(sql)`, likewise. */
+export async function executeSqlAsync(ds: Dataset, sql: string): Promise<Layer> {
+  return kept(ds, await ds.executeSQLAsync(sql));
+}

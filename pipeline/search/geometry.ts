@@ -11,7 +11,7 @@ import { rm } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { UserError } from '../../lib/errors.ts';
-import { loadGdal } from '../../lib/gdal.ts';
+import { executeSqlAsync, loadGdal } from '../../lib/gdal.ts';
 
 type Gdal = Awaited<ReturnType<typeof loadGdal>>;
 type Dataset = import('gdal-async').Dataset;
@@ -89,11 +89,11 @@ export class GeometryWork {
   private async query(sql: string): Promise<Record<string, unknown>[]> {
     if (!this.ds) {
       this.ds = await this.gdal.openAsync(this.file);
-      const check = await this.ds.executeSQLAsync('SELECT spatialite_version() AS v');
+      const check = await executeSqlAsync(this.ds, 'SELECT spatialite_version() AS v');
       const ok = check.features.first()?.fields.get('v');
       if (!ok) throw new UserError("GDAL's SQLite driver has no SpatiaLite: install Debian's libgdal with SpatiaLite (`make setup`)");
     }
-    const layer = await this.ds.executeSQLAsync(sql);
+    const layer = await executeSqlAsync(this.ds, sql);
     const rows: Record<string, unknown>[] = [];
     for (const f of layer.features) rows.push(f.fields.toObject() as Record<string, unknown>);
     return rows;

@@ -11,7 +11,7 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { connectionUrl, withoutPassword } from '../../lib/database-url.ts';
 import { isUserError, UserError } from '../../lib/errors.ts';
-import { loadGdal, type Gdal } from '../../lib/gdal.ts';
+import { executeSql, loadGdal, type Gdal } from '../../lib/gdal.ts';
 import { logLine, stepsText, timeStep, type Step } from '../../lib/progress.ts';
 import type { SearchEntry } from '../../lib/search/schema.ts';
 import { writeIndexFile } from '../../lib/search/write.ts';
@@ -137,7 +137,7 @@ function readFeatures(gdal: Gdal, ds: Dataset, t: TilesetConfig, search: GisSear
   const indexed: string[] = [];
   let skipped = 0;
   for (const p of plans.filter((x) => chosen.includes(x.name))) {
-    const layer = 'layer' in p.from ? ds.layers.get(p.from.layer) : ds.executeSQL(p.from.sql);
+    const layer = 'layer' in p.from ? ds.layers.get(p.from.layer) : executeSql(ds, p.from.sql);
     const fields = searchFieldsOf(layer.fields.getNames(), search, p.name, place);
     if (fields.length === 0) continue;
     indexed.push(p.name);

@@ -7,6 +7,7 @@
  */
 import { UserError } from '../../lib/errors.ts';
 import { GIS_DEFAULT_MAXZOOM, GIS_DEFAULT_MINZOOM, type GisLayerConfig } from '../config/gis.ts';
+import { executeSql } from '../../lib/gdal.ts';
 
 type Gdal = typeof import('gdal-async');
 type Dataset = import('gdal-async').Dataset;
@@ -123,7 +124,7 @@ function checkFields(layer: Layer, fields: string[], place: GisPlace, path: (str
 function checkedQuery(gdal: Gdal, ds: Dataset, sql: string, place: GisPlace, path: (string | number)[], database: boolean): Layer {
   gdal.lastError = null;
   try {
-    return ds.executeSQL(sql);
+    return executeSql(ds, sql);
   } catch (e) {
     const why = oneLine((gdal.lastError as { message?: string } | null)?.message || (e as Error).message);
     throw new UserError(`${place.prefix}: ${at(place, ...path, 'sql')}${database ? 'PostGIS rejects the query' : 'GDAL rejects the query'}: ${why}`);
