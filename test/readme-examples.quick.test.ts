@@ -1,10 +1,10 @@
-// The README's examples stay true: every fenced block marked ```sh example is run with bash against a
-// server over a build of the sample (vector tiles, raster tiles of osm-bright, the elevation index,
-// terrain tiles, the Landsat imagery and the hybrid style), with $T and $TILEBAKE_URL set as the README
-// tells its reader to; each must succeed.
+// The README's examples stay true: every fenced block marked ```sh example, in README.md and in each
+// docs/*.md page, is run with bash against a server over a build of the sample (vector tiles, raster
+// tiles of osm-bright, the elevation index, terrain and hillshade tiles, the Landsat imagery), with $T and
+// $TILEBAKE_URL set as the README tells its reader to; each must succeed.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,12 +17,17 @@ import { ROOT } from './fixtures/server/helpers.ts';
 const run = promisify(execFile);
 const TOKEN = randomBytes(18).toString('base64url');
 
-/** The bodies of the README's fenced blocks whose info string is `sh example`. */
+/** The bodies of a markdown file's fenced blocks whose info string is `sh example`. */
 function exampleBlocks(markdown: string): string[] {
   return [...markdown.matchAll(/^```sh example[ \t]*\n([\s\S]*?)^```[ \t]*$/gm)].map((m) => m[1]!);
 }
 
-const blocks = exampleBlocks(await readFile(join(ROOT, 'README.md'), 'utf8'));
+/** The README and every docs page, each with its example blocks (a page without any has none). */
+const PAGES = ['README.md', ...(await readdir(join(ROOT, 'docs'))).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const examples = (
+  await Promise.all(PAGES.map(async (page) => exampleBlocks(await readFile(join(ROOT, page), 'utf8')).map((block, i) => [page, i + 1, block] as const)))
+).flat();
+const blocks = examples.filter(([page]) => page === 'README.md').map(([, , block]) => block);
 let fx: FullOutput;
 let server: RunningServer;
 let cwd: string;
@@ -41,10 +46,12 @@ afterAll(async () => {
 describe('README examples', () => {
   it('finds the marked blocks, and only those', () => {
     expect(exampleBlocks('```sh example\necho a\n```\n```sh\necho b\n```\n')).toEqual(['echo a\n']);
-    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    expect(blocks.length).toBeGreaterThanOrEqual(4);
+    // The examples moved out of the README (imagery, hillshade, static maps' GeoJSON, styles) still run.
+    expect([...new Set(examples.map(([page]) => page))]).toEqual(expect.arrayContaining(['README.md', 'docs/http.md', 'docs/hillshade.md', 'docs/imagery.md', 'docs/wmts-static-maps.md']));
   });
 
-  it.each(blocks.map((b, i) => [i + 1, b] as const))('example %i runs against the sample build', async (_i, block) => {
+  it.each(examples)('%s example %i runs against the sample build', async (_page, _i, block) => {
     const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', block], {
       cwd,
       env: { ...process.env, T: TOKEN, TILEBAKE_URL: server.url },
