@@ -128,15 +128,17 @@ export interface UpdateStyle {
   maxzoom: number;
   metatile: number;
   margin: number;
+  /** The style's box (the tileset's bounds when not given). */
+  bbox?: [number, number, number, number];
 }
 
 /**
  * Write a config over OSM `source` (tileset `omt`, `replication` and `encodings` when given), with one osm-bright
- * style at 1x PNG unless `style` is undefined, and with `world` a second one (`world`) at those zooms of the world.
+ * style at 1x PNG (over `style.bbox` when given) unless `style` is undefined, and with `world` a second one (`world`) at those zooms of the world.
  */
 export async function writeUpdateConfig(dir: string, name: string, o: { out: string; source: string; replication?: string; encodings?: string[]; style?: UpdateStyle; render: UpdateStyle; world?: { minzoom: number; maxzoom: number } }): Promise<string> {
   const { style, render } = o;
-  const at = (z: { minzoom: number; maxzoom: number }) => ({ style: OSM_BRIGHT, tileset: 'omt', minzoom: z.minzoom, maxzoom: z.maxzoom, scales: [1], formats: ['png'] });
+  const at = (z: { minzoom: number; maxzoom: number; bbox?: UpdateStyle['bbox'] }) => ({ style: OSM_BRIGHT, tileset: 'omt', ...(z.bbox && { bbox: z.bbox }), minzoom: z.minzoom, maxzoom: z.maxzoom, scales: [1], formats: ['png'] });
   const styles = { ...(style && { 'osm-bright': at(style) }), ...(o.world && { world: at(o.world) }) };
   return (await writeConfig(dir, name, {
     out: o.out,

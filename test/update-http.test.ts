@@ -21,7 +21,12 @@ const LONG = 900_000;
 /** 2019-11-18T21:19:02Z and 2019-11-21T21:19:02Z: the times of sequences 2434 and 2437. */
 const T2434 = Date.parse('2019-11-18T21:19:02Z') / 1000;
 const T2437 = Date.parse('2019-11-21T21:19:02Z') / 1000;
-const STYLE = { minzoom: 14, maxzoom: 14, metatile: 4, margin: 64 };
+/**
+ * osm-bright at z14 over central Liechtenstein from Vaduz west to the Rhine, not the whole extract: 4
+ * metatiles (42 tiles) instead of 8 (128). 2436 changes 13/4313/2876 and 14/8626/5753 (2435 and 2437
+ * change no tile): 2 of the 4 metatiles load one, so the update re-renders some and keeps others.
+ */
+const STYLE = { minzoom: 14, maxzoom: 14, metatile: 4, margin: 64, bbox: [9.47, 47.1, 9.6, 47.17] as [number, number, number, number] };
 /** A second style at the world's zooms z0–3 (7 metatiles). */
 const WORLD_ZOOMS = { minzoom: 0, maxzoom: 3 };
 
@@ -35,7 +40,7 @@ describe.sequential('tilebake update over HTTP (Liechtenstein 2019-11-18 + daili
   let v1: { id: string | undefined; dir: string };
   const log = vi.spyOn(process.stderr, 'write');
 
-  /** A config over the extract with `replication` (one osm-bright style at z14, one browser). */
+  /** A config over the extract with `replication` (osm-bright at z14 over STYLE.bbox, the world at z0–3, one browser). */
   const writeCfg = (name: string, replication: string | undefined, source = LIECHTENSTEIN.extract, styles = true) =>
     writeUpdateConfig(dir, name, { out, source, replication, style: styles ? STYLE : undefined, render: STYLE, world: styles ? WORLD_ZOOMS : undefined });
   const health = async () => (await fetch(`${server.url}/health`)).json() as Promise<{ data_age_seconds?: number; data?: Record<string, { sequence: number; timestamp: string; age_seconds: number }> }>;
