@@ -9,9 +9,10 @@ cd "$(dirname "$0")/.."
 source scripts/apt.sh
 
 # chromium-headless-shell: the renderer (Chromium without its browser UI); gdal-bin, libgdal-dev: DEMs (gdal-async links Debian's GDAL); tilemaker,
-# osmium-tool, osmcoastline: OpenStreetMap input; fonts-dejavu-core: static map labels; gcc, g++,
-# make, python3: node-gyp builds of better-sqlite3 and gdal-async.
-need_packages setup gcc g++ make python3 chromium-headless-shell fonts-dejavu-core fonts-noto-core fonts-noto-cjk gdal-bin libgdal-dev tilemaker osmium-tool osmcoastline
+# osmium-tool, osmcoastline: OpenStreetMap input; libsqlite3-mod-spatialite: GEOS in SQLite for the search
+# index's points and settlements; fonts-dejavu-core: static map labels; gcc, g++, make, python3: node-gyp
+# builds of better-sqlite3 and gdal-async.
+need_packages setup gcc g++ make python3 chromium-headless-shell fonts-dejavu-core fonts-noto-core fonts-noto-cjk gdal-bin libgdal-dev tilemaker osmium-tool osmcoastline libsqlite3-mod-spatialite
 
 # gdal-async must link Debian's GDAL; without these settings it compiles its bundled GDAL (~37 min).
 # They are set here only (not in .npmrc, where npm warns about unknown keys on every command), and

@@ -8,10 +8,9 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { produceAtomic } from '../../lib/atomic.ts';
 import { logLine, stepsText, timeStep, type Step } from '../../lib/progress.ts';
-import { createIndex, openIndex, type SearchEntry } from '../../lib/search/schema.ts';
-import { bucketOf, IndexWriter, type StreetWay } from '../../lib/search/write.ts';
+import { openIndex, type SearchEntry } from '../../lib/search/schema.ts';
+import { bucketOf, type IndexWriter, type StreetWay, writeIndexFile } from '../../lib/search/write.ts';
 import type { BBox } from '../../lib/tile-math.ts';
 import { findTool, killLeftovers, OSMIUM } from '../osm/tools.ts';
 import { classify } from './classify.ts';
@@ -105,30 +104,15 @@ export function buildSearchIndex(source: string, output: string, opts: SearchBui
   return inWorkFolder(opts, async (osmium, pidFile, steps) => {
     const exported = await timeStep(steps, 'osmium', () => exportObjects(osmium, source, opts.workDir, 'objects', pidFile));
     const objects = await timeStep(steps, 'read', () => classifiedObjects(exported, opts.languages));
-    const work = await GeometryWork.create(opts.workDir);
+    const work = GeometryWork.create();
     let content: Entries;
     try {
-      content = await timeStep(steps, 'geometry', () => makeEntries(work, { objects, settlements: objects.filter((s) => s.c.role !== undefined), bbox: opts.bbox }));
+      content = await timeStep(steps, 'geometry', async () => makeEntries(work, { objects, settlements: objects.filter((s) => s.c.role !== undefined), bbox: opts.bbox }));
     } finally {
-      await work.close();
+      work.close();
     }
     const keep = entryIds(opts.previous);
-    await timeStep(steps, 'write', () =>
-      produceAtomic(output, async (tmp) => {
-        const db = createIndex(tmp, { languages: JSON.stringify(opts.languages), settlements: content.settlements });
-        try {
-          const writer = new IndexWriter(db);
-          db.transaction(() => {
-            writeEntries(writer, content, keep);
-            writer.syncTypos();
-          })();
-          writer.optimize();
-          db.exec('VACUUM');
-        } finally {
-          db.close();
-        }
-      }),
-    );
+    await timeStep(steps, 'write', () => writeIndexFile(output, { languages: JSON.stringify(opts.languages), settlements: content.settlements }, (w) => writeEntries(w, content, keep)));
     const entries = content.entries.length + content.streets.length;
     const bytes = (await stat(output)).size;
     const seconds = (performance.now() - t0) / 1000;

@@ -130,13 +130,32 @@ export function streetImportance(highway: string): number {
   return STREET_IMPORTANCE[h] ?? (MINOR_ROADS.has(h) ? MINOR_ROAD : PATH);
 }
 
+const orders = new WeakMap<readonly string[], Map<string, number>>();
+/** Each language's place in `languages` (made once per list). */
+function languageOrder(languages: readonly string[]): Map<string, number> {
+  let m = orders.get(languages);
+  if (!m) {
+    m = new Map();
+    for (const [i, code] of languages.entries()) if (!m.has(code)) m.set(code, i);
+    orders.set(languages, m);
+  }
+  return m;
+}
+
 /** The names of an object: `name`, `name:xx` of the configured languages, and the other names. */
 export function namesOf(tags: Tags, languages: readonly string[]): { name?: string; names: Record<string, string>; otherNames: string[] } {
-  const names: Record<string, string> = {};
-  for (const code of languages) {
-    const v = tags[`name:${code}`]?.trim();
-    if (v) names[code] = v;
+  // The object's own name:xx tags looked up among the languages (a few tags, not 80 look-ups), kept in the languages' order.
+  const order = languageOrder(languages);
+  const found: [number, string, string][] = [];
+  for (const k in tags) {
+    if (!k.startsWith('name:')) continue;
+    const i = order.get(k.slice(5));
+    const v = i === undefined ? '' : tags[k].trim();
+    if (v) found.push([i!, k.slice(5), v]);
   }
+  found.sort((a, b) => a[0] - b[0]);
+  const names: Record<string, string> = {};
+  for (const [, code, v] of found) names[code] = v;
   const otherNames = [...new Set(OTHER_NAME_KEYS.flatMap((k) => (tags[k] ?? '').split(';')).map((s) => s.trim()).filter(Boolean))];
   const name = tags.name?.trim() || undefined;
   return { name, names, otherNames };

@@ -111,7 +111,7 @@ export interface StoredStreets {
  * with `stored`, each street is made of the objects' ways and its stored ones. Entries whose point lies
  * outside `bbox` are left out.
  */
-export async function makeEntries(work: GeometryWork, input: { objects: readonly SourceObject[]; settlements: readonly SourceObject[]; stored?: StoredStreets; bbox?: BBox }): Promise<Entries> {
+export function makeEntries(work: GeometryWork, input: { objects: readonly SourceObject[]; settlements: readonly SourceObject[]; stored?: StoredStreets; bbox?: BBox }): Entries {
   // One ref per OSM element; a settlement that is also indexed is one record.
   const refs = new Map<string, number>();
   const all: SourceObject[] = [];
@@ -123,10 +123,10 @@ export async function makeEntries(work: GeometryWork, input: { objects: readonly
   // A way of a street is located by its middle node (the street's own point is GEOS's, of all its ways):
   // only the other ways and areas go through GEOS one by one.
   const alone = (s: SourceObject) => s.o.shape === 'line' && s.c.kind === 'street';
-  await work.load('feat', function* () {
+  work.load('feat', function* () {
     for (let ref = 0; ref < all.length; ref++) if (all[ref].o.shape !== 'point' && !alone(all[ref])) yield { ref, geometry: all[ref].o.geometryJson };
   }());
-  const placed = await work.featurePoints();
+  const placed = work.featurePoints();
   const at = (ref: number): Located | undefined => {
     const o = all[ref].o;
     if (o.shape === 'point') {
@@ -139,17 +139,17 @@ export async function makeEntries(work: GeometryWork, input: { objects: readonly
     return lon === undefined ? undefined : { lon, lat };
   };
   const settlementRefs = input.settlements.map((s) => refs.get(s.o.key)!).filter((ref) => at(ref) !== undefined);
-  await work.load('area', function* () {
+  work.load('area', function* () {
     for (const ref of settlementRefs) if (all[ref].o.shape === 'area') yield { ref, geometry: all[ref].o.geometryJson };
   }());
-  await work.load('point', function* () {
+  work.loadPoints('point', function* () {
     for (let ref = 0; ref < all.length; ref++) {
       const p = at(ref);
-      if (p) yield { ref, geometry: { type: 'Point', coordinates: [p.lon, p.lat] } };
+      if (p) yield { ref, lon: p.lon, lat: p.lat };
     }
   }());
   const containing = new Map<number, number[]>();
-  for (const [p, a] of await work.containing('point')) containing.set(p, [...(containing.get(p) ?? []), a]);
+  for (const [p, a] of work.containing('point')) containing.set(p, [...(containing.get(p) ?? []), a]);
   const records: SettlementRecord[] = settlementRefs.map((ref) => ({
     ref, key: all[ref].o.key, c: all[ref].c as Classified & { role: SettlementRole }, area: all[ref].o.shape === 'area', at: at(ref)!, geometryJson: all[ref].o.geometryJson,
   }));
@@ -183,28 +183,28 @@ export async function makeEntries(work: GeometryWork, input: { objects: readonly
   if (input.stored) {
     for (const key of new Set([...ways.keys(), ...input.stored.keys])) ways.set(key, [...(ways.get(key) ?? []), ...input.stored.waysOf(key)]);
   }
-  const streets = await streetEntries(work, ways, settlements, all, refs);
+  const streets = streetEntries(work, ways, settlements, all, refs);
   const keep = (e: SearchEntry) => inBox(input.bbox, e);
   const fingerprint = settlementsFingerprint(input.settlements.map((s) => ({ key: s.o.key, c: s.c, geometryJson: s.o.geometryJson })));
   return { entries: entries.filter(keep), streets: streets.filter((s) => keep(s.entry)), settlements: fingerprint };
 }
 
 /** One street entry per group of ways: its point and box from the ways together, located there. */
-async function streetEntries(work: GeometryWork, groups: Map<string, StreetWay[]>, settlements: Settlements, all: readonly SourceObject[], refs: ReadonlyMap<string, number>): Promise<StreetEntry[]> {
+function streetEntries(work: GeometryWork, groups: Map<string, StreetWay[]>, settlements: Settlements, all: readonly SourceObject[], refs: ReadonlyMap<string, number>): StreetEntry[] {
   // Each street's ways in id order, whichever way they came (the same point from a build and an update).
   const keys = [...groups.keys()].filter((k) => groups.get(k)!.length > 0).sort();
   for (const k of keys) groups.get(k)!.sort((a, b) => a.way - b.way);
-  await work.load('way', function* () {
+  work.load('way', function* () {
     for (let gid = 0; gid < keys.length; gid++) {
       for (const w of groups.get(keys[gid])!) for (const line of w.lines) if (line.length >= 2) yield { ref: w.way, gid, geometry: { type: 'LineString', coordinates: line } };
     }
   }());
-  const points = await work.groupPoints();
-  await work.load('gpoint', function* () {
-    for (const [gid, p] of points) yield { ref: gid, geometry: { type: 'Point', coordinates: [p.lon, p.lat] } };
+  const points = work.groupPoints();
+  work.loadPoints('gpoint', function* () {
+    for (const [gid, p] of points) yield { ref: gid, lon: p.lon, lat: p.lat };
   }());
   const containing = new Map<number, number[]>();
-  for (const [p, a] of await work.containing('gpoint')) containing.set(p, [...(containing.get(p) ?? []), a]);
+  for (const [p, a] of work.containing('gpoint')) containing.set(p, [...(containing.get(p) ?? []), a]);
   const out: StreetEntry[] = [];
   keys.forEach((key, gid) => {
     const p = points.get(gid);

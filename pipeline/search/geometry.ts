@@ -1,20 +1,16 @@
 /**
- * The geometry of the search index, done by GEOS through SpatiaLite in GDAL (gdal-async; Debian's GDAL is
- * built with SpatiaLite): a way's or area's representative point (ST_PointOnSurface: on the line, inside
- * the polygon) and bounding box, which settlement areas contain a point (ST_Contains with SpatiaLite's
- * R*Tree, each area's prepared geometry reused over the points it holds), and the point and box of a
- * street made of several ways (ST_Collect). The features go in as GeoJSON sequences, as osmium exports
- * them, into a SpatiaLite database in the work folder; nothing here computes geometry itself.
+ * The geometry of the search index, done by GEOS through SpatiaLite (Debian's mod_spatialite, loaded into
+ * better-sqlite3's SQLite; the libspatialite and GEOS GDAL's SQLite driver uses): a way's or area's
+ * representative point (ST_PointOnSurface: on the line, inside the polygon) and bounding box, which
+ * settlement areas contain a point (ST_Contains over an R*Tree of the points, each area's prepared
+ * geometry reused over the points its box holds), and the point and box of a street made of several
+ * ways (ST_Collect). Geometries go in as the GeoJSON osmium (or GDAL) wrote, parsed by SpatiaLite's
+ * GeomFromGeoJSON, into a database in memory; nothing here computes geometry itself. (Through GDAL, as
+ * GeoJSON sequences ogr2ogr'd into a SpatiaLite file and read back as features, the same work took
+ * about twice as long: docs/search.md.)
  */
-import { createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { once } from 'node:events';
-import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { UserError } from '../../lib/errors.ts';
-import { executeSqlAsync, loadGdal } from '../../lib/gdal.ts';
-
-type Gdal = Awaited<ReturnType<typeof loadGdal>>;
-type Dataset = import('gdal-async').Dataset;
 
 /** A GeoJSON geometry as osmium writes it. */
 export interface GeoJsonGeometry {
@@ -29,114 +25,157 @@ export interface Located {
   bbox?: [number, number, number, number];
 }
 
-/** The tables a work database holds. */
-type Table = 'feat' | 'point' | 'area' | 'way' | 'gpoint';
+/** The tables of geometries a work database holds. */
+type Table = 'feat' | 'area' | 'way';
+/** The tables of points. */
+type PointTable = 'point' | 'gpoint';
 
-/** Rows written into GDAL per transaction. */
-const ROWS_PER_TRANSACTION = '65536';
+const SCHEMA = `
+CREATE TABLE feat (ref INTEGER PRIMARY KEY, geom BLOB);
+CREATE TABLE area (ref INTEGER PRIMARY KEY, geom BLOB);
+CREATE TABLE piece (area INTEGER, geom BLOB, w REAL, s REAL, e REAL, n REAL);
+CREATE TABLE way (ref INTEGER, gid INTEGER, geom BLOB);
+CREATE TABLE point (ref INTEGER PRIMARY KEY, x REAL, y REAL);
+CREATE TABLE gpoint (ref INTEGER PRIMARY KEY, x REAL, y REAL);
+CREATE VIRTUAL TABLE point_box USING rtree(id, x0, x1, y0, y1);
+CREATE VIRTUAL TABLE gpoint_box USING rtree(id, x0, x1, y0, y1);
+`;
 
-/** A SpatiaLite database in a work folder, loaded table by table. */
-export class GeometryWork {
-  private ds: Dataset | undefined;
-  private readonly tables = new Set<Table>();
+/** The insert of each table: the geometry parsed by SpatiaLite from its GeoJSON text. */
+const INSERT: Readonly<Record<Table, string>> = {
+  feat: 'INSERT INTO feat (ref, geom) VALUES (?, GeomFromGeoJSON(?))',
+  area: 'INSERT INTO area (ref, geom) VALUES (?, GeomFromGeoJSON(?))',
+  way: 'INSERT INTO way (ref, gid, geom) VALUES (?, ?, GeomFromGeoJSON(?))',
+};
 
-  private constructor(private readonly gdal: Gdal, private readonly dir: string) {}
+/**
+ * Point and box rows `[id, x, y, w, s, e, n]` of the geometries `source` selects as `(id, g)`. The CTEs are
+ * materialised so that each GEOS call runs once a row (SQLite would otherwise copy the expression into
+ * every column that reads it).
+ */
+const locatedSql = (source: string) =>
+  `WITH src AS MATERIALIZED (${source}), pt AS MATERIALIZED (SELECT id, COALESCE(ST_PointOnSurface(g), ST_Centroid(g)) AS p, MbrMinX(g) AS w, MbrMinY(g) AS s, MbrMaxX(g) AS e, MbrMaxY(g) AS n FROM src)
+   SELECT id, ST_X(p), ST_Y(p), w, s, e, n FROM pt`;
 
-  /** A new work database in `dir` (which must exist). */
-  static async create(dir: string): Promise<GeometryWork> {
-    const gdal = await loadGdal();
-    // The work database is thrown away: no journal, no syncing.
-    gdal.config.set('OGR_SQLITE_SYNCHRONOUS', 'OFF');
-    gdal.config.set('OGR_SQLITE_JOURNAL', 'OFF');
-    return new GeometryWork(gdal, dir);
+/** Vertices of an area's pieces at most (ST_Subdivide's limit; RTTOPO's least is 8). */
+const PIECE_VERTICES = 128;
+
+/**
+ * The areas cut into pieces of at most PIECE_VERTICES vertices (ST_Subdivide), each with its box: SpatiaLite
+ * reads an ST_Contains's geometries from their blobs on every call, so a country's border of thousands of
+ * vertices tested against every point of the extract costs its size each time; a piece costs little and its
+ * box holds fewer points. A small area is its own piece, and so is one GEOS cannot cut.
+ */
+const PIECES_SQL = `INSERT INTO piece (area, geom, w, s, e, n)
+  WITH RECURSIVE cut AS MATERIALIZED (
+    SELECT ref, CASE WHEN ST_NPoints(geom) > ${PIECE_VERTICES} THEN COALESCE(ST_Subdivide(geom, ${PIECE_VERTICES}), geom) ELSE geom END AS g FROM area),
+  part(ref, g, i) AS (SELECT ref, g, 1 FROM cut UNION ALL SELECT ref, g, i + 1 FROM part WHERE i < ST_NumGeometries(g)),
+  one AS MATERIALIZED (SELECT ref, CASE WHEN ST_NumGeometries(g) > 1 THEN ST_GeometryN(g, i) ELSE g END AS g FROM part)
+  SELECT ref, g, MbrMinX(g), MbrMinY(g), MbrMaxX(g), MbrMaxY(g) FROM one`;
+
+/** Load SpatiaLite into `db`, or say which Debian package is missing. */
+function loadSpatiaLite(db: Database.Database): void {
+  try {
+    db.loadExtension('mod_spatialite');
+  } catch (e) {
+    throw new UserError(`SQLite's SpatiaLite extension cannot be loaded (${(e as Error).message.split('\n')[0]}): install Debian's libsqlite3-mod-spatialite (\`make setup\`)`, { cause: e });
   }
+}
 
-  private get file(): string {
-    return join(this.dir, 'geometry.sqlite');
+/** A SpatiaLite database in memory, loaded table by table. */
+export class GeometryWork {
+  private readonly tables = new Set<Table | PointTable>();
+  /** Whether the areas are cut into pieces (once, before the first `containing`). */
+  private cut = false;
+
+  private constructor(private readonly db: Database.Database) {}
+
+  /** A new work database. */
+  static create(): GeometryWork {
+    const db = new Database(':memory:');
+    try {
+      loadSpatiaLite(db);
+      db.exec(SCHEMA);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+    return new GeometryWork(db);
   }
 
   /** Load `rows` (a `ref` number each, `gid` for ways; a geometry as GeoJSON, or its text) into `table`. */
-  async load(table: Table, rows: Iterable<{ ref: number; gid?: number; geometry: GeoJsonGeometry | string }>): Promise<void> {
-    const seq = join(this.dir, `${table}.geojsonseq`);
-    const out = createWriteStream(seq);
-    let n = 0;
-    for (const r of rows) {
-      const geometry = typeof r.geometry === 'string' ? r.geometry : JSON.stringify(r.geometry);
-      const line = `{"type":"Feature","properties":{"ref":${r.ref}${r.gid === undefined ? '' : `,"gid":${r.gid}`}},"geometry":${geometry}}\n`;
-      if (!out.write(line)) await once(out, 'drain');
-      n++;
-    }
-    out.end();
-    await once(out, 'close');
-    if (n === 0) {
-      await rm(seq, { force: true });
-      return;
-    }
-    this.ds?.close();
-    this.ds = undefined;
-    const src = await this.gdal.openAsync(seq);
-    try {
-      const create = this.tables.size === 0 ? ['-f', 'SQLite', '-dsco', 'SPATIALITE=YES', '-dsco', 'INIT_WITH_EPSG=NO'] : ['-update'];
-      const dst = await this.gdal.vectorTranslateAsync(this.file, src, [...create, '-nln', table, '-lco', 'GEOMETRY_NAME=geom', '-nlt', 'GEOMETRY', '-gt', ROWS_PER_TRANSACTION]);
-      dst.close();
-    } finally {
-      src.close();
-      await rm(seq, { force: true });
-    }
-    this.tables.add(table);
+  load(table: Table, rows: Iterable<{ ref: number; gid?: number; geometry: GeoJsonGeometry | string }>): void {
+    const insert = this.db.prepare(INSERT[table]);
+    this.db.transaction(() => {
+      for (const r of rows) {
+        const geometry = typeof r.geometry === 'string' ? r.geometry : JSON.stringify(r.geometry);
+        if (table === 'way') insert.run(r.ref, r.gid ?? 0, geometry);
+        else insert.run(r.ref, geometry);
+        this.tables.add(table);
+      }
+    })();
   }
 
-  private async query(sql: string): Promise<Record<string, unknown>[]> {
-    if (!this.ds) {
-      this.ds = await this.gdal.openAsync(this.file);
-      const check = await executeSqlAsync(this.ds, 'SELECT spatialite_version() AS v');
-      const ok = check.features.first()?.fields.get('v');
-      if (!ok) throw new UserError("GDAL's SQLite driver has no SpatiaLite: install Debian's libgdal with SpatiaLite (`make setup`)");
-    }
-    const layer = await executeSqlAsync(this.ds, sql);
-    const rows: Record<string, unknown>[] = [];
-    for (const f of layer.features) rows.push(f.fields.toObject() as Record<string, unknown>);
-    return rows;
+  /** Load points (a `ref` each) into `table`, with the R*Tree `ST_Contains` looks them up by. */
+  loadPoints(table: PointTable, rows: Iterable<{ ref: number; lon: number; lat: number }>): void {
+    const point = this.db.prepare(`INSERT INTO ${table} (ref, x, y) VALUES (?, ?, ?)`);
+    const box = this.db.prepare(`INSERT INTO ${table}_box (id, x0, x1, y0, y1) VALUES (?, ?, ?, ?, ?)`);
+    this.db.transaction(() => {
+      for (const r of rows) {
+        point.run(r.ref, r.lon, r.lat);
+        box.run(r.ref, r.lon, r.lon, r.lat, r.lat);
+        this.tables.add(table);
+      }
+    })();
   }
 
-  /** Points and boxes by id from rows `{id, x, y, w, s, e, n}` (rows GEOS could not place are left out). */
-  private async located(sql: string): Promise<Map<number, Located>> {
+  /** Points and boxes by id from `locatedSql` rows (rows GEOS could not place are left out). */
+  private located(sql: string): Map<number, Located> {
     const out = new Map<number, Located>();
-    for (const r of await this.query(sql)) {
-      if (typeof r.x !== 'number' || typeof r.y !== 'number') continue;
-      out.set(r.id as number, { lon: r.x, lat: r.y, bbox: [r.w as number, r.s as number, r.e as number, r.n as number] });
+    for (const [id, x, y, w, s, e, n] of this.db.prepare(sql).raw().iterate() as Iterable<number[]>) {
+      if (typeof x !== 'number' || typeof y !== 'number') continue;
+      out.set(id, { lon: x, lat: y, bbox: [w, s, e, n] });
     }
     return out;
   }
 
   /** The representative point and box of every feature of `feat`, by ref (a feature GEOS cannot place is left out). */
-  async featurePoints(): Promise<Map<number, Located>> {
+  featurePoints(): Map<number, Located> {
     if (!this.tables.has('feat')) return new Map();
-    return this.located('SELECT ref AS id, ST_X(p) AS x, ST_Y(p) AS y, MbrMinX(geom) AS w, MbrMinY(geom) AS s, MbrMaxX(geom) AS e, MbrMaxY(geom) AS n FROM (SELECT ref, geom, COALESCE(ST_PointOnSurface(geom), ST_Centroid(geom)) AS p FROM feat)');
+    return this.located(locatedSql('SELECT ref AS id, geom AS g FROM feat'));
   }
 
   /** Which areas of `area` contain which points of `points`: [point ref, area ref] pairs. */
-  async containing(points: 'point' | 'gpoint' = 'point'): Promise<[number, number][]> {
+  containing(points: PointTable = 'point'): [number, number][] {
     if (!this.tables.has('area') || !this.tables.has(points)) return [];
-    // Areas outermost: each area's geometry is prepared once by SpatiaLite and tested against the points its box holds.
-    const rows = await this.query(
-      `SELECT p.ref AS p, a.ref AS a FROM area a JOIN ${points} p ON p.ROWID IN (SELECT ROWID FROM SpatialIndex WHERE f_table_name = '${points}' AND f_geometry_column = 'geom' AND search_frame = a.geom) AND ST_Contains(a.geom, p.geom)`,
-    );
-    return rows.map((r) => [r.p as number, r.a as number]);
+    if (!this.cut) {
+      this.db.exec(PIECES_SQL);
+      this.cut = true;
+    }
+    // Pieces outermost: each piece's geometry is prepared once by SpatiaLite (its cache of the last blobs) and
+    // tested against the points its box holds (the R*Tree's boxes are rounded outwards; GEOS decides). A point
+    // inside a piece is inside its area; one on a piece's edge (an area's border, or a cut) is tested against
+    // the whole area.
+    const sql = `SELECT p.ref, s.area, ST_Contains(s.geom, MakePoint(p.x, p.y)) FROM piece s CROSS JOIN ${points}_box b CROSS JOIN ${points} p
+      WHERE b.x0 <= s.e AND b.x1 >= s.w AND b.y0 <= s.n AND b.y1 >= s.s AND p.ref = b.id AND ST_Covers(s.geom, MakePoint(p.x, p.y)) = 1`;
+    const whole = this.db.prepare(`SELECT ST_Contains(a.geom, MakePoint(p.x, p.y)) FROM area a, ${points} p WHERE a.ref = ? AND p.ref = ?`).pluck();
+    const out = new Map<string, [number, number]>();
+    const edge = new Map<string, [number, number]>();
+    for (const [p, a, inside] of this.db.prepare(sql).raw().iterate() as Iterable<[number, number, number]>) {
+      (inside === 1 ? out : edge).set(`${p}:${a}`, [p, a]);
+    }
+    for (const [k, pair] of edge) if (!out.has(k) && whole.get(pair[1], pair[0]) === 1) out.set(k, pair);
+    return [...out.values()];
   }
 
   /** The point and box of each group of `way` (by gid): ST_PointOnSurface of the ways collected. */
-  async groupPoints(): Promise<Map<number, Located>> {
+  groupPoints(): Map<number, Located> {
     if (!this.tables.has('way')) return new Map();
-    return this.located(
-      'SELECT gid AS id, ST_X(p) AS x, ST_Y(p) AS y, MbrMinX(c) AS w, MbrMinY(c) AS s, MbrMaxX(c) AS e, MbrMaxY(c) AS n FROM (SELECT gid, c, COALESCE(ST_PointOnSurface(c), ST_Centroid(c)) AS p FROM (SELECT gid, ST_Collect(geom) AS c FROM way GROUP BY gid))',
-    );
+    return this.located(locatedSql('SELECT gid AS id, ST_Collect(geom) AS g FROM way GROUP BY gid'));
   }
 
-  /** Close the database and remove it. */
-  async close(): Promise<void> {
-    this.ds?.close();
-    this.ds = undefined;
-    await rm(this.file, { force: true });
+  /** Close the database. */
+  close(): void {
+    this.db.close();
   }
 }

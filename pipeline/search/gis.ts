@@ -8,7 +8,7 @@
  * (ST_PointOnSurface, pipeline/search/geometry.ts, as for OSM objects). The entries are written by the
  * index writer (lib/search/write.ts) into `output`, replaced only once complete.
  */
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { connectionUrl, withoutPassword } from '../../lib/database-url.ts';
 import { isUserError, UserError } from '../../lib/errors.ts';
 import { executeSql, loadGdal, type Gdal } from '../../lib/gdal.ts';
@@ -176,8 +176,6 @@ export function gisEntries(features: readonly ReadFeature[], placed: ReadonlyMap
 export interface GisSearchOptions {
   /** The `name:xx` languages a field may hold (the tileset's). */
   languages: readonly string[];
-  /** Work folder (made and removed). */
-  workDir: string;
   /** Prefix of progress lines. */
   label: string;
   /** The previous version's index: entries keep their ids. */
@@ -201,27 +199,20 @@ export async function buildGisSearchIndex(t: TilesetConfig & { search: { gis: Gi
       ds.close();
     }
   });
-  await rm(opts.workDir, { recursive: true, force: true });
-  await mkdir(opts.workDir, { recursive: true });
-  let placed: Map<number, Located>;
-  try {
-    placed = await timeStep(steps, 'geometry', async () => {
-      const work = await GeometryWork.create(opts.workDir);
-      try {
-        await work.load('feat', function* () {
-          for (let ref = 0; ref < read.features.length; ref++) {
-            const g = read.features[ref].geometryJson;
-            if (g) yield { ref, geometry: g };
-          }
-        }());
-        return await work.featurePoints();
-      } finally {
-        await work.close();
-      }
-    });
-  } finally {
-    await rm(opts.workDir, { recursive: true, force: true });
-  }
+  const placed = await timeStep(steps, 'geometry', async () => {
+    const work = GeometryWork.create();
+    try {
+      work.load('feat', function* () {
+        for (let ref = 0; ref < read.features.length; ref++) {
+          const g = read.features[ref].geometryJson;
+          if (g) yield { ref, geometry: g };
+        }
+      }());
+      return work.featurePoints();
+    } finally {
+      work.close();
+    }
+  });
   const content = gisEntries(read.features, placed, t.search.gis.kind);
   const keep = entryIds(opts.previous);
   await timeStep(steps, 'write', () => writeIndexFile(output, { languages: JSON.stringify(opts.languages) }, (w) => writeEntries(w, content, keep)));

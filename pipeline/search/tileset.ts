@@ -24,7 +24,7 @@ import { buildGisSearchIndex, GIS_SEARCH_VERSION } from './gis.ts';
 import { updateSearchIndex, type SearchPatch } from './update.ts';
 
 /** Version of how an extract becomes an index; bump when the build changes, so indexes are built again. */
-const SEARCH_BUILD_VERSION = 'tilebake-search-build/1';
+const SEARCH_BUILD_VERSION = 'tilebake-search-build/2';
 
 /** The index file of tileset `id`, relative to the version folder. */
 export function searchIndexPath(id: string): string {
@@ -67,7 +67,7 @@ export async function searchIndexFor(t: TilesetConfig, outDir: string, o: { prev
     const entry: SearchIndexEntry = r ? { index: rel, entries: r.entries, bytes: r.bytes, sha256: await sha256File(output), languages } : { ...prev!.entry, index: rel };
     return { entry, deps: { [depsKey(t.id)]: fingerprint } };
   };
-  if (t.search.gis) return gisIndexFor({ ...t, search: { gis: t.search.gis } }, output, prev, made, { languages, label, workDir: join(o.workDir, 'search', t.id) });
+  if (t.search.gis) return gisIndexFor({ ...t, search: { gis: t.search.gis } }, output, prev, made, { languages, label });
   const source = t.search.source;
   const fingerprint = await fingerprintOf(t, source);
   const done = (r: SearchBuildResult | undefined) => made(r, fingerprint);
@@ -104,7 +104,7 @@ async function gisIndexFor(
   output: string,
   prev: PreviousIndex | undefined,
   made: (r: SearchBuildResult | undefined, fingerprint: string) => Promise<{ entry: SearchIndexEntry; deps: Deps }>,
-  opts: { languages: string[]; label: string; workDir: string },
+  opts: { languages: string[]; label: string },
 ): Promise<{ entry: SearchIndexEntry; deps: Deps }> {
   const kind = await detectInputKind(t.source);
   if (kind !== 'gis' && kind !== 'postgis') {
@@ -119,18 +119,9 @@ async function gisIndexFor(
       logLine(`${opts.label}: source unchanged, index reused from the previous build`);
       return made(undefined, fingerprint);
     }
-    try {
-      return await made(await buildGisSearchIndex(t, false, output, { ...opts, previous: prev?.file }), fingerprint);
-    } finally {
-      await removeEmptyWorkParents(opts.workDir);
-    }
+    return made(await buildGisSearchIndex(t, false, output, { ...opts, previous: prev?.file }), fingerprint);
   }
-  let r: SearchBuildResult;
-  try {
-    r = await buildGisSearchIndex(t, true, output, { ...opts, previous: prev?.file });
-  } finally {
-    await removeEmptyWorkParents(opts.workDir);
-  }
+  const r = await buildGisSearchIndex(t, true, output, { ...opts, previous: prev?.file });
   const sha256 = await sha256File(output);
   const fingerprint = `${recipe}:index:${sha256}`;
   if (prev && prev.recorded === fingerprint && prev.entry.sha256 === sha256) {

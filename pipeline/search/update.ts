@@ -86,9 +86,9 @@ export function updateSearchIndex(previous: string, after: string, patch: Search
               }
             }
           })();
-          const work = await GeometryWork.create(opts.workDir);
+          const work = GeometryWork.create();
           try {
-            content = await makeEntries(work, {
+            content = makeEntries(work, {
               objects: objects.filter((s) => keys.has(s.o.key)),
               settlements,
               bbox: opts.bbox,
@@ -101,7 +101,7 @@ export function updateSearchIndex(previous: string, after: string, patch: Search
               },
             });
           } finally {
-            await work.close();
+            work.close();
           }
           const made = content;
           db.transaction(() => {
