@@ -7,8 +7,7 @@
  * turns it off), metric cache name `search-answers`.
  */
 import { ByteLru } from '../../lib/lru.ts';
-import { cacheBudgetBytes, type ServerContext } from '../context.ts';
-import { serverMetrics } from '../metrics.ts';
+import { perContextCache } from '../context-cache.ts';
 
 /** Share of the tile cache's budget given to search answers. */
 const ANSWERS_SHARE = 1 / 16;
@@ -39,15 +38,5 @@ export function answerKey(route: 'search' | 'reverse', params: unknown, lang: st
   return JSON.stringify([route, params, lang ?? null]);
 }
 
-const byContext = new WeakMap<ServerContext, SearchAnswers>();
-
 /** The search answer cache of a server context (created on first use). */
-export function searchAnswersOf(ctx: ServerContext): SearchAnswers {
-  let c = byContext.get(ctx);
-  if (!c) {
-    c = new SearchAnswers(Math.floor(cacheBudgetBytes(ctx, 'tiles') * ANSWERS_SHARE));
-    serverMetrics().watchCache('search-answers', c.entries);
-    byContext.set(ctx, c);
-  }
-  return c;
-}
+export const searchAnswersOf = perContextCache('search-answers', ANSWERS_SHARE, (bytes) => new SearchAnswers(bytes), (c) => c.entries);

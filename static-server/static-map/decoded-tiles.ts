@@ -8,8 +8,7 @@
  */
 import sharp from 'sharp';
 import type { ByteLru } from '../../lib/lru.ts';
-import { cacheBudgetBytes, type ServerContext } from '../context.ts';
-import { serverMetrics } from '../metrics.ts';
+import { perContextCache } from '../context-cache.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 
 /** One decoded tile: `size`×`size` pixels, `channels` bytes each (RGB, or RGBA with straight alpha). */
@@ -50,15 +49,5 @@ export class DecodedTiles {
   }
 }
 
-const byContext = new WeakMap<ServerContext, DecodedTiles>();
-
 /** The decoded tile cache of a server context (created on first use, next to its Archives). */
-export function decodedTilesOf(ctx: ServerContext): DecodedTiles {
-  let d = byContext.get(ctx);
-  if (!d) {
-    d = new DecodedTiles(Math.floor(cacheBudgetBytes(ctx, 'tiles') * DECODED_SHARE));
-    serverMetrics().watchCache('decoded-tiles', d.cache);
-    byContext.set(ctx, d);
-  }
-  return d;
-}
+export const decodedTilesOf = perContextCache('decoded-tiles', DECODED_SHARE, (bytes) => new DecodedTiles(bytes), (d) => d.cache);

@@ -6,8 +6,7 @@
  * metric cache name `static-images`; concurrent requests for one image share one composition.
  */
 import { sha256 } from '../../lib/hash.ts';
-import { cacheBudgetBytes, type ServerContext } from '../context.ts';
-import { serverMetrics } from '../metrics.ts';
+import { perContextCache } from '../context-cache.ts';
 import type { TileBody } from '../tile-response.ts';
 import { BoundedCache } from '../../lib/bounded-cache.ts';
 import type { StaticMapRequest } from './params.ts';
@@ -31,15 +30,10 @@ export function staticImageKey(style: string, archive: string, request: StaticMa
 /** Finished static images of one server context. */
 export type StaticImages = BoundedCache<StaticImage>;
 
-const byContext = new WeakMap<ServerContext, StaticImages>();
-
 /** The static image cache of a server context (created on first use). */
-export function staticImagesOf(ctx: ServerContext): StaticImages {
-  let c = byContext.get(ctx);
-  if (!c) {
-    c = new BoundedCache<StaticImage>(Math.floor(cacheBudgetBytes(ctx, 'tiles') * IMAGES_SHARE), (image) => image.body.bytes.length + ENTRY_OVERHEAD_BYTES);
-    serverMetrics().watchCache('static-images', c.entries);
-    byContext.set(ctx, c);
-  }
-  return c;
-}
+export const staticImagesOf = perContextCache(
+  'static-images',
+  IMAGES_SHARE,
+  (bytes): StaticImages => new BoundedCache<StaticImage>(bytes, (image) => image.body.bytes.length + ENTRY_OVERHEAD_BYTES),
+  (c) => c.entries,
+);
