@@ -12,7 +12,7 @@ import { parseKeys } from '../static-server/keys/keys-file.ts';
 import { UsageStore } from '../static-server/keys/usage-store.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
 import { cliOk, runCli } from './fixtures/cli.ts';
-import { buildSampleVector, monacoTiles, request, type RawResponse } from './fixtures/server/helpers.ts';
+import { buildQuickSample, monacoTiles, request, type RawResponse } from './fixtures/server/helpers.ts';
 
 const BACKEND = `backend-${randomBytes(16).toString('hex')}`;
 const PARTNER = `partner-${randomBytes(16).toString('hex')}`;
@@ -53,7 +53,7 @@ function expect401(r: RawResponse): void {
 }
 
 beforeAll(async () => {
-  out = await buildSampleVector();
+  out = await buildQuickSample();
   dir = await mkdtemp(join(tmpdir(), 'tilebake-keys-'));
   keysPath = join(dir, 'keys.json');
   await writeKeys(keysDoc());

@@ -7,7 +7,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkAuthorization, AuthResult, hashToken, loadTokenHashes, parseTokensFile } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
-import { buildSampleVector, monacoTiles, request, runServeToExit, startServe, type RawResponse } from './fixtures/server/helpers.ts';
+import { buildQuickSample, monacoTiles, request, runServeToExit, startServe, type RawResponse } from './fixtures/server/helpers.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
 const HASHED_TOKEN = randomBytes(18).toString('base64url');
@@ -27,7 +27,7 @@ function expect401(r: RawResponse, invalid: boolean): void {
 }
 
 beforeAll(async () => {
-  out = await buildSampleVector();
+  out = await buildQuickSample();
   dir = await mkdtemp(join(tmpdir(), 'tilebake-auth-'));
   const t = monacoTiles()[0];
   tilePath = `/data/openmaptiles/${t.z}/${t.x}/${t.y}.pbf`;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStore } from '../lib/storage.ts';
 import { Archives, TileLru } from '../static-server/archives.ts';
 import { tileBody } from '../static-server/tile-response.ts';
-import { buildSampleVector, monacoTiles, type SourceTile } from './fixtures/server/helpers.ts';
+import { buildQuickSample, monacoTiles, type SourceTile } from './fixtures/server/helpers.ts';
 
 const ARCHIVE = 'data/openmaptiles.pmtiles';
 let out: string;
@@ -14,7 +14,7 @@ let version: string;
 let tiles: SourceTile[];
 
 beforeAll(async () => {
-  out = await buildSampleVector();
+  out = await buildQuickSample();
   version = (await currentVersionDir(out))!.dir;
   tiles = monacoTiles();
 });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreTimeoutError } from '../lib/store-read.ts';
 import { ServerMetrics } from '../static-server/metrics.ts';
-import { buildSample, freePort, monacoTiles, request, startServe, type ServeProcess, type SourceTile } from './fixtures/server/helpers.ts';
+import { buildQuickSample, freePort, monacoTiles, request, startServe, type ServeProcess, type SourceTile } from './fixtures/server/helpers.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -37,7 +37,7 @@ let server: ServeProcess;
 let metricsUrl: string;
 
 beforeAll(async () => {
-  out = await buildSample(['vector', 'elevation']);
+  out = await buildQuickSample(['vector', 'elevation']);
   tiles = monacoTiles();
   const port = await freePort();
   server = await startServe(['--out', out, '--port', '0', '--host', '127.0.0.1', '--workers', '2', '--metrics-port', String(port)], { TILEBAKE_TOKENS: TOKEN });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../static-server/auth.ts';
 import type { ServeOptions } from '../static-server/context.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
-import { buildSampleVector, MONACO_MBTILES, monacoTiles, request, type RawResponse, type SourceTile, DEFAULT_CACHE_CONTROL, serveOptions } from './fixtures/server/helpers.ts';
+import { buildQuickSample, MONACO_MBTILES, monacoTiles, request, type RawResponse, type SourceTile, DEFAULT_CACHE_CONTROL, serveOptions } from './fixtures/server/helpers.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -38,7 +38,7 @@ function expectJsonError(r: RawResponse, status: number): { error: string; statu
 }
 
 beforeAll(async () => {
-  out = await buildSampleVector();
+  out = await buildQuickSample();
   tiles = monacoTiles();
   server = await startServer(options(), { tokenHashes: [hashToken(TOKEN)] });
 });

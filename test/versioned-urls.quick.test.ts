@@ -5,7 +5,7 @@ import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashToken } from '../static-server/auth.ts';
 import { startServer, type RunningServer } from '../static-server/serve.ts';
-import { buildSampleVector, monacoTiles, request } from './fixtures/server/helpers.ts';
+import { buildQuickSample, monacoTiles, request } from './fixtures/server/helpers.ts';
 import { publishRotatedVersion, rotatedTiles } from './fixtures/server/versions.ts';
 
 const TOKEN = randomBytes(18).toString('base64url');
@@ -15,7 +15,7 @@ let server: RunningServer;
 let first: string;
 
 beforeAll(async () => {
-  out = await buildSampleVector();
+  out = await buildQuickSample();
   server = await startServer(
     { out, port: 0, host: '127.0.0.1', auth: true, cors: '*', cacheMb: 16, logLevel: 'silent', versionedUrls: true, versionPollMs: 0 },
     { tokenHashes: [hashToken(TOKEN)] },
