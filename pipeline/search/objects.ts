@@ -108,15 +108,18 @@ async function* linesWith(path: string, texts: LineFilter): AsyncGenerator<strin
       return data.toString('utf8', start, end < 0 ? data.length : end);
     });
   };
-  for await (const chunk of createReadStream(path, { highWaterMark: READ_CHUNK_BYTES })) {
-    const data = rest.length ? Buffer.concat([rest, chunk as Buffer]) : (chunk as Buffer);
-    const last = data.lastIndexOf(10);
-    if (last < 0) {
-      rest = data;
+  for await (const chunk of createReadStream(path, { highWaterMark: READ_CHUNK_BYTES }) as AsyncIterable<Buffer>) {
+    const first = chunk.indexOf(10);
+    if (first < 0) {
+      rest = Buffer.concat([rest, chunk]);
       continue;
     }
-    rest = Buffer.from(data.subarray(last + 1));
-    yield scan(data.subarray(0, last + 1));
+    // The line the last chunk ended in, then this chunk's whole lines (not copied), then its rest.
+    const last = chunk.lastIndexOf(10);
+    const lines = scan(Buffer.concat([rest, chunk.subarray(0, first + 1)]));
+    lines.push(...scan(chunk.subarray(first + 1, last + 1)));
+    rest = Buffer.from(chunk.subarray(last + 1));
+    yield lines;
   }
   if (rest.length) yield scan(rest);
 }
