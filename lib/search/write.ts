@@ -42,7 +42,11 @@ export function matchNames(e: SearchEntry): string[] {
 export class IndexWriter {
   private readonly stmt;
 
-  constructor(readonly db: Database.Database) {
+  /**
+   * `ftsLater`: the FTS5 tables are not written entry by entry but rebuilt from the entries by `buildFts`
+   * (a new index: one pass over the content is cheaper than an insert per entry).
+   */
+  constructor(readonly db: Database.Database, private readonly ftsLater = false) {
     this.stmt = {
       maxId: db.prepare('SELECT max(id) AS id FROM entry WHERE id >= ? AND id < ?').pluck(),
       insert: db.prepare(`INSERT INTO entry (id, key, kind, type, osm_type, osm_id, osm_key, osm_value, name, names, other_names, housenumber, street, postcode, district, city, country, countrycode,
@@ -95,8 +99,10 @@ export class IndexWriter {
       lon: e.lon, lat: e.lat, west, south, east, north, importance: e.importance,
       folded: keys.join('\n'), match_names: matchText, match_context: context.normalize('NFC'),
     });
-    this.stmt.fts.run(id, matchText, context.normalize('NFC'));
-    this.stmt.nameFts.run(id, matchText);
+    if (!this.ftsLater) {
+      this.stmt.fts.run(id, matchText, context.normalize('NFC'));
+      this.stmt.nameFts.run(id, matchText);
+    }
     for (const k of keys) this.stmt.nameKey.run(k, id);
     this.stmt.point.run(id, e.lon, e.lon, e.lat, e.lat);
     return id;
@@ -106,8 +112,10 @@ export class IndexWriter {
   remove(key: string): boolean {
     const row = this.stmt.byKey.get(key) as { id: number; match_names: string; match_context: string } | undefined;
     if (!row) return false;
-    this.stmt.ftsDelete.run(row.id, row.match_names, row.match_context);
-    this.stmt.nameFtsDelete.run(row.id, row.match_names);
+    if (!this.ftsLater) {
+      this.stmt.ftsDelete.run(row.id, row.match_names, row.match_context);
+      this.stmt.nameFtsDelete.run(row.id, row.match_names);
+    }
     this.stmt.deleteNameKeys.run(row.id);
     this.stmt.deletePoint.run(row.id);
     this.stmt.deleteEntry.run(row.id);
@@ -174,6 +182,12 @@ export class IndexWriter {
     return { added: added.length, removed: removed.length };
   }
 
+  /** Build the FTS5 tables from the entries (a writer made with `ftsLater`, once they are all put). */
+  buildFts(): void {
+    this.db.exec("INSERT INTO entry_fts (entry_fts) VALUES ('rebuild')");
+    this.db.exec("INSERT INTO name_fts (name_fts) VALUES ('rebuild')");
+  }
+
   /** Merge FTS5's segments (and apply deletions) and refresh the planner's statistics. */
   optimize(): void {
     this.db.exec("INSERT INTO entry_fts (entry_fts) VALUES ('optimize')");
@@ -204,16 +218,17 @@ export function streetWayOf(r: StreetWayRow): StreetWay & { entry: number } {
 
 /**
  * Write a new index file at `output` (it replaces `output` only once complete, lib/atomic.ts): `fill`
- * puts the entries in one transaction with the typo tables, then FTS5's segments are merged and the file
- * vacuumed.
+ * puts the entries in one transaction with their FTS5 text (built from them once all are in) and the typo
+ * tables, then FTS5's segments are merged and the file vacuumed.
  */
 export async function writeIndexFile(output: string, meta: Record<string, string>, fill: (writer: IndexWriter) => void): Promise<void> {
   await produceAtomic(output, async (tmp) => {
     const db = createIndex(tmp, meta);
     try {
-      const writer = new IndexWriter(db);
+      const writer = new IndexWriter(db, true);
       db.transaction(() => {
         fill(writer);
+        writer.buildFts();
         writer.syncTypos();
       })();
       writer.optimize();

@@ -102,14 +102,32 @@ export async function inWorkFolder<T>(opts: Pick<SearchBuildOptions, 'workDir'>,
 export function buildSearchIndex(source: string, output: string, opts: SearchBuildOptions): Promise<SearchBuildResult> {
   const t0 = performance.now();
   return inWorkFolder(opts, async (osmium, pidFile, steps) => {
-    const exported = await timeStep(steps, 'osmium', () => exportObjects(osmium, source, opts.workDir, 'objects', pidFile));
-    const objects = await timeStep(steps, 'read', () => classifiedObjects(exported, opts.languages));
-    const work = GeometryWork.create();
+    // SpatiaLite loads while osmium exports.
+    let work: GeometryWork | undefined;
+    const exported = await timeStep(steps, 'osmium', async () => {
+      const run = exportObjects(osmium, source, opts.workDir, 'objects', pidFile);
+      try {
+        work = GeometryWork.create();
+      } catch (e) {
+        await run.catch(() => undefined);
+        throw e;
+      }
+      try {
+        return await run;
+      } catch (e) {
+        work.close();
+        throw e;
+      }
+    });
+    const objects = await timeStep(steps, 'read', () => classifiedObjects(exported, opts.languages)).catch((e: unknown) => {
+      work!.close();
+      throw e;
+    });
     let content: Entries;
     try {
-      content = await timeStep(steps, 'geometry', async () => makeEntries(work, { objects, settlements: objects.filter((s) => s.c.role !== undefined), bbox: opts.bbox }));
+      content = await timeStep(steps, 'geometry', async () => makeEntries(work!, { objects, settlements: objects.filter((s) => s.c.role !== undefined), bbox: opts.bbox }));
     } finally {
-      work.close();
+      work!.close();
     }
     const keep = entryIds(opts.previous);
     await timeStep(steps, 'write', () => writeIndexFile(output, { languages: JSON.stringify(opts.languages), settlements: content.settlements }, (w) => writeEntries(w, content, keep)));

@@ -26,12 +26,15 @@ export interface OsmObject {
   readonly geometry: GeoJsonGeometry;
 }
 
-/** A first look at an exported line: false when the object cannot be indexed (no name, house number or place tag). */
-export type LineFilter = (line: string) => boolean;
-/** Lines of objects the index may hold. */
-export const MAY_BE_INDEXED: LineFilter = (line) => line.includes('"name') || line.includes('"addr:housenumber"') || line.includes('"place"');
+/**
+ * A first look at the exported lines: the texts one of which a line holds when its object may be taken
+ * (the others are skipped unread: the lines holding them are found by searching the file's bytes).
+ */
+export type LineFilter = readonly string[];
+/** Lines of objects the index may hold (a name, house number or place tag). */
+export const MAY_BE_INDEXED: LineFilter = ['"name', '"addr:housenumber"', '"place"'];
 /** Lines of objects that may locate others: places and admin boundaries (what an update checks first). */
-export const MAY_BE_SETTLEMENT: LineFilter = (line) => line.includes('"place"') || line.includes('"boundary":"administrative"');
+export const MAY_BE_SETTLEMENT: LineFilter = ['"place"', '"boundary":"administrative"'];
 
 /** A failed osmium run on `input` as a one-line UserError. */
 function osmiumFailure(e: unknown, input: string): unknown {
@@ -87,25 +90,48 @@ function objectOf(el: NonNullable<ReturnType<typeof elementOf>>, shape: OsmObjec
   };
 }
 
-/** The lines of a file, a chunk's lines at a time (node:readline, a line at a time, takes twice as long). */
-async function* linesOf(path: string): AsyncGenerator<string[]> {
-  let rest = '';
-  for await (const chunk of createReadStream(path, { encoding: 'utf8', highWaterMark: READ_CHUNK_BYTES })) {
-    const parts = (rest + (chunk as string)).split('\n');
-    rest = parts.pop()!;
-    yield parts;
+/**
+ * The lines of a file holding one of `texts`, a chunk's lines at a time, in file order: the texts are
+ * searched in the bytes (Buffer.indexOf) and only the lines around the hits are decoded, as most
+ * exported objects (buildings, land use) are neither named nor numbered.
+ */
+async function* linesWith(path: string, texts: LineFilter): AsyncGenerator<string[]> {
+  const needles = texts.map((t) => Buffer.from(t, 'utf8'));
+  let rest: Buffer = Buffer.alloc(0);
+  const scan = (data: Buffer): string[] => {
+    const starts = new Set<number>();
+    for (const needle of needles) {
+      for (let at = data.indexOf(needle); at >= 0; at = data.indexOf(needle, at + needle.length)) starts.add(data.lastIndexOf(10, at) + 1);
+    }
+    return [...starts].sort((a, b) => a - b).map((start) => {
+      const end = data.indexOf(10, start);
+      return data.toString('utf8', start, end < 0 ? data.length : end);
+    });
+  };
+  for await (const chunk of createReadStream(path, { highWaterMark: READ_CHUNK_BYTES }) as AsyncIterable<Buffer>) {
+    const first = chunk.indexOf(10);
+    if (first < 0) {
+      rest = Buffer.concat([rest, chunk]);
+      continue;
+    }
+    // The line the last chunk ended in, then this chunk's whole lines (not copied), then its rest.
+    const last = chunk.lastIndexOf(10);
+    const lines = scan(Buffer.concat([rest, chunk.subarray(0, first + 1)]));
+    lines.push(...scan(chunk.subarray(first + 1, last + 1)));
+    rest = Buffer.from(chunk.subarray(last + 1));
+    yield lines;
   }
-  if (rest !== '') yield [rest];
+  if (rest.length) yield scan(rest);
 }
 
 /**
- * The objects of an exported GeoJSON sequence whose line `keep` lets through, in file order. Only the
- * id and the properties are parsed: a way's coordinates stay text until someone asks for them.
+ * The objects of an exported GeoJSON sequence whose line holds one of `keep`'s texts, in file order. Only
+ * the id and the properties are parsed: a way's coordinates stay text until someone asks for them.
  */
 export async function* readObjects(path: string, keep: LineFilter): AsyncGenerator<OsmObject> {
-  for await (const lines of linesOf(path)) {
+  for await (const lines of linesWith(path, keep)) {
     for (const line of lines) {
-      if (line.trim() === '' || !keep(line)) continue;
+      if (line.trim() === '') continue;
       const g = line.indexOf(GEOMETRY);
       // A `,"properties":` with its quotes unescaped is never inside a string: the last one is the member's.
       const p = line.lastIndexOf(PROPERTIES);
