@@ -102,32 +102,22 @@ export async function inWorkFolder<T>(opts: Pick<SearchBuildOptions, 'workDir'>,
 export function buildSearchIndex(source: string, output: string, opts: SearchBuildOptions): Promise<SearchBuildResult> {
   const t0 = performance.now();
   return inWorkFolder(opts, async (osmium, pidFile, steps) => {
-    // SpatiaLite loads while osmium exports.
-    let work: GeometryWork | undefined;
-    const exported = await timeStep(steps, 'osmium', async () => {
-      const run = exportObjects(osmium, source, opts.workDir, 'objects', pidFile);
-      try {
-        work = GeometryWork.create();
-      } catch (e) {
-        await run.catch(() => undefined);
-        throw e;
-      }
-      try {
-        return await run;
-      } catch (e) {
-        work.close();
-        throw e;
-      }
-    });
-    const objects = await timeStep(steps, 'read', () => classifiedObjects(exported, opts.languages)).catch((e: unknown) => {
-      work!.close();
+    // SpatiaLite loads while osmium exports; the work database is closed however the steps end.
+    const exporting = timeStep(steps, 'osmium', () => exportObjects(osmium, source, opts.workDir, 'objects', pidFile));
+    let work: GeometryWork;
+    try {
+      work = GeometryWork.create();
+    } catch (e) {
+      await exporting.catch(() => undefined);
       throw e;
-    });
+    }
     let content: Entries;
     try {
-      content = await timeStep(steps, 'geometry', async () => makeEntries(work!, { objects, settlements: objects.filter((s) => s.c.role !== undefined), bbox: opts.bbox }));
+      const exported = await exporting;
+      const objects = await timeStep(steps, 'read', () => classifiedObjects(exported, opts.languages));
+      content = await timeStep(steps, 'geometry', async () => makeEntries(work, { objects, settlements: objects.filter((s) => s.c.role !== undefined), bbox: opts.bbox }));
     } finally {
-      work!.close();
+      work.close();
     }
     const keep = entryIds(opts.previous);
     await timeStep(steps, 'write', () => writeIndexFile(output, { languages: JSON.stringify(opts.languages), settlements: content.settlements }, (w) => writeEntries(w, content, keep)));
